@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Installs what building and testing Patchbay needs on Debian 12 / Ubuntu, and nothing that is
+# already there: apt packages (skipped entirely when dpkg has them all), Node and npm, the Rust
+# components rustfmt and clippy, and ui/node_modules. Safe to run again and again.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+BUILD_PACKAGES=(build-essential pkg-config curl file libwebkit2gtk-4.1-dev libayatana-appindicator3-dev
+  librsvg2-dev libxdo-dev libssl-dev)
+TEST_PACKAGES=(xvfb xauth x11-utils xdotool imagemagick dbus dbus-x11 gnome-keyring libsecret-tools keyutils
+  webkit2gtk-driver xdg-utils desktop-file-utils at-spi2-core fonts-dejavu-core chromium)
+NODE_PACKAGES=()
+command -v node >/dev/null 2>&1 || NODE_PACKAGES+=(nodejs)
+command -v npm >/dev/null 2>&1 || NODE_PACKAGES+=(npm)
+
+missing=()
+for p in "${BUILD_PACKAGES[@]}" "${TEST_PACKAGES[@]}" "${NODE_PACKAGES[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+
+if [ "${#missing[@]}" -gt 0 ]; then
+  if ! command -v apt-get >/dev/null 2>&1; then
+    echo "setup: missing ${missing[*]}, and this is not a Debian/Ubuntu system; install them yourself." >&2
+    exit 1
+  fi
+  sudo=""
+  if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null 2>&1 || { echo "setup: need root or sudo to install: ${missing[*]}" >&2; exit 1; }
+    sudo="sudo"
+  fi
+  echo "setup: installing ${missing[*]}"
+  $sudo apt-get update -qq
+  # Ubuntu names the browser chromium-browser (a snap shim); fall back when chromium has no candidate.
+  if ! DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"; then
+    rest=()
+    for p in "${missing[@]}"; do [ "$p" = chromium ] || rest+=("$p"); done
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${rest[@]}"
+    echo "setup: chromium unavailable; the ui/ browser tests will be skipped or fail." >&2
+  fi
+fi
+
+if ! command -v cargo >/dev/null 2>&1; then
+  [ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
+fi
+if ! command -v cargo >/dev/null 2>&1; then
+  echo "setup: installing Rust with rustup (https://rustup.rs)"
+  curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh -s -- -y --profile minimal -c rustfmt,clippy
+  export PATH="$HOME/.cargo/bin:$PATH"
+fi
+if command -v rustup >/dev/null 2>&1; then
+  installed=$(rustup component list --installed 2>/dev/null || true)
+  for c in rustfmt clippy; do
+    grep -q "^$c" <<<"$installed" || rustup component add "$c"
+  done
+fi
+
+if [ ! -d ui/node_modules ]; then
+  echo "setup: npm ci in ui/"
+  npm --prefix ui ci --no-audit --no-fund
+fi

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Everything CI checks, in one go: formatting, clippy, the UI build, every Rust test (the tray app
+# included, against a real Secret Service) and the UI tests. Runs under a private D-Bus session
+# with an unlocked gnome-keyring and a virtual X display, with XDG dirs in a temp dir so nothing
+# touches your real data or keychain. Exits non-zero when anything fails.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$HOME/.cargo/bin:$PATH"
+
+if [ -z "${PATCHBAY_TEST_INNER:-}" ]; then
+  bash scripts/setup.sh
+  tmp=$(mktemp -d)
+  trap 'rm -rf "$tmp"' EXIT
+  mkdir -p "$tmp/data" "$tmp/config" "$tmp/cache" "$tmp/runtime"
+  chmod 700 "$tmp/runtime"
+  export XDG_DATA_HOME="$tmp/data" XDG_CONFIG_HOME="$tmp/config" XDG_CACHE_HOME="$tmp/cache"
+  export XDG_RUNTIME_DIR="$tmp/runtime"
+  export PATCHBAY_TEST_INNER=1 PATCHBAY_TEST_KEYCHAIN=1
+  # keyctl gives a private kernel keyring; dbus-run-session a private bus; the keyring daemon
+  # needs a non-empty password to create an unlocked login keyring; xvfb-run a display.
+  exec keyctl session - dbus-run-session -- sh -c \
+    'printf ci | gnome-keyring-daemon --unlock --components=secrets >/dev/null && exec xvfb-run -a bash "$0"' \
+    "$0"
+fi
+
+step() { printf '\n==> %s\n' "$*"; }
+
+step "cargo fmt --check"
+cargo fmt --all --check
+step "cargo clippy"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+step "ui build"
+npm --prefix ui run build
+step "cargo test"
+cargo test --workspace --locked
+step "ui tests"
+npm --prefix ui test
+step "all checks passed"

@@ -1,0 +1,16 @@
+//! Build script: reads the one config at the repository top (../tauri.conf.json) and generates the
+//! app's permissions, one `allow-<command>` per command; only those commands can be invoked, and
+//! only by the windows that capabilities/ grant them to.
+
+fn main() {
+    let attributes = tauri_build::Attributes::new()
+        .config_path("../tauri.conf.json")
+        .app_manifest(tauri_build::AppManifest::new().commands(&[
+            "get_status",
+            "delete_unclaimed_credential",
+            "start_authorization",
+        ]));
+    if let Err(error) = tauri_build::try_build(attributes) {
+        panic!("tauri-build failed: {error:#}");
+    }
+}

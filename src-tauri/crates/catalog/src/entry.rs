@@ -1,0 +1,322 @@
+//! One validated catalog entry, the predicates the status rules ask of it, and the normalization
+//! of its `unavailable` declaration.
+
+use indexmap::IndexMap;
+use serde::Serialize;
+use std::path::PathBuf;
+
+/// A catalog server's name: the key of its `mcpServers` member, and the runtime's server name.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(transparent)]
+pub struct ServerName(pub String);
+
+impl ServerName {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for ServerName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// How the agent runtime reaches the server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Transport {
+    Stdio {
+        command: String,
+        args: Vec<String>,
+        /// In file order: order matters to nobody here, but we keep what the user wrote.
+        env: IndexMap<String, String>,
+    },
+    /// Streamable HTTP (`streamable-http`, also spelled `http`).
+    StreamableHttp {
+        url: String,
+        headers: IndexMap<String, String>,
+    },
+    /// Legacy HTTP+SSE.
+    Sse {
+        url: String,
+        headers: IndexMap<String, String>,
+    },
+}
+
+impl Transport {
+    /// The name shown to users and in `--json`: `stdio`, `streamable-http` or `sse`.
+    pub fn display_name(&self) -> &'static str {
+        match self {
+            Transport::Stdio { .. } => "stdio",
+            Transport::StreamableHttp { .. } => "streamable-http",
+            Transport::Sse { .. } => "sse",
+        }
+    }
+
+    pub fn is_remote(&self) -> bool {
+        !matches!(self, Transport::Stdio { .. })
+    }
+
+    pub fn url(&self) -> Option<&str> {
+        match self {
+            Transport::Stdio { .. } => None,
+            Transport::StreamableHttp { url, .. } | Transport::Sse { url, .. } => Some(url),
+        }
+    }
+
+    pub fn headers(&self) -> Option<&IndexMap<String, String>> {
+        match self {
+            Transport::Stdio { .. } => None,
+            Transport::StreamableHttp { headers, .. } | Transport::Sse { headers, .. } => {
+                Some(headers)
+            }
+        }
+    }
+}
+
+/// The catalog's `oauth` block. Values may hold `${VAR}` placeholders (a client secret should).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OAuthConfig {
+    pub client_id: Option<String>,
+    /// A placeholder such as `${SLACK_CLIENT_SECRET}`, never a literal secret in a shipped catalog.
+    pub client_secret: Option<String>,
+    pub redirect_uri: Option<String>,
+    pub scopes: Vec<String>,
+    /// RFC 8707 resource indicator override; `Some("")` suppresses the indicator.
+    pub resource: Option<String>,
+    /// Force paste-back completion.
+    pub manual: bool,
+    pub auth_server_metadata_url: Option<String>,
+}
+
+/// A catalog entry that passed validation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerEntry {
+    pub name: ServerName,
+    pub title: Option<String>,
+    pub description: Option<String>,
+    pub transport: Transport,
+    pub oauth: Option<OAuthConfig>,
+    /// The normalized `unavailable` reason, when one is declared.
+    pub unavailable: Option<String>,
+    /// The catalog file this entry came from.
+    pub source: PathBuf,
+}
+
+impl ServerEntry {
+    /// The title to show: the declared one, else the name.
+    pub fn display_title(&self) -> &str {
+        self.title.as_deref().unwrap_or(self.name.as_str())
+    }
+
+    /// Names of headers that carry a static credential (see [`crate::is_credential_header`]).
+    pub fn static_credential_headers(&self) -> Vec<&str> {
+        self.transport
+            .headers()
+            .map(|h| {
+                h.keys()
+                    .map(String::as_str)
+                    .filter(|name| crate::is_credential_header(name))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// A server Patchbay may run an OAuth flow for: remote, and no static credential header.
+    pub fn is_oauth_capable(&self) -> bool {
+        self.transport.is_remote() && self.static_credential_headers().is_empty()
+    }
+
+    /// Every `${VAR}` this entry uses, where, and whether it has a default.
+    pub fn variable_uses(&self) -> Vec<crate::VariableUse> {
+        crate::placeholder::variable_uses(self)
+    }
+}
+
+/// The longest `unavailable` reason shown, in characters.
+pub const UNAVAILABLE_MAX_CHARS: usize = 200;
+
+/// Normalize a raw `unavailable` value: only a string that is non-empty after trimming declares
+/// the entry unavailable. Whitespace runs (newlines included) collapse to one space and the reason
+/// is cut at [`UNAVAILABLE_MAX_CHARS`] characters, because it lands on one line of a list an agent
+/// reads. Absent (`null`), blank and non-string values declare nothing.
+pub fn normalize_unavailable(value: &serde_json::Value) -> Option<String> {
+    let text = value.as_str()?;
+    let collapsed = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if collapsed.is_empty() {
+        return None;
+    }
+    // Cut on a char boundary, then drop a space the cut may have left at the end.
+    let cut: String = collapsed.chars().take(UNAVAILABLE_MAX_CHARS).collect();
+    Some(cut.trim_end().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn entry(transport: Transport, oauth: Option<OAuthConfig>) -> ServerEntry {
+        ServerEntry {
+            name: ServerName("x".into()),
+            title: None,
+            description: None,
+            transport,
+            oauth,
+            unavailable: None,
+            source: "t.json".into(),
+        }
+    }
+
+    fn map(pairs: &[(&str, &str)]) -> IndexMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn unavailable_declares_only_non_blank_strings() {
+        assert_eq!(normalize_unavailable(&json!(null)), None);
+        assert_eq!(normalize_unavailable(&json!("")), None);
+        assert_eq!(normalize_unavailable(&json!(" \n\t ")), None);
+        assert_eq!(normalize_unavailable(&json!(123)), None);
+        assert_eq!(normalize_unavailable(&json!(true)), None);
+        assert_eq!(normalize_unavailable(&json!(["down"])), None);
+        assert_eq!(normalize_unavailable(&json!({"reason": "down"})), None);
+        assert_eq!(
+            normalize_unavailable(&json!("  Static tokens only. ")).as_deref(),
+            Some("Static tokens only.")
+        );
+    }
+
+    #[test]
+    fn unavailable_collapses_whitespace() {
+        assert_eq!(
+            normalize_unavailable(&json!("No OAuth\n\ndiscovery;\r\n  static\ttokens only."))
+                .as_deref(),
+            Some("No OAuth discovery; static tokens only.")
+        );
+    }
+
+    #[test]
+    fn unavailable_truncates_at_200_chars() {
+        let long = "a".repeat(300);
+        assert_eq!(
+            normalize_unavailable(&json!(long)).unwrap(),
+            "a".repeat(200)
+        );
+        let exact = "b".repeat(200);
+        assert_eq!(normalize_unavailable(&json!(exact)).unwrap(), exact);
+    }
+
+    #[test]
+    fn unavailable_truncates_multibyte_text_by_chars() {
+        // 300 three-byte chars: a byte cut at 200 would split one; a char cut keeps 200 of them.
+        let long = "€".repeat(300);
+        let cut = normalize_unavailable(&json!(long)).unwrap();
+        assert_eq!(cut.chars().count(), 200);
+        assert_eq!(cut, "€".repeat(200));
+        let emoji = format!("{}😀😀", "x".repeat(199));
+        assert_eq!(
+            normalize_unavailable(&json!(emoji)).unwrap(),
+            format!("{}😀", "x".repeat(199))
+        );
+    }
+
+    #[test]
+    fn unavailable_cut_leaves_no_trailing_space() {
+        let text = format!("{} tail", "w".repeat(199));
+        assert_eq!(
+            normalize_unavailable(&json!(text)).unwrap(),
+            "w".repeat(199)
+        );
+    }
+
+    #[test]
+    fn oauth_capability_follows_static_credential_headers() {
+        let plain = entry(
+            Transport::StreamableHttp {
+                url: "https://a/mcp".into(),
+                headers: map(&[("X-Request-Id", "1")]),
+            },
+            None,
+        );
+        assert!(plain.is_oauth_capable());
+        assert!(plain.static_credential_headers().is_empty());
+
+        let token = entry(
+            Transport::Sse {
+                url: "https://a/sse".into(),
+                headers: map(&[("Accept", "x"), ("X-API-Key", "${K}")]),
+            },
+            None,
+        );
+        assert_eq!(token.static_credential_headers(), vec!["X-API-Key"]);
+        assert!(!token.is_oauth_capable());
+
+        let stdio = entry(
+            Transport::Stdio {
+                command: "npx".into(),
+                args: vec![],
+                env: IndexMap::new(),
+            },
+            None,
+        );
+        assert!(!stdio.is_oauth_capable());
+        assert_eq!(stdio.display_title(), "x");
+    }
+
+    #[test]
+    fn variable_uses_name_every_field() {
+        let stdio = entry(
+            Transport::Stdio {
+                command: "${BIN:-npx}".into(),
+                args: vec!["-y".into(), "pkg".into(), "${ROOT:-.}".into()],
+                env: map(&[("GITHUB_TOKEN", "${GITHUB_TOKEN}"), ("PLAIN", "1")]),
+            },
+            None,
+        );
+        let uses: Vec<(String, bool, String)> = stdio
+            .variable_uses()
+            .into_iter()
+            .map(|u| (u.name, u.has_default, u.field))
+            .collect();
+        assert_eq!(
+            uses,
+            vec![
+                ("BIN".into(), true, "command".into()),
+                ("ROOT".into(), true, "args[2]".into()),
+                ("GITHUB_TOKEN".into(), false, "env.GITHUB_TOKEN".into()),
+            ]
+        );
+
+        let remote = entry(
+            Transport::StreamableHttp {
+                url: "https://${HOST}/mcp".into(),
+                headers: map(&[("Authorization", "Bearer ${TOKEN} ${TOKEN}")]),
+            },
+            Some(OAuthConfig {
+                client_id: Some("${CID}".into()),
+                client_secret: Some("${SLACK_CLIENT_SECRET}".into()),
+                redirect_uri: Some("http://localhost:${PORT:-3118}/callback".into()),
+                ..OAuthConfig::default()
+            }),
+        );
+        let fields: Vec<(String, String)> = remote
+            .variable_uses()
+            .into_iter()
+            .map(|u| (u.name, u.field))
+            .collect();
+        assert_eq!(
+            fields,
+            vec![
+                ("HOST".into(), "url".into()),
+                ("TOKEN".into(), "headers.Authorization".into()),
+                ("CID".into(), "oauth.clientId".into()),
+                ("SLACK_CLIENT_SECRET".into(), "oauth.clientSecret".into()),
+                ("PORT".into(), "oauth.redirectUri".into()),
+            ]
+        );
+    }
+}

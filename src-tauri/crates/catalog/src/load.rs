@@ -1,0 +1,518 @@
+//! Reading catalog files, validating them against the schema, and merging default and user.
+//!
+//! Each file is parsed, its top level checked against the schema with the server map stripped out
+//! (a failure there is a [`CatalogError`]), then every entry is validated on its own against the
+//! entry sub-schema and Patchbay's extra rules, so one bad entry never hides the good ones.
+
+use crate::entry::normalize_unavailable;
+use crate::{CatalogError, EntryError, OAuthConfig, ServerEntry, ServerName, Transport};
+use indexmap::IndexMap;
+use jsonschema::error::{TypeKind, ValidationErrorKind};
+use jsonschema::{Draft, ValidationError, Validator};
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+/// How the embedded default is named in reports and errors.
+pub const BUILT_IN_PATH: &str = "<built-in>";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SourceKind {
+    /// The catalog Patchbay ships.
+    Default,
+    /// The user's catalog in the config directory, merged over the default.
+    User,
+    /// A file named with `--catalog`, used alone.
+    Explicit,
+}
+
+/// Where one layer of the catalog comes from. Later layers win on the same server name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CatalogSource {
+    /// A file on disk. `required: false` means a missing file is simply an empty layer.
+    File {
+        path: PathBuf,
+        kind: SourceKind,
+        required: bool,
+    },
+    /// The copy compiled into the binary ([`crate::DEFAULT_CATALOG`]).
+    Embedded,
+}
+
+/// How one layer loaded.
+#[derive(Debug, Clone)]
+pub struct SourceReport {
+    /// The file, or `<built-in>` for the embedded default.
+    pub path: PathBuf,
+    pub kind: SourceKind,
+    /// False when the file was absent (and not required).
+    pub present: bool,
+    pub entries: usize,
+    pub error: Option<CatalogError>,
+}
+
+#[derive(Debug, Clone)]
+pub struct InvalidEntry {
+    pub name: ServerName,
+    pub source: PathBuf,
+    pub error: EntryError,
+}
+
+// Unboxed on purpose: the variants are the public contract and a catalog holds a few dozen items.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone)]
+pub enum CatalogItem {
+    Server(ServerEntry),
+    /// Shown as Probe failed with the error as its reason; never hides the good entries.
+    Invalid(InvalidEntry),
+}
+
+impl CatalogItem {
+    pub fn name(&self) -> &ServerName {
+        match self {
+            CatalogItem::Server(s) => &s.name,
+            CatalogItem::Invalid(i) => &i.name,
+        }
+    }
+}
+
+/// The merged catalog, sorted by name.
+#[derive(Debug, Clone, Default)]
+pub struct Catalog {
+    pub items: Vec<CatalogItem>,
+    pub sources: Vec<SourceReport>,
+}
+
+impl Catalog {
+    pub fn servers(&self) -> impl Iterator<Item = &ServerEntry> {
+        self.items.iter().filter_map(|i| match i {
+            CatalogItem::Server(s) => Some(s),
+            CatalogItem::Invalid(_) => None,
+        })
+    }
+
+    pub fn get(&self, name: &str) -> Option<&CatalogItem> {
+        self.items.iter().find(|i| i.name().as_str() == name)
+    }
+
+    /// File-level errors across all layers.
+    pub fn errors(&self) -> impl Iterator<Item = &CatalogError> {
+        self.sources.iter().filter_map(|s| s.error.as_ref())
+    }
+}
+
+/// Load and merge the layers in order. Never fails as a whole: a bad file is reported in its
+/// [`SourceReport`], a bad entry becomes a [`CatalogItem::Invalid`].
+pub fn load(sources: &[CatalogSource]) -> Catalog {
+    // A BTreeMap keyed by name gives "later layer wins" and the sorted output in one structure.
+    let mut merged: BTreeMap<String, CatalogItem> = BTreeMap::new();
+    let mut reports = Vec::with_capacity(sources.len());
+    for source in sources {
+        let (report, items) = load_layer(source);
+        for item in items {
+            // The whole entry is replaced, invalid or not: a broken user override must show as
+            // broken rather than silently fall back to the default it was meant to change.
+            merged.insert(item.name().0.clone(), item);
+        }
+        reports.push(report);
+    }
+    Catalog {
+        items: merged.into_values().collect(),
+        sources: reports,
+    }
+}
+
+fn load_layer(source: &CatalogSource) -> (SourceReport, Vec<CatalogItem>) {
+    let (path, kind, text) = match source {
+        CatalogSource::Embedded => (
+            PathBuf::from(BUILT_IN_PATH),
+            SourceKind::Default,
+            Ok(crate::DEFAULT_CATALOG.to_string()),
+        ),
+        CatalogSource::File {
+            path,
+            kind,
+            required,
+        } => {
+            let text = match std::fs::read_to_string(path) {
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound && !required => {
+                    let report = SourceReport {
+                        path: path.clone(),
+                        kind: *kind,
+                        present: false,
+                        entries: 0,
+                        error: None,
+                    };
+                    return (report, Vec::new());
+                }
+                Err(e) => Err(CatalogError::Read {
+                    path: path.clone(),
+                    message: e.to_string(),
+                }),
+                Ok(text) => Ok(text),
+            };
+            (path.clone(), *kind, text)
+        }
+    };
+    let parsed = text.and_then(|text| parse(&text, &path));
+    let (items, error) = match parsed {
+        Ok(items) => (items, None),
+        Err(e) => (Vec::new(), Some(e)),
+    };
+    let report = SourceReport {
+        path,
+        kind,
+        present: true,
+        entries: items.len(),
+        error,
+    };
+    (report, items)
+}
+
+/// Parse and validate one catalog file's text; `path` is only used in errors and as each entry's
+/// source. Entries come back in file order.
+pub fn parse(text: &str, path: &Path) -> Result<Vec<CatalogItem>, CatalogError> {
+    let doc: Value = serde_json::from_str(text).map_err(|e| json_error(path, &e))?;
+    let v = validators();
+    if let Some(err) = v.shape.iter_errors(&doc).next() {
+        let (pointer, message) = describe(&err, &doc);
+        return Err(CatalogError::Shape {
+            path: path.to_path_buf(),
+            pointer,
+            message,
+        });
+    }
+    // The shape schema guarantees an object here.
+    let servers = doc
+        .get("mcpServers")
+        .and_then(Value::as_object)
+        .map(Map::iter)
+        .into_iter()
+        .flatten();
+    Ok(servers
+        .map(|(name, value)| match parse_entry(path, name, value) {
+            Ok(entry) => CatalogItem::Server(entry),
+            Err(error) => CatalogItem::Invalid(InvalidEntry {
+                name: ServerName(name.clone()),
+                source: path.to_path_buf(),
+                error,
+            }),
+        })
+        .collect())
+}
+
+fn json_error(path: &Path, e: &serde_json::Error) -> CatalogError {
+    // serde_json appends " at line L column C"; the error carries those as fields instead.
+    let full = e.to_string();
+    let suffix = format!(" at line {} column {}", e.line(), e.column());
+    let message = full.strip_suffix(&suffix).unwrap_or(&full).to_string();
+    CatalogError::Json {
+        path: path.to_path_buf(),
+        line: e.line(),
+        column: e.column(),
+        message,
+    }
+}
+
+struct Validators {
+    /// The file schema without the per-entry part.
+    shape: Validator,
+    /// `#/$defs/ServerConfiguration`, for one entry at a time.
+    entry: Validator,
+    /// The `propertyNames` rule for server names.
+    name: Validator,
+}
+
+fn validators() -> &'static Validators {
+    static VALIDATORS: OnceLock<Validators> = OnceLock::new();
+    VALIDATORS.get_or_init(|| {
+        // The schema is compiled in and covered by tests, so failing here is a build defect.
+        let schema: Value = serde_json::from_str(crate::SCHEMA).expect("SCHEMA is JSON");
+        let build = |s: &Value| {
+            jsonschema::options()
+                .with_draft(Draft::Draft7)
+                // Values may hold ${VAR}; URL checks are ours (see `check_url`).
+                .should_validate_formats(false)
+                .build(s)
+                .expect("SCHEMA compiles")
+        };
+        let mut shape = schema.clone();
+        let name = shape["properties"]["mcpServers"]
+            .as_object_mut()
+            .and_then(|servers| {
+                servers.remove("additionalProperties");
+                servers.remove("propertyNames")
+            })
+            .expect("SCHEMA has mcpServers.propertyNames");
+        let entry = serde_json::json!({
+            "$defs": schema["$defs"],
+            "allOf": [{ "$ref": "#/$defs/ServerConfiguration" }]
+        });
+        Validators {
+            shape: build(&shape),
+            entry: build(&entry),
+            name: build(&name),
+        }
+    })
+}
+
+fn parse_entry(path: &Path, name: &str, value: &Value) -> Result<ServerEntry, EntryError> {
+    let fail = |field: &str, message: String| EntryError {
+        file: path.to_path_buf(),
+        entry: name.to_string(),
+        field: field.to_string(),
+        message,
+    };
+    if !validators().name.is_valid(&Value::String(name.to_string())) {
+        return Err(fail(
+            "/",
+            "the server name may use only letters, digits, `-`, `_`, `[`, `]` and `$`".into(),
+        ));
+    }
+
+    // Parse-then-validate: the schema first, then the rules a schema cannot express.
+    let mut problems: Vec<(String, String)> = validators()
+        .entry
+        .iter_errors(value)
+        .map(|err| describe(&err, value))
+        .collect();
+    // The type decides what else is required, so a problem with it is the one to report.
+    problems.sort_by_key(|(field, _)| field != "/type");
+    if let Some((field, message)) = problems.into_iter().next() {
+        return Err(fail(&field, message));
+    }
+
+    let entry = build_entry(path, name, value);
+    check_entry(&entry, value).map_err(|(field, message)| fail(&field, message))?;
+    Ok(entry)
+}
+
+/// Turn a schema-valid entry into a [`ServerEntry`]; the schema has settled every type here.
+fn build_entry(path: &Path, name: &str, value: &Value) -> ServerEntry {
+    let text = |v: &Value, key: &str| v.get(key).and_then(Value::as_str).map(str::to_string);
+    let strings = |v: &Value, key: &str| -> Vec<String> {
+        v.get(key)
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let string_map = |key: &str| -> IndexMap<String, String> {
+        value
+            .get(key)
+            .and_then(Value::as_object)
+            .map(|m| {
+                m.iter()
+                    .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+
+    let url = text(value, "url").unwrap_or_default();
+    let transport = match value.get("type").and_then(Value::as_str) {
+        Some("stdio") => Transport::Stdio {
+            command: text(value, "command").unwrap_or_default(),
+            args: strings(value, "args"),
+            env: string_map("env"),
+        },
+        Some("sse") => Transport::Sse {
+            url,
+            headers: string_map("headers"),
+        },
+        _ => Transport::StreamableHttp {
+            url,
+            headers: string_map("headers"),
+        },
+    };
+
+    let oauth = value.get("oauth").map(|o| OAuthConfig {
+        client_id: text(o, "clientId"),
+        client_secret: text(o, "clientSecret"),
+        redirect_uri: text(o, "redirectUri").or_else(|| text(o, "redirect_uri")),
+        scopes: if o.get("scopes").is_some() {
+            strings(o, "scopes")
+        } else {
+            text(o, "scope")
+                .map(|s| s.split_whitespace().map(str::to_string).collect())
+                .unwrap_or_default()
+        },
+        resource: text(o, "resource"),
+        manual: o.get("manual").and_then(Value::as_bool).unwrap_or(false),
+        auth_server_metadata_url: text(o, "authServerMetadataUrl"),
+    });
+
+    ServerEntry {
+        name: ServerName(name.to_string()),
+        title: text(value, "title"),
+        description: text(value, "description"),
+        transport,
+        oauth,
+        unavailable: value.get("unavailable").and_then(normalize_unavailable),
+        source: path.to_path_buf(),
+    }
+}
+
+/// Rules beyond the schema. Returns the field (a pointer within the entry) and the message.
+fn check_entry(entry: &ServerEntry, value: &Value) -> Result<(), (String, String)> {
+    if let Some(url) = entry.transport.url() {
+        check_url(url).map_err(|m| ("/url".to_string(), m))?;
+    }
+    if let Some(headers) = entry.transport.headers() {
+        for name in headers.keys() {
+            let field = format!("/headers/{}", escape_pointer(name));
+            if name.is_empty() {
+                return Err((field, "header name must not be empty".into()));
+            }
+            // RFC 9110 field names are tokens: no whitespace, controls or `:`.
+            if name
+                .chars()
+                .any(|c| c.is_whitespace() || c.is_control() || c == ':')
+            {
+                return Err((field, format!("\"{name}\" is not a valid header name")));
+            }
+        }
+    }
+    if let Some(oauth) = value.get("oauth") {
+        for key in ["redirectUri", "redirect_uri", "authServerMetadataUrl"] {
+            if let Some(url) = oauth.get(key).and_then(Value::as_str) {
+                check_url(url).map_err(|m| (format!("/oauth/{key}"), m))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A plain URL check that tolerates placeholders: `http(s)://` and something after it, or a
+/// leading `${VAR}` that will supply the scheme; no whitespace outside placeholders.
+fn check_url(url: &str) -> Result<(), String> {
+    let found = crate::placeholders(url);
+    let mut literal = String::with_capacity(url.len());
+    let mut copied = 0;
+    for p in &found {
+        literal.push_str(&url[copied..p.span.start]);
+        copied = p.span.end;
+    }
+    literal.push_str(&url[copied..]);
+    if literal.chars().any(char::is_whitespace) {
+        return Err("must not contain whitespace".into());
+    }
+    if found.first().is_some_and(|p| p.span.start == 0) {
+        return Ok(());
+    }
+    let lower = url.to_ascii_lowercase();
+    let rest = lower
+        .strip_prefix("https://")
+        .or_else(|| lower.strip_prefix("http://"));
+    match rest {
+        Some(rest) if !rest.is_empty() => Ok(()),
+        Some(_) => Err("must name a host after the scheme".into()),
+        None => Err(format!("must be an http:// or https:// URL, not \"{url}\"")),
+    }
+}
+
+fn escape_pointer(token: &str) -> String {
+    token.replace('~', "~0").replace('/', "~1")
+}
+
+/// A schema error as (JSON pointer within the validated value, plain-English message).
+fn describe(err: &ValidationError<'_>, instance: &Value) -> (String, String) {
+    let at = err.instance_path.as_str();
+    let pointer = |suffix: &str| {
+        if at.is_empty() && suffix.is_empty() {
+            "/".to_string()
+        } else {
+            format!("{at}{suffix}")
+        }
+    };
+    // The entry's declared type, for messages that depend on it.
+    let declared = instance
+        .get("type")
+        .and_then(Value::as_str)
+        .filter(|_| at.is_empty());
+    match &err.kind {
+        ValidationErrorKind::Required { property } => {
+            let property = property.as_str().unwrap_or_default();
+            let field = pointer(&format!("/{}", escape_pointer(property)));
+            let message = match (property, declared) {
+                ("type", _) if at.is_empty() => {
+                    "is required: one of stdio, sse, streamable-http or http".to_string()
+                }
+                ("command" | "url", Some(t)) => format!("is required for type \"{t}\""),
+                _ => "is required".to_string(),
+            };
+            (field, message)
+        }
+        ValidationErrorKind::Type { kind } => (pointer(""), type_message(kind)),
+        ValidationErrorKind::Enum { options } => {
+            let options: Vec<String> = options
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .map(|o| o.as_str().map_or_else(|| o.to_string(), str::to_string))
+                        .collect()
+                })
+                .unwrap_or_default();
+            let expected = or_list(&options);
+            let message = if at == "/type" {
+                format!("unknown type {}: expected {expected}", err.instance)
+            } else {
+                format!("must be one of {expected}")
+            };
+            (pointer(""), message)
+        }
+        ValidationErrorKind::FalseSchema => {
+            let message = match instance.get("type").and_then(Value::as_str) {
+                Some(t) => format!("is not allowed for type \"{t}\""),
+                None => "is not allowed".to_string(),
+            };
+            (pointer(""), message)
+        }
+        ValidationErrorKind::MinLength { limit: 1 } => (pointer(""), "must not be empty".into()),
+        ValidationErrorKind::MinLength { limit } => {
+            (pointer(""), format!("must be at least {limit} characters"))
+        }
+        ValidationErrorKind::MaxLength { limit } => {
+            (pointer(""), format!("must be at most {limit} characters"))
+        }
+        ValidationErrorKind::Pattern { pattern } => {
+            (pointer(""), format!("must match the pattern {pattern}"))
+        }
+        // Anything the catalog schema does not use falls back to the validator's own wording.
+        _ => (pointer(""), err.to_string()),
+    }
+}
+
+fn type_message(kind: &TypeKind) -> String {
+    let one = |t: &jsonschema::JsonType| {
+        let name = t.to_string();
+        let article = if name.starts_with(['a', 'e', 'i', 'o', 'u']) {
+            "an"
+        } else {
+            "a"
+        };
+        format!("{article} {name}")
+    };
+    match kind {
+        TypeKind::Single(t) => format!("must be {}", one(t)),
+        TypeKind::Multiple(set) => {
+            let names: Vec<String> = set.iter().map(|t| one(&t)).collect();
+            format!("must be {}", or_list(&names))
+        }
+    }
+}
+
+/// `a`, `a or b`, `a, b or c`.
+fn or_list(items: &[String]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.clone(),
+        [init @ .., last] => format!("{} or {last}", init.join(", ")),
+    }
+}

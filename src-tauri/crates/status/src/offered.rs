@@ -1,0 +1,125 @@
+//! What an agent is offered (the seed's `get_configs`): the servers that can start now, then a
+//! short Unavailable roster so an agent can tell "exists and is broken" from "does not exist".
+
+use crate::{ConnectorState, StatusReport};
+use serde::{Deserialize, Serialize};
+
+/// Roster reasons land in a markdown list an agent reads: one line, compact.
+const ROSTER_REASON_MAX: usize = 120;
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OfferedServer {
+    pub name: String,
+    pub title: String,
+    pub transport: String,
+    pub state: ConnectorState,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RosterLine {
+    pub name: String,
+    pub state: ConnectorState,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Offered {
+    pub servers: Vec<OfferedServer>,
+    pub unavailable: Vec<RosterLine>,
+}
+
+impl Offered {
+    pub fn from_report(report: &StatusReport) -> Offered {
+        let mut servers = Vec::new();
+        let mut unavailable = Vec::new();
+        for row in &report.connectors {
+            if row.blocks_start {
+                unavailable.push(RosterLine {
+                    name: row.name.clone(),
+                    state: row.state,
+                    reason: compact_reason(row),
+                });
+            } else {
+                servers.push(OfferedServer {
+                    name: row.name.clone(),
+                    title: row.title.clone(),
+                    transport: row.transport.clone(),
+                    state: row.state,
+                });
+            }
+        }
+        servers.sort_by(|a, b| a.name.cmp(&b.name));
+        unavailable.sort_by(|a, b| a.name.cmp(&b.name));
+        Offered {
+            servers,
+            unavailable,
+        }
+    }
+
+    /// The markdown an agent reads.
+    pub fn to_markdown(&self) -> String {
+        let mut out = String::from("MCP servers you can start:\n");
+        if self.servers.is_empty() {
+            out.push_str("- (none)\n");
+        }
+        for server in &self.servers {
+            out.push_str(&format!(
+                "- {} ({}, {})\n",
+                server.name, server.title, server.transport
+            ));
+        }
+        if !self.unavailable.is_empty() {
+            out.push_str("\nUnavailable:\n");
+            for line in &self.unavailable {
+                out.push_str(&format!("- {}: {}\n", line.name, line.reason));
+            }
+        }
+        out
+    }
+}
+
+fn compact_reason(row: &crate::ConnectorStatus) -> String {
+    let reason = match row.state {
+        ConnectorState::Unavailable => row
+            .unavailable_reason
+            .clone()
+            .unwrap_or_else(|| "declared unavailable".into()),
+        ConnectorState::MissingConfiguration => {
+            let names: Vec<&str> = row
+                .missing_variables
+                .iter()
+                .map(|m| m.name.as_str())
+                .collect();
+            format!("missing configuration ({})", names.join(", "))
+        }
+        ConnectorState::NeedsAuthorization => "needs authorization".into(),
+        ConnectorState::NeedsReauth => "needs re-authorization".into(),
+        ConnectorState::ProbeFailed => "invalid catalog entry".into(),
+        other => other.label().to_lowercase(),
+    };
+    one_line(&reason, ROSTER_REASON_MAX)
+}
+
+/// Collapse whitespace to single spaces and cut at `max` characters, with an ellipsis.
+fn one_line(text: &str, max: usize) -> String {
+    let collapsed = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if collapsed.chars().count() <= max {
+        return collapsed;
+    }
+    let cut: String = collapsed.chars().take(max - 1).collect();
+    format!("{}…", cut.trim_end())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::one_line;
+
+    #[test]
+    fn one_line_collapses_and_cuts() {
+        assert_eq!(one_line("a\n  b\tc", 50), "a b c");
+        let long = "x".repeat(300);
+        let cut = one_line(&long, 120);
+        assert_eq!(cut.chars().count(), 120);
+        assert!(cut.ends_with('…'));
+    }
+}

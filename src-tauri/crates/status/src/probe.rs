@@ -1,0 +1,226 @@
+//! One connector's state from local signals: the seed's ConnectorStatusProbe, in the order a
+//! runtime start reads them (declared unavailability, then `${VAR}`s, then the OAuth credential).
+
+use crate::report::{CredentialSummary, MissingVariable};
+use crate::ConnectorState;
+use chrono::{DateTime, Utc};
+use patchbay_catalog::{CredentialKey, ServerEntry};
+use patchbay_vault::{CredentialRow, Secret};
+use std::collections::{BTreeSet, HashMap};
+
+/// Whether the OS keychain holding the vault's key answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreHealth {
+    Reachable,
+    /// Locked, no Secret Service, D-Bus down, or the vault key is missing. Never "missing".
+    Unreachable { message: String },
+}
+
+/// The `${VAR}` values kept in the vault. Names come from the database and are known even when
+/// the keychain is down; values only when it answered.
+#[derive(Debug, Clone, Default)]
+pub struct VaultVariables {
+    pub names: BTreeSet<String>,
+    pub values: HashMap<String, Secret>,
+}
+
+/// Everything the computation reads. Built once per status by the core; tests build it by hand.
+#[derive(Debug, Clone)]
+pub struct LocalSignals {
+    pub credentials: Vec<CredentialRow>,
+    pub store: StoreHealth,
+    pub variables: VaultVariables,
+    /// The process environment (or a test's).
+    pub env: HashMap<String, String>,
+    /// Injected so expiry is testable.
+    pub now: DateTime<Utc>,
+}
+
+/// How one variable resolves: the vault first, then the environment.
+pub(crate) enum Resolution {
+    Value(String),
+    /// In the vault, but the keychain holding its key did not answer.
+    Locked,
+    Absent,
+}
+
+impl LocalSignals {
+    pub(crate) fn resolve(&self, name: &str) -> Resolution {
+        if self.variables.names.contains(name) {
+            return match self.variables.values.get(name) {
+                Some(secret) => Resolution::Value(secret.expose().to_owned()),
+                None => Resolution::Locked,
+            };
+        }
+        match self.env.get(name) {
+            Some(value) => Resolution::Value(value.clone()),
+            None => Resolution::Absent,
+        }
+    }
+
+    fn value(&self, name: &str) -> Option<String> {
+        match self.resolve(name) {
+            Resolution::Value(v) => Some(v),
+            Resolution::Locked | Resolution::Absent => None,
+        }
+    }
+}
+
+/// The decision for one valid entry, before it is dressed as a report row.
+#[derive(Debug, Clone)]
+pub(crate) struct Decision {
+    pub state: ConnectorState,
+    pub detail: String,
+    pub missing: Vec<MissingVariable>,
+    /// The key the catalog computes now, when it could be computed.
+    pub credential_key: Option<CredentialKey>,
+    /// False when a variable the key depends on could not be resolved, so rows for this server
+    /// name must not be called unclaimed.
+    pub key_known: bool,
+    pub credential: Option<CredentialSummary>,
+    pub one_shot: bool,
+}
+
+pub(crate) fn decide(
+    entry: &ServerEntry,
+    signals: &LocalSignals,
+    rows: &HashMap<&str, &CredentialRow>,
+) -> Decision {
+    let mut decision = Decision {
+        state: ConnectorState::Ready,
+        detail: String::new(),
+        missing: Vec::new(),
+        credential_key: None,
+        key_known: true,
+        credential: None,
+        one_shot: false,
+    };
+
+    if let Some(reason) = &entry.unavailable {
+        decision.state = ConnectorState::Unavailable;
+        decision.detail = format!(
+            "Declared unavailable in {}: {reason} Nothing here fixes it; remove the declaration once the server works.",
+            entry.source.display()
+        );
+        decision.key_known = false;
+        return decision;
+    }
+
+    let uses = entry.variable_uses();
+    let mut locked = Vec::new();
+    for variable_use in &uses {
+        if variable_use.has_default {
+            continue;
+        }
+        match signals.resolve(&variable_use.name) {
+            Resolution::Value(_) => {}
+            Resolution::Locked => locked.push(variable_use.name.clone()),
+            Resolution::Absent => {
+                if !decision.missing.iter().any(|m| m.name == variable_use.name) {
+                    decision.missing.push(MissingVariable {
+                        name: variable_use.name.clone(),
+                        field: variable_use.field.clone(),
+                    });
+                }
+            }
+        }
+    }
+    if !decision.missing.is_empty() {
+        decision.state = ConnectorState::MissingConfiguration;
+        decision.detail = missing_detail(&decision.missing);
+        decision.key_known = false;
+        return decision;
+    }
+    if !locked.is_empty() {
+        decision.state = ConnectorState::SecretStoreUnreachable;
+        decision.detail = format!(
+            "{} is kept in the vault, and the OS keychain holding the vault's key did not answer. Unlock the keychain; nothing was deleted.",
+            locked.join(", ")
+        );
+        decision.key_known = false;
+        return decision;
+    }
+
+    if !entry.is_oauth_capable() {
+        if uses.is_empty() {
+            decision.state = ConnectorState::NoCredentialRequired;
+            decision.detail = "Configures no credential; nothing to do.".into();
+        } else {
+            decision.state = ConnectorState::Ready;
+            decision.detail = match entry.static_credential_headers().first() {
+                Some(header) => format!("Sends its credential in the {header} header; every variable it needs resolves."),
+                None => "Every variable it needs resolves.".into(),
+            };
+        }
+        return decision;
+    }
+
+    let key = match entry.credential_key(&|name| signals.value(name)) {
+        Ok(Some(key)) => key,
+        // Unreachable for a remote entry whose variables all resolved; treat as a probe failure.
+        Ok(None) | Err(_) => {
+            decision.state = ConnectorState::ProbeFailed;
+            decision.detail = "Could not compute the credential key for this server.".into();
+            decision.key_known = false;
+            return decision;
+        }
+    };
+    decision.credential_key = Some(key.clone());
+
+    let Some(row) = rows.get(key.as_str()) else {
+        decision.state = ConnectorState::NeedsAuthorization;
+        decision.detail = format!(
+            "No credential stored. Authorize Patchbay with {}: click Authorize, or run `patchbay authorize {}`.",
+            entry.display_title(),
+            entry.name
+        );
+        return decision;
+    };
+    decision.credential = Some(CredentialSummary::from(*row));
+    // "Leaves no refresh token" is the test: the flag plus a still-absent refresh token.
+    decision.one_shot = row.one_shot && !row.has_refresh_token;
+
+    if let StoreHealth::Unreachable { message } = &signals.store {
+        decision.state = ConnectorState::SecretStoreUnreachable;
+        decision.detail = format!(
+            "A credential is stored, but the OS keychain holding the vault's key did not answer ({message}). Unlock it; nothing was deleted."
+        );
+        return decision;
+    }
+
+    let expired = row.expires_at.is_some_and(|at| at <= signals.now);
+    if !expired {
+        decision.state = ConnectorState::Ready;
+        decision.detail = match row.expires_at {
+            Some(_) if row.has_refresh_token => {
+                "Authorized; Patchbay renews the token before it lapses.".into()
+            }
+            Some(_) => "Authorized; the token cannot be renewed and needs authorizing again when it lapses.".into(),
+            None => "Authorized; the token does not expire.".into(),
+        };
+    } else if row.has_refresh_token {
+        decision.state = ConnectorState::TokenExpired;
+        decision.detail =
+            "The access token lapsed; it is renewed with the stored refresh token, no action needed."
+                .into();
+    } else {
+        decision.state = ConnectorState::NeedsReauth;
+        decision.detail = format!(
+            "The token lapsed and cannot be renewed. Re-authorize: click Re-authorize, or run `patchbay authorize {}`.",
+            entry.name
+        );
+    }
+    decision
+}
+
+fn missing_detail(missing: &[MissingVariable]) -> String {
+    let names: Vec<String> = missing
+        .iter()
+        .map(|m| format!("{} (used in {})", m.name, m.field))
+        .collect();
+    let first = &missing[0].name;
+    format!(
+        "Missing {}. Store it in the keychain with `patchbay secret set {first}`, or set it in the environment Patchbay starts from.",
+        names.join(", ")
+    )
+}

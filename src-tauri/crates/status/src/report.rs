@@ -1,0 +1,347 @@
+//! The status report: every connector's row, sorted problems first, plus the unclaimed
+//! credentials and the catalog's own health. Its JSON is documented in docs/status-json.md.
+
+use crate::probe::{decide, LocalSignals, StoreHealth};
+use crate::{Action, ConnectorState};
+use chrono::{DateTime, SecondsFormat, Utc};
+use patchbay_catalog::{Catalog, CatalogItem, CredentialKey, ServerEntry};
+use patchbay_vault::CredentialRow;
+use serde::{Deserialize, Serialize};
+use std::collections::{HashMap, HashSet};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+/// Bumped when a field is removed or changes meaning; additions keep it.
+pub const REPORT_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MissingVariable {
+    pub name: String,
+    pub field: String,
+}
+
+/// What the report says of a stored credential: metadata only, never a token.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CredentialSummary {
+    pub key: String,
+    #[serde(with = "rfc3339_opt")]
+    pub expires_at: Option<DateTime<Utc>>,
+    pub has_refresh_token: bool,
+    pub issuer: Option<String>,
+    #[serde(with = "rfc3339")]
+    pub updated_at: DateTime<Utc>,
+}
+
+impl From<&CredentialRow> for CredentialSummary {
+    fn from(row: &CredentialRow) -> Self {
+        CredentialSummary {
+            key: row.credential_key.as_str().to_owned(),
+            expires_at: row.expires_at,
+            has_refresh_token: row.has_refresh_token,
+            issuer: row.issuer.clone(),
+            updated_at: row.updated_at,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConnectorStatus {
+    pub name: String,
+    pub title: String,
+    pub description: Option<String>,
+    /// `stdio`, `streamable-http`, `sse`, or `unknown` for an entry that failed validation.
+    pub transport: String,
+    pub url: Option<String>,
+    pub state: ConnectorState,
+    pub label: String,
+    pub severity: u8,
+    pub needs_attention: bool,
+    pub blocks_start: bool,
+    pub detail: String,
+    pub action: Option<Action>,
+    pub missing_variables: Vec<MissingVariable>,
+    pub unavailable_reason: Option<String>,
+    pub one_shot: bool,
+    pub one_shot_note: Option<String>,
+    pub credential: Option<CredentialSummary>,
+    pub source: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UnclaimedCredential {
+    pub credential_key: String,
+    pub server_name: String,
+    pub server_url: Option<String>,
+    #[serde(with = "rfc3339")]
+    pub updated_at: DateTime<Utc>,
+    pub why: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SecretStoreStatus {
+    pub reachable: bool,
+    pub message: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CatalogSourceStatus {
+    pub path: String,
+    pub kind: patchbay_catalog::SourceKind,
+    pub present: bool,
+    pub entries: usize,
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CatalogStatus {
+    pub sources: Vec<CatalogSourceStatus>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StatusReport {
+    pub version: u32,
+    #[serde(with = "rfc3339")]
+    pub generated_at: DateTime<Utc>,
+    pub need_attention: usize,
+    pub worst: Option<ConnectorState>,
+    pub secret_store: SecretStoreStatus,
+    pub catalog: CatalogStatus,
+    pub connectors: Vec<ConnectorStatus>,
+    pub unclaimed: Vec<UnclaimedCredential>,
+}
+
+const ONE_SHOT_NOTE: &str = "This server issued no refresh token: nothing can renew this credential, so it will need authorizing again each time it lapses.";
+
+impl StatusReport {
+    /// "3 need attention" / "All 14 connectors ready": the header, the tray tooltip, the CLI's first line.
+    pub fn headline(&self) -> String {
+        let catalog_errors = self
+            .catalog
+            .sources
+            .iter()
+            .filter(|s| s.error.is_some())
+            .count();
+        let mut line = match (self.need_attention, self.connectors.len()) {
+            (_, 0) => "No connectors in the catalog".to_owned(),
+            (0, 1) => "The one connector is fine".to_owned(),
+            (0, n) => format!("All {n} connectors are fine"),
+            (1, _) => "1 needs attention".to_owned(),
+            (n, _) => format!("{n} need attention"),
+        };
+        if catalog_errors > 0 {
+            line.push_str(&format!(
+                "; {catalog_errors} catalog file{} could not be read",
+                if catalog_errors == 1 { "" } else { "s" }
+            ));
+        }
+        line
+    }
+
+    pub fn connector(&self, name: &str) -> Option<&ConnectorStatus> {
+        self.connectors.iter().find(|c| c.name == name)
+    }
+
+    /// Whether a script should be told that something needs a human (exit code 1).
+    pub fn any_attention(&self) -> bool {
+        self.need_attention > 0 || self.catalog.sources.iter().any(|s| s.error.is_some())
+    }
+}
+
+/// The one computation. Never fails as a whole: anything unexpected in one entry becomes that
+/// row's Probe failed.
+pub fn compute(catalog: &Catalog, signals: &LocalSignals) -> StatusReport {
+    let rows: HashMap<&str, &CredentialRow> = signals
+        .credentials
+        .iter()
+        .map(|row| (row.credential_key.as_str(), row))
+        .collect();
+
+    let mut connectors = Vec::with_capacity(catalog.items.len());
+    let mut claimed: HashSet<CredentialKey> = HashSet::new();
+    let mut names_with_unknown_keys: HashSet<String> = HashSet::new();
+
+    for item in &catalog.items {
+        match item {
+            CatalogItem::Invalid(invalid) => {
+                names_with_unknown_keys.insert(invalid.name.0.clone());
+                connectors.push(invalid_row(
+                    invalid.name.as_str(),
+                    &invalid.error.to_string(),
+                    &invalid.source.display().to_string(),
+                ));
+            }
+            CatalogItem::Server(entry) => {
+                let outcome = catch_unwind(AssertUnwindSafe(|| decide(entry, signals, &rows)));
+                match outcome {
+                    Ok(decision) => {
+                        if let Some(key) = &decision.credential_key {
+                            claimed.insert(key.clone());
+                        }
+                        if !decision.key_known {
+                            names_with_unknown_keys.insert(entry.name.0.clone());
+                        }
+                        connectors.push(row_for(entry, decision));
+                    }
+                    Err(_) => {
+                        names_with_unknown_keys.insert(entry.name.0.clone());
+                        let mut row = row_for_state(
+                            entry,
+                            ConnectorState::ProbeFailed,
+                            "The status check for this connector failed unexpectedly; the other connectors are unaffected.".into(),
+                        );
+                        row.blocks_start = false;
+                        connectors.push(row);
+                    }
+                }
+            }
+        }
+    }
+
+    connectors.sort_by(|a, b| b.severity.cmp(&a.severity).then_with(|| a.name.cmp(&b.name)));
+
+    let mut unclaimed: Vec<UnclaimedCredential> = signals
+        .credentials
+        .iter()
+        .filter(|row| !claimed.contains(&row.credential_key))
+        .filter(|row| !names_with_unknown_keys.contains(&row.server_name))
+        .map(|row| UnclaimedCredential {
+            credential_key: row.credential_key.as_str().to_owned(),
+            server_name: row.server_name.clone(),
+            server_url: row.server_url.clone(),
+            updated_at: row.updated_at,
+            why: if catalog.get(&row.server_name).is_some() {
+                "The catalog entry's URL or headers changed, so it computes a different key; runtimes will not find this credential.".into()
+            } else {
+                "No catalog entry of this name any more.".into()
+            },
+        })
+        .collect();
+    unclaimed.sort_by(|a, b| a.credential_key.cmp(&b.credential_key));
+
+    let need_attention = connectors.iter().filter(|c| c.needs_attention).count();
+    let worst = connectors.first().map(|c| c.state);
+    StatusReport {
+        version: REPORT_VERSION,
+        generated_at: signals.now,
+        need_attention,
+        worst,
+        secret_store: match &signals.store {
+            StoreHealth::Reachable => SecretStoreStatus {
+                reachable: true,
+                message: None,
+            },
+            StoreHealth::Unreachable { message } => SecretStoreStatus {
+                reachable: false,
+                message: Some(message.clone()),
+            },
+        },
+        catalog: CatalogStatus {
+            sources: catalog
+                .sources
+                .iter()
+                .map(|s| CatalogSourceStatus {
+                    path: s.path.display().to_string(),
+                    kind: s.kind,
+                    present: s.present,
+                    entries: s.entries,
+                    error: s.error.as_ref().map(ToString::to_string),
+                })
+                .collect(),
+        },
+        connectors,
+        unclaimed,
+    }
+}
+
+fn row_for(entry: &ServerEntry, decision: crate::probe::Decision) -> ConnectorStatus {
+    let mut row = row_for_state(entry, decision.state, decision.detail);
+    row.missing_variables = decision.missing;
+    row.one_shot = decision.one_shot;
+    row.one_shot_note = decision.one_shot.then(|| ONE_SHOT_NOTE.to_owned());
+    row.credential = decision.credential;
+    row
+}
+
+fn row_for_state(entry: &ServerEntry, state: ConnectorState, detail: String) -> ConnectorStatus {
+    ConnectorStatus {
+        name: entry.name.0.clone(),
+        title: entry.display_title().to_owned(),
+        description: entry.description.clone(),
+        transport: entry.transport.display_name().to_owned(),
+        url: entry.transport.url().map(str::to_owned),
+        state,
+        label: state.label().to_owned(),
+        severity: state.severity(),
+        needs_attention: state.needs_attention(),
+        blocks_start: state.blocks_start(),
+        detail,
+        action: state.action(),
+        missing_variables: Vec::new(),
+        unavailable_reason: entry.unavailable.clone(),
+        one_shot: false,
+        one_shot_note: None,
+        credential: None,
+        source: entry.source.display().to_string(),
+    }
+}
+
+fn invalid_row(name: &str, error: &str, source: &str) -> ConnectorStatus {
+    let state = ConnectorState::ProbeFailed;
+    ConnectorStatus {
+        name: name.to_owned(),
+        title: name.to_owned(),
+        description: None,
+        transport: "unknown".into(),
+        url: None,
+        state,
+        label: state.label().to_owned(),
+        severity: state.severity(),
+        needs_attention: true,
+        // A malformed entry cannot be started by anyone, unlike a probe that merely failed.
+        blocks_start: true,
+        detail: format!("The catalog entry is invalid: {error}"),
+        action: Some(Action::EditCatalog),
+        missing_variables: Vec::new(),
+        unavailable_reason: None,
+        one_shot: false,
+        one_shot_note: None,
+        credential: None,
+        source: source.to_owned(),
+    }
+}
+
+mod rfc3339 {
+    use super::*;
+    pub fn serialize<S: serde::Serializer>(t: &DateTime<Utc>, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&t.to_rfc3339_opts(SecondsFormat::Secs, true))
+    }
+    pub fn deserialize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<DateTime<Utc>, D::Error> {
+        let text = String::deserialize(d)?;
+        DateTime::parse_from_rfc3339(&text)
+            .map(|t| t.with_timezone(&Utc))
+            .map_err(serde::de::Error::custom)
+    }
+}
+
+mod rfc3339_opt {
+    use super::*;
+    pub fn serialize<S: serde::Serializer>(
+        t: &Option<DateTime<Utc>>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        match t {
+            Some(t) => s.serialize_str(&t.to_rfc3339_opts(SecondsFormat::Secs, true)),
+            None => s.serialize_none(),
+        }
+    }
+    pub fn deserialize<'de, D: serde::Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<DateTime<Utc>>, D::Error> {
+        let text: Option<String> = Option::deserialize(d)?;
+        text.map(|t| {
+            DateTime::parse_from_rfc3339(&t)
+                .map(|t| t.with_timezone(&Utc))
+                .map_err(serde::de::Error::custom)
+        })
+        .transpose()
+    }
+}

@@ -1,0 +1,126 @@
+//! The SQLite side: opening the file (WAL, busy timeout, owner-only permissions), the schema
+//! migrations, and the small conversions between rows and chrono times.
+//!
+//! Only ciphertext and non-secret metadata ever reach this file.
+
+use std::path::Path;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use rusqlite::Connection;
+use rusqlite_migration::{Migrations, M};
+
+use crate::VaultError;
+
+/// How long a write waits for another process's lock before failing as `DatabaseBusy`.
+pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Append only: each entry runs once per database, in order (tracked in `user_version`).
+fn migrations() -> Migrations<'static> {
+    Migrations::new(vec![M::up(
+        r#"
+CREATE TABLE credentials (
+    key               TEXT PRIMARY KEY NOT NULL,
+    server_name       TEXT NOT NULL,
+    server_url        TEXT,
+    expires_at_ms     INTEGER,
+    has_refresh_token INTEGER NOT NULL,
+    one_shot          INTEGER NOT NULL,
+    issuer            TEXT,
+    client_id         TEXT,
+    scope             TEXT,
+    updated_at_ms     INTEGER NOT NULL,
+    access_sealed     BLOB NOT NULL,
+    refresh_sealed    BLOB,
+    -- The flags are derived from the sealed columns; the schema keeps them honest.
+    CHECK (has_refresh_token = (refresh_sealed IS NOT NULL)),
+    CHECK (one_shot = (refresh_sealed IS NULL))
+) STRICT;
+
+CREATE TABLE variables (
+    name          TEXT PRIMARY KEY NOT NULL,
+    updated_at_ms INTEGER NOT NULL,
+    value_sealed  BLOB NOT NULL
+) STRICT;
+
+-- 'canary': a fixed value sealed under the master key, so a wrong key is told apart from
+-- corrupt rows.
+CREATE TABLE vault_meta (
+    key   TEXT PRIMARY KEY NOT NULL,
+    value BLOB NOT NULL
+) STRICT;
+"#,
+    )])
+}
+
+pub(crate) const CANARY_KEY: &str = "canary";
+pub(crate) const CANARY_PLAINTEXT: &[u8] = b"patchbay vault canary v1";
+
+pub(crate) fn open(path: &Path) -> Result<Connection, VaultError> {
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).map_err(|source| VaultError::Io {
+            path: parent.display().to_string(),
+            source,
+        })?;
+    }
+    let mut conn = Connection::open(path)?;
+    restrict_permissions(path)?;
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    // WAL: readers (status) never wait on a writer (a token refresh) in another process.
+    let mode: String =
+        conn.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))?;
+    debug_assert!(mode.eq_ignore_ascii_case("wal") || path.as_os_str() == ":memory:");
+    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    migrations().to_latest(&mut conn)?;
+    Ok(conn)
+}
+
+/// Metadata (server names, issuers) is nobody else's business; SQLite gives -wal/-shm the same mode.
+#[cfg(unix)]
+fn restrict_permissions(path: &Path) -> Result<(), VaultError> {
+    use std::os::unix::fs::PermissionsExt;
+    if path.as_os_str() == ":memory:" {
+        return Ok(());
+    }
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(|source| {
+        VaultError::Io {
+            path: path.display().to_string(),
+            source,
+        }
+    })
+}
+
+#[cfg(not(unix))]
+fn restrict_permissions(_path: &Path) -> Result<(), VaultError> {
+    Ok(())
+}
+
+/// True when any row holds a value sealed under the master key (the canary does not count:
+/// losing it loses nothing).
+pub(crate) fn has_sealed(conn: &Connection) -> Result<bool, VaultError> {
+    Ok(conn.query_row(
+        "SELECT EXISTS(SELECT 1 FROM variables) OR EXISTS(SELECT 1 FROM credentials)",
+        [],
+        |r| r.get(0),
+    )?)
+}
+
+pub(crate) fn to_ms(t: DateTime<Utc>) -> i64 {
+    t.timestamp_millis()
+}
+
+pub(crate) fn from_ms(ms: i64, what: &str) -> Result<DateTime<Utc>, VaultError> {
+    DateTime::from_timestamp_millis(ms).ok_or_else(|| VaultError::Corrupt {
+        what: format!("{what} (timestamp {ms} out of range)"),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn migrations_are_valid() {
+        assert!(migrations().validate().is_ok());
+    }
+}

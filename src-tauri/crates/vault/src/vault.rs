@@ -1,0 +1,987 @@
+//! The vault itself: the public API over the database and the master key. Owns the master-key
+//! life cycle (load once per Vault, create only while nothing sealed exists, tell a missing or
+//! wrong key apart from corrupt data) and the transactional writes of variables and credentials.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use chrono::{DateTime, Utc};
+use patchbay_catalog::CredentialKey;
+use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+
+use crate::db::{self, from_ms, to_ms, CANARY_KEY, CANARY_PLAINTEXT};
+use crate::seal::{Kind, MasterKey};
+use crate::{Secret, SecretStore, VaultError};
+
+/// The keychain service every Patchbay master key is filed under.
+pub const KEYCHAIN_SERVICE: &str = "Patchbay";
+
+/// One stored OAuth credential, without its tokens.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct CredentialRow {
+    pub credential_key: CredentialKey,
+    pub server_name: String,
+    pub server_url: Option<String>,
+    pub expires_at: Option<DateTime<Utc>>,
+    /// Derived on write from the stored tokens; the value passed to `put_credential` is ignored.
+    pub has_refresh_token: bool,
+    /// Derived on write: true when no refresh token survives, so re-auth is the only way on.
+    pub one_shot: bool,
+    pub issuer: Option<String>,
+    pub client_id: Option<String>,
+    pub scope: Option<String>,
+    pub updated_at: DateTime<Utc>,
+}
+
+/// The secret half of a credential. Debug prints `[redacted]` for both tokens.
+#[derive(Debug, Clone)]
+pub struct TokenSet {
+    pub access_token: Secret,
+    pub refresh_token: Option<Secret>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct VariableInfo {
+    pub name: String,
+    pub updated_at: DateTime<Utc>,
+}
+
+/// Secrets sealed under one keychain-held master key; metadata in SQLite. `Send + Sync`: share
+/// it in an `Arc`. Calls that only read metadata never touch the keychain; the first call that
+/// needs the key pays one keychain read, later ones none.
+pub struct Vault {
+    conn: Mutex<rusqlite::Connection>,
+    store: Arc<dyn SecretStore>,
+    account: String,
+    /// Cached after the first successful load. A Mutex rather than a OnceLock so concurrent
+    /// first callers wait for one keychain read instead of racing to create two keys.
+    key: Mutex<Option<MasterKey>>,
+}
+
+impl std::fmt::Debug for Vault {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Vault")
+            .field("keychain_account", &self.account)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Vault {
+    /// Creates the parent directory and database if needed and runs migrations. Does not touch
+    /// the keychain.
+    pub fn open(
+        db_path: &Path,
+        store: Arc<dyn SecretStore>,
+        keychain_account: &str,
+    ) -> Result<Vault, VaultError> {
+        let conn = db::open(db_path)?;
+        Ok(Vault {
+            conn: Mutex::new(conn),
+            store,
+            account: keychain_account.to_string(),
+            key: Mutex::new(None),
+        })
+    }
+
+    /// Loads the master key (one keychain read, then cached), or creates it when the database
+    /// holds no sealed secret yet. Errors say whether to retry (`is_retryable`).
+    pub fn check_store(&self) -> Result<(), VaultError> {
+        self.master_key().map(drop)
+    }
+
+    pub fn set_variable(
+        &self,
+        name: &str,
+        value: &Secret,
+        now: DateTime<Utc>,
+    ) -> Result<(), VaultError> {
+        validate_variable_name(name)?;
+        let key = self.master_key()?;
+        let sealed = key.seal_secret(Kind::Variable, name, value);
+        self.conn().execute(
+            "INSERT INTO variables (name, updated_at_ms, value_sealed) VALUES (?1, ?2, ?3)
+             ON CONFLICT(name) DO UPDATE SET
+                 updated_at_ms = excluded.updated_at_ms, value_sealed = excluded.value_sealed",
+            params![name, to_ms(now), sealed],
+        )?;
+        Ok(())
+    }
+
+    /// `None` when no such variable is stored (answered without the keychain).
+    pub fn variable(&self, name: &str) -> Result<Option<Secret>, VaultError> {
+        validate_variable_name(name)?;
+        let sealed: Option<Vec<u8>> = self
+            .conn()
+            .query_row(
+                "SELECT value_sealed FROM variables WHERE name = ?1",
+                [name],
+                |r| r.get(0),
+            )
+            .optional()?;
+        let Some(sealed) = sealed else {
+            return Ok(None);
+        };
+        let key = self.master_key()?;
+        open_variable(&key, name, &sealed).map(Some)
+    }
+
+    /// Every variable, decrypted, sorted by name; at most one keychain read.
+    pub fn variables(&self) -> Result<Vec<(VariableInfo, Secret)>, VaultError> {
+        let rows: Vec<(String, i64, Vec<u8>)> = {
+            let conn = self.conn();
+            let mut stmt = conn
+                .prepare("SELECT name, updated_at_ms, value_sealed FROM variables ORDER BY name")?;
+            let rows = stmt
+                .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+                .collect::<Result<_, _>>()?;
+            rows
+        };
+        if rows.is_empty() {
+            return Ok(Vec::new());
+        }
+        let key = self.master_key()?;
+        rows.into_iter()
+            .map(|(name, ms, sealed)| {
+                let value = open_variable(&key, &name, &sealed)?;
+                let updated_at = from_ms(ms, &format!("variable {name}"))?;
+                Ok((VariableInfo { name, updated_at }, value))
+            })
+            .collect()
+    }
+
+    /// Names and times only; never touches the keychain.
+    pub fn variable_names(&self) -> Result<Vec<VariableInfo>, VaultError> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare("SELECT name, updated_at_ms FROM variables ORDER BY name")?;
+        let rows: Vec<(String, i64)> = stmt
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<Result<_, _>>()?;
+        rows.into_iter()
+            .map(|(name, ms)| {
+                let updated_at = from_ms(ms, &format!("variable {name}"))?;
+                Ok(VariableInfo { name, updated_at })
+            })
+            .collect()
+    }
+
+    /// `false` when there was no such variable. Needs no keychain.
+    pub fn delete_variable(&self, name: &str) -> Result<bool, VaultError> {
+        validate_variable_name(name)?;
+        let n = self
+            .conn()
+            .execute("DELETE FROM variables WHERE name = ?1", [name])?;
+        Ok(n > 0)
+    }
+
+    /// Every credential's metadata, sorted by key; never touches the keychain.
+    pub fn credential_rows(&self) -> Result<Vec<CredentialRow>, VaultError> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare(
+            "SELECT key, server_name, server_url, expires_at_ms, has_refresh_token, one_shot,
+                    issuer, client_id, scope, updated_at_ms
+             FROM credentials ORDER BY key",
+        )?;
+        let raw: Vec<RawRow> = stmt
+            .query_map([], |r| {
+                Ok(RawRow {
+                    key: r.get(0)?,
+                    server_name: r.get(1)?,
+                    server_url: r.get(2)?,
+                    expires_at_ms: r.get(3)?,
+                    has_refresh_token: r.get(4)?,
+                    one_shot: r.get(5)?,
+                    issuer: r.get(6)?,
+                    client_id: r.get(7)?,
+                    scope: r.get(8)?,
+                    updated_at_ms: r.get(9)?,
+                })
+            })?
+            .collect::<Result<_, _>>()?;
+        raw.into_iter().map(RawRow::into_row).collect()
+    }
+
+    /// Upserts by `row.credential_key`. A `TokenSet` without a refresh token keeps the stored
+    /// one (RFC 6749 §6: the server may omit it on refresh). `has_refresh_token` and `one_shot`
+    /// are derived from what is stored afterwards, not taken from `row`.
+    pub fn put_credential(&self, row: &CredentialRow, tokens: &TokenSet) -> Result<(), VaultError> {
+        let key = self.master_key()?;
+        let name = row.credential_key.as_str();
+        let access = key.seal_secret(Kind::AccessToken, name, &tokens.access_token);
+        let new_refresh = tokens
+            .refresh_token
+            .as_ref()
+            .map(|t| key.seal_secret(Kind::RefreshToken, name, t));
+
+        let mut conn = self.conn();
+        // IMMEDIATE: the read of the kept refresh token and the write are one unit across processes.
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let refresh = match new_refresh {
+            Some(r) => Some(r),
+            None => tx
+                .query_row(
+                    "SELECT refresh_sealed FROM credentials WHERE key = ?1",
+                    [name],
+                    |r| r.get::<_, Option<Vec<u8>>>(0),
+                )
+                .optional()?
+                .flatten(),
+        };
+        let has_refresh = refresh.is_some();
+        tx.execute(
+            "INSERT INTO credentials (key, server_name, server_url, expires_at_ms,
+                 has_refresh_token, one_shot, issuer, client_id, scope, updated_at_ms,
+                 access_sealed, refresh_sealed)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
+             ON CONFLICT(key) DO UPDATE SET
+                 server_name = excluded.server_name, server_url = excluded.server_url,
+                 expires_at_ms = excluded.expires_at_ms,
+                 has_refresh_token = excluded.has_refresh_token, one_shot = excluded.one_shot,
+                 issuer = excluded.issuer, client_id = excluded.client_id,
+                 scope = excluded.scope, updated_at_ms = excluded.updated_at_ms,
+                 access_sealed = excluded.access_sealed, refresh_sealed = excluded.refresh_sealed",
+            params![
+                name,
+                row.server_name,
+                row.server_url,
+                row.expires_at.map(to_ms),
+                has_refresh,
+                !has_refresh,
+                row.issuer,
+                row.client_id,
+                row.scope,
+                to_ms(row.updated_at),
+                access,
+                refresh,
+            ],
+        )?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// `None` when no such credential is stored (answered without the keychain).
+    pub fn credential_tokens(&self, key: &CredentialKey) -> Result<Option<TokenSet>, VaultError> {
+        let name = key.as_str();
+        let sealed: Option<(Vec<u8>, Option<Vec<u8>>)> = self
+            .conn()
+            .query_row(
+                "SELECT access_sealed, refresh_sealed FROM credentials WHERE key = ?1",
+                [name],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()?;
+        let Some((access, refresh)) = sealed else {
+            return Ok(None);
+        };
+        let mk = self.master_key()?;
+        let access_token = mk
+            .open_secret(Kind::AccessToken, name, &access)
+            .map_err(|_| corrupt(format!("the access token of credential {name}")))?;
+        let refresh_token = refresh
+            .map(|r| {
+                mk.open_secret(Kind::RefreshToken, name, &r)
+                    .map_err(|_| corrupt(format!("the refresh token of credential {name}")))
+            })
+            .transpose()?;
+        Ok(Some(TokenSet {
+            access_token,
+            refresh_token,
+        }))
+    }
+
+    /// `false` when there was no such credential. Needs no keychain.
+    pub fn delete_credential(&self, key: &CredentialKey) -> Result<bool, VaultError> {
+        let n = self
+            .conn()
+            .execute("DELETE FROM credentials WHERE key = ?1", [key.as_str()])?;
+        Ok(n > 0)
+    }
+
+    /// Deliberately discards every sealed secret (variables, credentials, the key canary) and
+    /// returns how many secrets went. The recovery path after `MasterKeyMissing` or
+    /// `WrongMasterKey` when the old key is gone for good; never called by the vault itself.
+    /// The keychain item is left alone; the next `check_store` adopts or creates a key.
+    pub fn discard_sealed_secrets(&self) -> Result<usize, VaultError> {
+        let mut conn = self.conn();
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let n =
+            tx.execute("DELETE FROM variables", [])? + tx.execute("DELETE FROM credentials", [])?;
+        tx.execute("DELETE FROM vault_meta WHERE key = ?1", [CANARY_KEY])?;
+        tx.commit()?;
+        *lock(&self.key) = None;
+        Ok(n)
+    }
+
+    // ---- master key ----
+
+    fn master_key(&self) -> Result<MasterKey, VaultError> {
+        // Lock order: key, then conn. Nothing takes them the other way round.
+        let mut cached = lock(&self.key);
+        if let Some(key) = cached.as_ref() {
+            return Ok(key.clone());
+        }
+        let key = match self.store.get(&self.account)? {
+            Some(encoded) => self.adopt_key(&encoded)?,
+            None => self.create_key()?,
+        };
+        *cached = Some(key.clone());
+        Ok(key)
+    }
+
+    /// Checks a key from the keychain against this database and records its canary if none.
+    fn adopt_key(&self, encoded: &Secret) -> Result<MasterKey, VaultError> {
+        let key = MasterKey::decode(encoded).ok_or_else(|| VaultError::MasterKeyMalformed {
+            account: self.account.clone(),
+        })?;
+        let mut conn = self.conn();
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        match canary(&tx)? {
+            Some(sealed) => {
+                key.open(Kind::Canary, "", &sealed)
+                    .map_err(|_| self.wrong_key())?;
+            }
+            None => {
+                // No canary but sealed rows (canary lost): test the key on one of them instead.
+                if let Some((kind, name, sealed)) = sample_sealed(&tx)? {
+                    key.open(kind, &name, &sealed)
+                        .map_err(|_| self.wrong_key())?;
+                }
+                write_canary(&tx, &key)?;
+                tx.commit()?;
+            }
+        }
+        Ok(key)
+    }
+
+    /// Creates a key only while nothing sealed exists; otherwise the secrets would be orphaned.
+    fn create_key(&self) -> Result<MasterKey, VaultError> {
+        let mut conn = self.conn();
+        // IMMEDIATE serialises key creation across processes sharing this database.
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        // Ask again under the lock: another process may have created the key meanwhile.
+        if let Some(encoded) = self.store.get(&self.account)? {
+            drop(tx);
+            drop(conn);
+            return self.adopt_key(&encoded);
+        }
+        if db::has_sealed(&tx)? {
+            return Err(VaultError::MasterKeyMissing {
+                account: self.account.clone(),
+            });
+        }
+        let key = MasterKey::generate();
+        // Canary in the transaction, keychain write before commit: if the keychain write fails
+        // the canary rolls back and nothing is half-created.
+        write_canary(&tx, &key)?;
+        self.store.set(&self.account, &key.encode())?;
+        tx.commit()?;
+        Ok(key)
+    }
+
+    fn wrong_key(&self) -> VaultError {
+        VaultError::WrongMasterKey {
+            account: self.account.clone(),
+        }
+    }
+
+    fn conn(&self) -> MutexGuard<'_, Connection> {
+        lock(&self.conn)
+    }
+}
+
+/// A panic while holding the lock rolled back any open transaction (Transaction's Drop), so the
+/// connection is still sound: recover it rather than poisoning the vault for the process.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn canary(conn: &Connection) -> Result<Option<Vec<u8>>, VaultError> {
+    Ok(conn
+        .query_row(
+            "SELECT value FROM vault_meta WHERE key = ?1",
+            [CANARY_KEY],
+            |r| r.get(0),
+        )
+        .optional()?)
+}
+
+fn write_canary(conn: &Connection, key: &MasterKey) -> Result<(), VaultError> {
+    conn.execute(
+        "INSERT OR REPLACE INTO vault_meta (key, value) VALUES (?1, ?2)",
+        params![CANARY_KEY, key.seal(Kind::Canary, "", CANARY_PLAINTEXT)],
+    )?;
+    Ok(())
+}
+
+fn sample_sealed(conn: &Connection) -> Result<Option<(Kind, String, Vec<u8>)>, VaultError> {
+    let var = conn
+        .query_row(
+            "SELECT name, value_sealed FROM variables LIMIT 1",
+            [],
+            |r| Ok((Kind::Variable, r.get(0)?, r.get(1)?)),
+        )
+        .optional()?;
+    if var.is_some() {
+        return Ok(var);
+    }
+    Ok(conn
+        .query_row(
+            "SELECT key, access_sealed FROM credentials LIMIT 1",
+            [],
+            |r| Ok((Kind::AccessToken, r.get(0)?, r.get(1)?)),
+        )
+        .optional()?)
+}
+
+fn open_variable(key: &MasterKey, name: &str, sealed: &[u8]) -> Result<Secret, VaultError> {
+    key.open_secret(Kind::Variable, name, sealed)
+        .map_err(|_| corrupt(format!("variable {name}")))
+}
+
+fn corrupt(what: String) -> VaultError {
+    VaultError::Corrupt { what }
+}
+
+/// `[A-Za-z_][A-Za-z0-9_]*`, the shape `${VAR}` placeholders and environments accept.
+fn validate_variable_name(name: &str) -> Result<(), VaultError> {
+    let mut chars = name.chars();
+    let ok = matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if ok {
+        Ok(())
+    } else {
+        Err(VaultError::InvalidName(name.to_string()))
+    }
+}
+
+struct RawRow {
+    key: String,
+    server_name: String,
+    server_url: Option<String>,
+    expires_at_ms: Option<i64>,
+    has_refresh_token: bool,
+    one_shot: bool,
+    issuer: Option<String>,
+    client_id: Option<String>,
+    scope: Option<String>,
+    updated_at_ms: i64,
+}
+
+impl RawRow {
+    fn into_row(self) -> Result<CredentialRow, VaultError> {
+        let what = format!("credential {}", self.key);
+        Ok(CredentialRow {
+            expires_at: self
+                .expires_at_ms
+                .map(|ms| from_ms(ms, &what))
+                .transpose()?,
+            updated_at: from_ms(self.updated_at_ms, &what)?,
+            credential_key: CredentialKey(self.key),
+            server_name: self.server_name,
+            server_url: self.server_url,
+            has_refresh_token: self.has_refresh_token,
+            one_shot: self.one_shot,
+            issuer: self.issuer,
+            client_id: self.client_id,
+            scope: self.scope,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::MemoryStore;
+    use chrono::TimeZone;
+
+    const ACCOUNT: &str = "test-account";
+
+    fn t(ms: i64) -> DateTime<Utc> {
+        Utc.timestamp_millis_opt(ms).unwrap()
+    }
+
+    struct Fixture {
+        _dir: tempfile::TempDir,
+        path: std::path::PathBuf,
+        store: Arc<MemoryStore>,
+    }
+
+    impl Fixture {
+        fn new() -> Self {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("nested/dir/vault.db");
+            Fixture {
+                _dir: dir,
+                path,
+                store: Arc::new(MemoryStore::new()),
+            }
+        }
+
+        /// A fresh Vault on the same db and store: what a second process would see.
+        fn vault(&self) -> Vault {
+            Vault::open(&self.path, self.store.clone(), ACCOUNT).unwrap()
+        }
+    }
+
+    fn row(key: &str) -> CredentialRow {
+        CredentialRow {
+            credential_key: CredentialKey(key.to_string()),
+            server_name: key.split('|').next().unwrap().to_string(),
+            server_url: Some("https://mcp.example.com/mcp".into()),
+            expires_at: Some(t(1_700_000_360_000)),
+            has_refresh_token: false,
+            one_shot: false,
+            issuer: Some("https://auth.example.com".into()),
+            client_id: Some("client-1".into()),
+            scope: Some("read write".into()),
+            updated_at: t(1_700_000_000_000),
+        }
+    }
+
+    fn tokens(access: &str, refresh: Option<&str>) -> TokenSet {
+        TokenSet {
+            access_token: Secret::new(access),
+            refresh_token: refresh.map(Secret::new),
+        }
+    }
+
+    #[test]
+    fn vault_is_send_and_sync() {
+        fn assert_send_sync<T: Send + Sync>() {}
+        assert_send_sync::<Vault>();
+    }
+
+    #[test]
+    fn open_creates_dirs_and_does_not_touch_the_keychain() {
+        let f = Fixture::new();
+        let v = f.vault();
+        assert!(f.path.exists());
+        assert!(v.variable_names().unwrap().is_empty());
+        assert!(v.credential_rows().unwrap().is_empty());
+        assert_eq!(f.store.get_calls(), 0);
+        assert!(f.store.is_empty());
+    }
+
+    #[test]
+    fn check_store_creates_key_once_then_caches() {
+        let f = Fixture::new();
+        let v = f.vault();
+        v.check_store().unwrap();
+        assert_eq!(f.store.len(), 1, "master key created");
+        let after_create = f.store.get_calls();
+        v.check_store().unwrap();
+        v.set_variable("A", &Secret::new("1"), t(1)).unwrap();
+        v.variables().unwrap();
+        assert_eq!(f.store.get_calls(), after_create, "cached: no more reads");
+
+        // A second process: exactly one keychain read for status plus everything after it.
+        let v2 = f.vault();
+        let before = f.store.get_calls();
+        v2.check_store().unwrap();
+        assert_eq!(v2.variables().unwrap().len(), 1);
+        assert_eq!(v2.variable("A").unwrap().unwrap().expose(), "1");
+        assert_eq!(f.store.get_calls() - before, 1);
+    }
+
+    #[test]
+    fn metadata_reads_never_touch_the_keychain() {
+        let f = Fixture::new();
+        let v = f.vault();
+        v.set_variable("TOKEN", &Secret::new("x"), t(5)).unwrap();
+        v.put_credential(&row("notion|abc"), &tokens("a", Some("r")))
+            .unwrap();
+        let v2 = f.vault();
+        f.store.set_unreachable(true);
+        let before = f.store.get_calls();
+        assert_eq!(
+            v2.variable_names().unwrap(),
+            vec![VariableInfo {
+                name: "TOKEN".into(),
+                updated_at: t(5)
+            }]
+        );
+        assert_eq!(v2.credential_rows().unwrap().len(), 1);
+        assert_eq!(v2.variable("MISSING").unwrap(), None);
+        assert!(v2
+            .credential_tokens(&CredentialKey("nope|x".into()))
+            .unwrap()
+            .is_none());
+        assert_eq!(f.store.get_calls(), before);
+    }
+
+    #[test]
+    fn variables_roundtrip_update_delete() {
+        let f = Fixture::new();
+        let v = f.vault();
+        v.set_variable("B_VAR", &Secret::new("b"), t(10)).unwrap();
+        v.set_variable("_a1", &Secret::new("a"), t(11)).unwrap();
+        v.set_variable("B_VAR", &Secret::new("b2"), t(12)).unwrap();
+        let all = v.variables().unwrap();
+        let got: Vec<_> = all
+            .iter()
+            .map(|(i, s)| (i.name.as_str(), i.updated_at, s.expose()))
+            .collect();
+        assert_eq!(got, vec![("B_VAR", t(12), "b2"), ("_a1", t(11), "a")]);
+        assert!(v.delete_variable("B_VAR").unwrap());
+        assert!(!v.delete_variable("B_VAR").unwrap());
+        assert_eq!(v.variable("B_VAR").unwrap(), None);
+        assert_eq!(v.variable_names().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn variable_names_are_validated() {
+        let f = Fixture::new();
+        let v = f.vault();
+        for bad in ["", "1A", "A-B", "A B", "Ä", "A.B", "${A}"] {
+            assert!(
+                matches!(
+                    v.set_variable(bad, &Secret::new("x"), t(0)),
+                    Err(VaultError::InvalidName(_))
+                ),
+                "{bad:?}"
+            );
+        }
+        for good in ["A", "_", "a_b_9", "_9"] {
+            v.set_variable(good, &Secret::new("x"), t(0)).unwrap();
+        }
+        assert!(f.store.len() == 1);
+    }
+
+    #[test]
+    fn credential_roundtrip_and_flags_derived() {
+        let f = Fixture::new();
+        let v = f.vault();
+        let key = CredentialKey("notion|3fad03f7abd02b9c".into());
+        let mut r = row(key.as_str());
+        r.has_refresh_token = false; // ignored: derived
+        r.one_shot = true; // ignored: derived
+        v.put_credential(&r, &tokens("acc1", Some("ref1"))).unwrap();
+        let rows = v.credential_rows().unwrap();
+        assert_eq!(rows.len(), 1);
+        assert!(rows[0].has_refresh_token);
+        assert!(!rows[0].one_shot);
+        assert_eq!(rows[0].expires_at, r.expires_at);
+        assert_eq!(rows[0].issuer, r.issuer);
+        let toks = v.credential_tokens(&key).unwrap().unwrap();
+        assert_eq!(toks.access_token.expose(), "acc1");
+        assert_eq!(toks.refresh_token.unwrap().expose(), "ref1");
+
+        assert!(v.delete_credential(&key).unwrap());
+        assert!(!v.delete_credential(&key).unwrap());
+        assert!(v.credential_tokens(&key).unwrap().is_none());
+    }
+
+    #[test]
+    fn refresh_without_new_refresh_token_keeps_the_stored_one() {
+        let f = Fixture::new();
+        let v = f.vault();
+        let key = CredentialKey("gh|1".into());
+        v.put_credential(&row("gh|1"), &tokens("acc1", Some("ref1")))
+            .unwrap();
+        let mut r2 = row("gh|1");
+        r2.updated_at = t(1_700_000_100_000);
+        r2.expires_at = None;
+        v.put_credential(&r2, &tokens("acc2", None)).unwrap();
+        let toks = v.credential_tokens(&key).unwrap().unwrap();
+        assert_eq!(toks.access_token.expose(), "acc2");
+        assert_eq!(toks.refresh_token.unwrap().expose(), "ref1", "kept");
+        let rows = v.credential_rows().unwrap();
+        assert!(rows[0].has_refresh_token && !rows[0].one_shot);
+        assert_eq!(rows[0].updated_at, r2.updated_at);
+        assert_eq!(rows[0].expires_at, None);
+
+        // A rotated refresh token replaces the old one.
+        v.put_credential(&row("gh|1"), &tokens("acc3", Some("ref2")))
+            .unwrap();
+        let toks = v.credential_tokens(&key).unwrap().unwrap();
+        assert_eq!(toks.refresh_token.unwrap().expose(), "ref2");
+    }
+
+    #[test]
+    fn credential_without_any_refresh_token_is_one_shot() {
+        let f = Fixture::new();
+        let v = f.vault();
+        v.put_credential(&row("linear|1"), &tokens("acc", None))
+            .unwrap();
+        let rows = v.credential_rows().unwrap();
+        assert!(!rows[0].has_refresh_token);
+        assert!(rows[0].one_shot);
+        let toks = v
+            .credential_tokens(&CredentialKey("linear|1".into()))
+            .unwrap()
+            .unwrap();
+        assert!(toks.refresh_token.is_none());
+    }
+
+    #[test]
+    fn unreachable_keychain_is_retryable_and_changes_nothing() {
+        let f = Fixture::new();
+        let v = f.vault();
+        v.set_variable("KEEP", &Secret::new("kept"), t(1)).unwrap();
+        v.put_credential(&row("n|1"), &tokens("a", Some("r")))
+            .unwrap();
+        let key_before = f.store.get(ACCOUNT).unwrap().unwrap();
+
+        f.store.set_unreachable(true);
+        let v2 = f.vault();
+        let e = v2.check_store().unwrap_err();
+        assert!(matches!(e, VaultError::StoreUnreachable(_)), "{e:?}");
+        assert!(e.is_retryable());
+        assert!(matches!(
+            v2.variable("KEEP"),
+            Err(VaultError::StoreUnreachable(_))
+        ));
+        assert!(matches!(
+            v2.variables(),
+            Err(VaultError::StoreUnreachable(_))
+        ));
+        assert!(matches!(
+            v2.set_variable("NEW", &Secret::new("n"), t(2)),
+            Err(VaultError::StoreUnreachable(_))
+        ));
+        assert!(matches!(
+            v2.put_credential(&row("n|1"), &tokens("x", None)),
+            Err(VaultError::StoreUnreachable(_))
+        ));
+
+        // A fresh db with an unreachable keychain must not create a key either.
+        let fresh = Fixture::new();
+        fresh.store.set_unreachable(true);
+        assert!(matches!(
+            fresh.vault().check_store(),
+            Err(VaultError::StoreUnreachable(_))
+        ));
+        fresh.store.set_unreachable(false);
+        assert!(fresh.store.is_empty());
+
+        f.store.set_unreachable(false);
+        assert_eq!(f.store.get(ACCOUNT).unwrap().unwrap(), key_before);
+        let v3 = f.vault();
+        assert_eq!(v3.variable("KEEP").unwrap().unwrap().expose(), "kept");
+        assert_eq!(v3.variable("NEW").unwrap(), None);
+        let toks = v3
+            .credential_tokens(&CredentialKey("n|1".into()))
+            .unwrap()
+            .unwrap();
+        assert_eq!(toks.access_token.expose(), "a");
+        // v2 did not cache a failure: it recovers once the keychain answers.
+        v2.check_store().unwrap();
+    }
+
+    #[test]
+    fn missing_key_with_sealed_secrets_is_terminal_and_creates_nothing() {
+        let f = Fixture::new();
+        let v = f.vault();
+        v.set_variable("KEEP", &Secret::new("kept"), t(1)).unwrap();
+        let old_key = f.store.get(ACCOUNT).unwrap().unwrap();
+        assert!(f.store.delete(ACCOUNT).unwrap());
+
+        let v2 = f.vault();
+        let e = v2.check_store().unwrap_err();
+        assert!(matches!(e, VaultError::MasterKeyMissing { .. }), "{e:?}");
+        assert!(!e.is_retryable());
+        let msg = e.to_string();
+        assert!(
+            msg.contains("kept") && msg.contains("patchbay secret set"),
+            "{msg}"
+        );
+        assert!(matches!(
+            v2.set_variable("OTHER", &Secret::new("x"), t(2)),
+            Err(VaultError::MasterKeyMissing { .. })
+        ));
+        assert!(f.store.is_empty(), "no new key created");
+        assert_eq!(v2.variable_names().unwrap().len(), 1, "secrets kept");
+
+        // Putting the right key back (unlocking the right keyring) recovers everything.
+        f.store.set(ACCOUNT, &old_key).unwrap();
+        assert_eq!(v2.variable("KEEP").unwrap().unwrap().expose(), "kept");
+    }
+
+    #[test]
+    fn missing_key_with_credentials_only_is_also_terminal() {
+        let f = Fixture::new();
+        f.vault()
+            .put_credential(&row("n|1"), &tokens("a", None))
+            .unwrap();
+        f.store.delete(ACCOUNT).unwrap();
+        assert!(matches!(
+            f.vault().check_store(),
+            Err(VaultError::MasterKeyMissing { .. })
+        ));
+        assert!(f.store.is_empty());
+    }
+
+    #[test]
+    fn missing_key_with_nothing_sealed_creates_a_new_one() {
+        let f = Fixture::new();
+        let v = f.vault();
+        v.set_variable("GONE", &Secret::new("x"), t(1)).unwrap();
+        v.delete_variable("GONE").unwrap();
+        f.store.delete(ACCOUNT).unwrap();
+        let v2 = f.vault();
+        v2.check_store().unwrap();
+        assert_eq!(f.store.len(), 1);
+        v2.set_variable("NEW", &Secret::new("n"), t(2)).unwrap();
+        assert_eq!(f.vault().variable("NEW").unwrap().unwrap().expose(), "n");
+    }
+
+    #[test]
+    fn wrong_key_is_detected_as_such() {
+        let f = Fixture::new();
+        f.vault()
+            .set_variable("KEEP", &Secret::new("kept"), t(1))
+            .unwrap();
+        let right = f.store.get(ACCOUNT).unwrap().unwrap();
+        f.store
+            .set(ACCOUNT, &MasterKey::generate().encode())
+            .unwrap();
+        let v = f.vault();
+        let e = v.check_store().unwrap_err();
+        assert!(matches!(e, VaultError::WrongMasterKey { .. }), "{e:?}");
+        assert!(!e.is_retryable());
+        assert!(matches!(
+            v.variable("KEEP"),
+            Err(VaultError::WrongMasterKey { .. })
+        ));
+        assert_eq!(v.variable_names().unwrap().len(), 1, "secrets kept");
+
+        // Wrong key with the canary lost: still detected through a sealed row.
+        v.conn().execute("DELETE FROM vault_meta", []).unwrap();
+        assert!(matches!(
+            f.vault().check_store(),
+            Err(VaultError::WrongMasterKey { .. })
+        ));
+
+        f.store.set(ACCOUNT, &right).unwrap();
+        assert_eq!(
+            f.vault().variable("KEEP").unwrap().unwrap().expose(),
+            "kept"
+        );
+    }
+
+    #[test]
+    fn malformed_keychain_item_is_terminal_and_left_alone() {
+        let f = Fixture::new();
+        f.store.set(ACCOUNT, &Secret::new("not a key")).unwrap();
+        let e = f.vault().check_store().unwrap_err();
+        assert!(matches!(e, VaultError::MasterKeyMalformed { .. }), "{e:?}");
+        assert_eq!(f.store.get(ACCOUNT).unwrap().unwrap().expose(), "not a key");
+    }
+
+    #[test]
+    fn corrupt_row_with_right_key_is_corrupt_not_wrong_key() {
+        let f = Fixture::new();
+        let v = f.vault();
+        v.set_variable("A", &Secret::new("a"), t(1)).unwrap();
+        v.set_variable("B", &Secret::new("b"), t(1)).unwrap();
+        // Move A's ciphertext onto B: the AAD binds it to A, so it must not open as B.
+        v.conn()
+            .execute(
+                "UPDATE variables SET value_sealed = (SELECT value_sealed FROM variables WHERE name = 'A') WHERE name = 'B'",
+                [],
+            )
+            .unwrap();
+        let e = f.vault().variable("B").unwrap_err();
+        assert!(matches!(e, VaultError::Corrupt { .. }), "{e:?}");
+        assert!(e.to_string().contains("variable B"), "{e}");
+        assert_eq!(f.vault().variable("A").unwrap().unwrap().expose(), "a");
+    }
+
+    #[test]
+    fn discard_sealed_secrets_allows_starting_over() {
+        let f = Fixture::new();
+        f.vault()
+            .set_variable("KEEP", &Secret::new("kept"), t(1))
+            .unwrap();
+        f.store.delete(ACCOUNT).unwrap();
+        let v = f.vault();
+        assert!(v.check_store().is_err());
+        assert_eq!(v.discard_sealed_secrets().unwrap(), 1);
+        v.check_store().unwrap();
+        v.set_variable("KEEP", &Secret::new("again"), t(2)).unwrap();
+        assert_eq!(
+            f.vault().variable("KEEP").unwrap().unwrap().expose(),
+            "again"
+        );
+    }
+
+    #[test]
+    fn secrets_never_show_in_debug_errors_or_the_db_file() {
+        let toks = tokens("access-SENTINEL-1", Some("refresh-SENTINEL-2"));
+        let dbg = format!("{toks:?} {:?} {}", toks.access_token, toks.access_token);
+        assert!(dbg.contains("[redacted]"));
+        assert!(!dbg.contains("SENTINEL"), "{dbg}");
+
+        let f = Fixture::new();
+        let v = f.vault();
+        v.set_variable("VAR", &Secret::new("variable-SENTINEL-3"), t(1))
+            .unwrap();
+        v.put_credential(&row("n|1"), &toks).unwrap();
+        assert!(!format!("{v:?}").contains("SENTINEL"));
+        // Checkpoint so the main file holds everything, then scan every file SQLite wrote.
+        v.conn()
+            .execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")
+            .unwrap();
+        let dir = f.path.parent().unwrap();
+        let mut scanned = 0;
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let bytes = std::fs::read(entry.unwrap().path()).unwrap();
+            scanned += bytes.len();
+            for needle in ["SENTINEL", "variable-SENTINEL-3", "access-SENTINEL-1"] {
+                assert!(
+                    !bytes.windows(needle.len()).any(|w| w == needle.as_bytes()),
+                    "plaintext {needle} found in the db files"
+                );
+            }
+        }
+        assert!(scanned > 0);
+        // The master key is not in the db either.
+        let key = f.store.get(ACCOUNT).unwrap().unwrap();
+        let db = std::fs::read(&f.path).unwrap();
+        assert!(!db
+            .windows(key.expose().len())
+            .any(|w| w == key.expose().as_bytes()));
+    }
+
+    #[test]
+    fn write_failure_leaves_nothing_half_written() {
+        let f = Fixture::new();
+        let v = f.vault();
+        v.put_credential(&row("n|1"), &tokens("a1", Some("r1")))
+            .unwrap();
+        // Make the upsert fail after the kept-refresh read: a trigger aborts updates.
+        v.conn()
+            .execute_batch(
+                "CREATE TRIGGER no_update BEFORE UPDATE ON credentials
+                 BEGIN SELECT RAISE(ABORT, 'injected'); END;",
+            )
+            .unwrap();
+        assert!(v.put_credential(&row("n|1"), &tokens("a2", None)).is_err());
+        v.conn().execute_batch("DROP TRIGGER no_update;").unwrap();
+        let toks = v
+            .credential_tokens(&CredentialKey("n|1".into()))
+            .unwrap()
+            .unwrap();
+        assert_eq!(toks.access_token.expose(), "a1");
+        assert_eq!(toks.refresh_token.unwrap().expose(), "r1");
+    }
+
+    #[test]
+    fn concurrent_first_use_creates_one_key() {
+        let f = Fixture::new();
+        let v = Arc::new(f.vault());
+        let handles: Vec<_> = (0..4)
+            .map(|i| {
+                let v = v.clone();
+                std::thread::spawn(move || {
+                    v.set_variable(&format!("V{i}"), &Secret::new(format!("{i}")), t(i))
+                        .unwrap()
+                })
+            })
+            .collect();
+        for h in handles {
+            h.join().unwrap();
+        }
+        let v2 = f.vault();
+        assert_eq!(v2.variables().unwrap().len(), 4);
+    }
+}

@@ -1,0 +1,35 @@
+//! The commands the Connectors window may invoke (and nothing else: see build.rs and
+//! capabilities/). Each is one call into patchbay-core.
+
+use crate::{error::IpcError, AppState};
+use patchbay_catalog::CredentialKey;
+use patchbay_status::StatusReport;
+use tauri::State;
+
+/// What `start_authorization` answers until the OAuth flow lands.
+pub const AUTHORIZE_NOT_AVAILABLE: &str = "Authorizing from Patchbay arrives with the OAuth flow (issue 3). Until then, authorize with the agent's own client and Patchbay will pick up the credential.";
+
+/// The status of every connector (docs/status-json.md).
+#[tauri::command]
+pub fn get_status(state: State<'_, AppState>) -> StatusReport {
+    state.status()
+}
+
+/// Delete a credential no catalog entry claims, then answer the new status.
+#[tauri::command]
+pub fn delete_unclaimed_credential(
+    state: State<'_, AppState>,
+    credential_key: String,
+) -> Result<StatusReport, IpcError> {
+    state
+        .core()
+        .delete_unclaimed(&CredentialKey(credential_key))?;
+    Ok(state.refresh())
+}
+
+/// Start authorizing a connector: not available yet.
+#[tauri::command]
+pub fn start_authorization(name: String) -> Result<(), IpcError> {
+    let _ = name;
+    Err(IpcError::new("not_available", AUTHORIZE_NOT_AVAILABLE))
+}

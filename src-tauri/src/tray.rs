@@ -1,0 +1,127 @@
+//! The tray icon: the badge image from patchbay-core, a tooltip with the headline, and a menu
+//! listing what needs attention, then "Open Connectors" and "Quit". Left-click opens the window
+//! on Windows and macOS; on Linux (AppIndicator) every click shows the menu.
+
+use crate::window;
+use patchbay_core::badge;
+use patchbay_status::StatusReport;
+use tauri::image::Image;
+use tauri::menu::{Menu, MenuItem, PredefinedMenuItem};
+use tauri::tray::{MouseButton, MouseButtonState, TrayIcon, TrayIconBuilder, TrayIconEvent};
+use tauri::{AppHandle, Runtime};
+
+pub const TRAY_ID: &str = "patchbay";
+const OPEN: &str = "open";
+const QUIT: &str = "quit";
+const CONNECTOR_PREFIX: &str = "connector:";
+/// Rendered at 64 px; the OS scales it to the tray's size.
+const ICON_SIZE: u32 = 64;
+
+/// "Patchbay — 3 need attention" / "Patchbay — All 14 connectors are fine".
+pub fn tooltip(report: &StatusReport) -> String {
+    format!("Patchbay — {}", report.headline())
+}
+
+/// The badge for this report; the app's icon if the image cannot be used.
+pub fn icon<R: Runtime>(app: &AppHandle<R>, report: &StatusReport) -> Option<Image<'static>> {
+    let img = badge::render(report.worst, report.need_attention, ICON_SIZE);
+    if img.rgba.len() == (img.width * img.height * 4) as usize {
+        Some(Image::new_owned(img.rgba, img.width, img.height))
+    } else {
+        app.default_window_icon().map(|i| i.clone().to_owned())
+    }
+}
+
+/// The menu item id and label of each connector that needs attention, in report order.
+pub fn attention_items(report: &StatusReport) -> Vec<(String, String)> {
+    report
+        .connectors
+        .iter()
+        .filter(|c| c.needs_attention)
+        .map(|c| {
+            (
+                format!("{CONNECTOR_PREFIX}{}", c.name),
+                format!("{} — {}", c.title, c.label),
+            )
+        })
+        .collect()
+}
+
+fn menu<R: Runtime>(app: &AppHandle<R>, report: &StatusReport) -> tauri::Result<Menu<R>> {
+    let menu = Menu::new(app)?;
+    // AppIndicator trays show no tooltip: the headline heads the menu instead.
+    menu.append(&MenuItem::with_id(
+        app,
+        "headline",
+        report.headline(),
+        false,
+        None::<&str>,
+    )?)?;
+    menu.append(&PredefinedMenuItem::separator(app)?)?;
+    let items = attention_items(report);
+    for (id, label) in &items {
+        menu.append(&MenuItem::with_id(app, id, label, true, None::<&str>)?)?;
+    }
+    if !items.is_empty() {
+        menu.append(&PredefinedMenuItem::separator(app)?)?;
+    }
+    menu.append(&MenuItem::with_id(
+        app,
+        OPEN,
+        "Open Connectors",
+        true,
+        None::<&str>,
+    )?)?;
+    menu.append(&MenuItem::with_id(app, QUIT, "Quit", true, None::<&str>)?)?;
+    Ok(menu)
+}
+
+/// Create the tray icon for the first report.
+pub fn create<R: Runtime>(app: &AppHandle<R>, report: &StatusReport) -> tauri::Result<TrayIcon<R>> {
+    let mut builder = TrayIconBuilder::with_id(TRAY_ID)
+        .tooltip(tooltip(report))
+        .menu(&menu(app, report)?)
+        .show_menu_on_left_click(false)
+        .on_menu_event(|app, event| {
+            let id = event.id().as_ref();
+            match id {
+                OPEN => window::show_connectors(app, None),
+                QUIT => app.exit(0),
+                _ => {
+                    if let Some(name) = id.strip_prefix(CONNECTOR_PREFIX) {
+                        window::show_connectors(app, Some(name));
+                    }
+                }
+            }
+        })
+        .on_tray_icon_event(|tray, event| {
+            if let TrayIconEvent::Click {
+                button: MouseButton::Left,
+                button_state: MouseButtonState::Up,
+                ..
+            } = event
+            {
+                window::show_connectors(tray.app_handle(), None);
+            }
+        });
+    if let Some(icon) = icon(app, report) {
+        builder = builder.icon(icon);
+    }
+    builder.build(app)
+}
+
+/// Bring the tray up to date with a new report.
+pub fn update<R: Runtime>(app: &AppHandle<R>, report: &StatusReport) {
+    let Some(tray) = app.tray_by_id(TRAY_ID) else {
+        return;
+    };
+    let result = (|| -> tauri::Result<()> {
+        tray.set_icon(icon(app, report))?;
+        tray.set_tooltip(Some(tooltip(report)))?;
+        tray.set_menu(Some(menu(app, report)?))?;
+        Ok(())
+    })();
+    if let Err(error) = result {
+        tracing::warn!("cannot update the tray icon: {error}");
+    }
+}

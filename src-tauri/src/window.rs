@@ -1,0 +1,58 @@
+//! The Connectors window, created on demand (a tray app opens no window at startup) and shown,
+//! unminimized and focused when it already exists.
+
+use tauri::{AppHandle, Emitter, Manager, Runtime, WebviewUrl, WebviewWindowBuilder};
+
+pub const LABEL: &str = "connectors";
+pub const TITLE: &str = "Patchbay — Connectors";
+/// The event that asks the window to scroll to and highlight one connector; payload: its name.
+pub const FOCUS_EVENT: &str = "focus-connector";
+
+/// Show the Connectors window, optionally focused on one connector. A window created for a
+/// connector also gets it as `?focus=<name>` in its URL, since it cannot have listened yet.
+pub fn show_connectors<R: Runtime>(app: &AppHandle<R>, focus: Option<&str>) {
+    if let Some(window) = app.get_webview_window(LABEL) {
+        let _ = window.unminimize();
+        let _ = window.show();
+        let _ = window.set_focus();
+    } else {
+        let url = match focus {
+            Some(name) => format!("index.html?focus={}", encode(name)),
+            None => "index.html".to_owned(),
+        };
+        let built = WebviewWindowBuilder::new(app, LABEL, WebviewUrl::App(url.into()))
+            .title(TITLE)
+            .inner_size(900.0, 640.0)
+            .min_inner_size(560.0, 400.0)
+            .focused(true)
+            .build();
+        if let Err(error) = built {
+            tracing::error!("cannot open the Connectors window: {error}");
+            return;
+        }
+    }
+    if let Some(name) = focus {
+        let _ = app.emit_to(LABEL, FOCUS_EVENT, name);
+    }
+}
+
+/// Percent-encode everything but unreserved URL characters.
+fn encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn encodes_names_for_the_query() {
+        assert_eq!(super::encode("notion"), "notion");
+        assert_eq!(super::encode("a b/é"), "a%20b%2F%C3%A9");
+    }
+}

@@ -1,0 +1,143 @@
+//! Helpers for the end-to-end tests: find the `patchbay` binary that `cargo test --workspace`
+//! built, run it against a throwaway data directory, and seed that directory's vault.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+/// The `patchbay` binary beside this test executable (target/<profile>/patchbay).
+pub fn patchbay_bin() -> PathBuf {
+    let exe = std::env::current_exe().expect("current exe");
+    let profile_dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target/<profile>/deps");
+    let bin = profile_dir.join(format!("patchbay{}", std::env::consts::EXE_SUFFIX));
+    assert!(
+        bin.is_file(),
+        "{} is missing: run these tests with `cargo test --workspace`, which builds the CLI",
+        bin.display()
+    );
+    bin
+}
+
+/// True when the tests may use the real OS keychain (CI runs them inside a D-Bus session with an
+/// unlocked gnome-keyring and sets PATCHBAY_TEST_KEYCHAIN=1).
+pub fn keychain_available() -> bool {
+    std::env::var("PATCHBAY_TEST_KEYCHAIN").as_deref() == Ok("1")
+}
+
+/// Skip (with a notice) a test that needs the real keychain when it is not provided.
+#[macro_export]
+macro_rules! require_keychain {
+    () => {
+        if !$crate::keychain_available() {
+            eprintln!("skipped: needs the real keychain (PATCHBAY_TEST_KEYCHAIN=1 in a D-Bus session with gnome-keyring)");
+            return;
+        }
+    };
+}
+
+/// A throwaway data directory and a way to run the CLI in it.
+pub struct Sandbox {
+    pub dir: tempfile::TempDir,
+    /// When false, the child gets a D-Bus address that leads nowhere: its keychain is unreachable
+    /// (the real keyring crate, failing for real) and a developer's own keychain is never touched.
+    pub keychain: bool,
+}
+
+impl Sandbox {
+    pub fn new(keychain: bool) -> Sandbox {
+        Sandbox {
+            dir: tempfile::tempdir().expect("tempdir"),
+            keychain,
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Write a fixture catalog from tests/fixtures into the sandbox, returning its path.
+    pub fn fixture(&self, name: &str) -> PathBuf {
+        let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures").join(name);
+        let target = self.path().join(name);
+        std::fs::copy(&source, &target).unwrap_or_else(|e| panic!("{}: {e}", source.display()));
+        target
+    }
+
+    pub fn write(&self, name: &str, text: &str) -> PathBuf {
+        let target = self.path().join(name);
+        std::fs::write(&target, text).expect("write");
+        target
+    }
+
+    pub fn command(&self) -> Command {
+        let mut cmd = Command::new(patchbay_bin());
+        cmd.env("PATCHBAY_DATA_DIR", self.path())
+            .env_remove("GITHUB_TOKEN")
+            .env_remove("PATCHBAY_DEFAULT_CATALOG")
+            .stdin(Stdio::null());
+        if !self.keychain {
+            cmd.env(
+                "DBUS_SESSION_BUS_ADDRESS",
+                format!("unix:path={}/no-such-bus", self.path().display()),
+            );
+        }
+        cmd
+    }
+
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.command().args(args).output().expect("run patchbay")
+    }
+
+    pub fn run_with_stdin(&self, args: &[&str], stdin: &str) -> Output {
+        use std::io::Write;
+        let mut child = self
+            .command()
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn patchbay");
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(stdin.as_bytes())
+            .expect("write stdin");
+        child.wait_with_output().expect("wait")
+    }
+
+    /// The core, opened on this sandbox the way the CLI opens it (real keychain).
+    pub fn core(&self, catalog: Option<PathBuf>) -> patchbay_core::Patchbay {
+        let paths = patchbay_core::Paths::resolve(Some(self.path().to_path_buf()))
+            .expect("paths")
+            .with_catalog_override(catalog)
+            .expect("catalog");
+        patchbay_core::Patchbay::open(paths).expect("open")
+    }
+}
+
+/// Parse `status --json` output.
+pub fn json(output: &Output) -> serde_json::Value {
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
+        panic!(
+            "not JSON ({e}): stdout={} stderr={}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        )
+    })
+}
+
+/// The state id of the connector `name` in a `status --json` document.
+pub fn state_of<'a>(report: &'a serde_json::Value, name: &str) -> &'a str {
+    report["connectors"]
+        .as_array()
+        .expect("connectors")
+        .iter()
+        .find(|c| c["name"] == name)
+        .unwrap_or_else(|| panic!("no connector {name} in {report:#}"))["state"]
+        .as_str()
+        .expect("state")
+}

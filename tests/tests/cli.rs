@@ -1,0 +1,356 @@
+//! The `patchbay` CLI run as a process against fixture catalogs in throwaway data directories.
+//! Tests that store secrets use the real OS keychain (Secret Service via gnome-keyring in CI).
+
+use chrono::{Duration, Utc};
+use patchbay_catalog::CredentialKey;
+use patchbay_e2e::{json, require_keychain, state_of, Sandbox};
+use patchbay_vault::{CredentialRow, Secret, TokenSet};
+
+fn stdout(output: &std::process::Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn stderr(output: &std::process::Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+#[test]
+fn status_json_reports_every_local_state_sorted_problems_first() {
+    let sandbox = Sandbox::new(false);
+    let catalog = sandbox.fixture("mixed.json");
+    let out = sandbox.run(&["status", "--json", "--catalog", catalog.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "stderr: {}", stderr(&out));
+    let report = json(&out);
+    assert_eq!(report["version"], 1);
+
+    assert_eq!(state_of(&report, "everything"), "no_credential_required");
+    assert_eq!(state_of(&report, "notion"), "needs_authorization");
+    // Idempotency-Key and X-Author are not credential headers: still OAuth-capable.
+    assert_eq!(state_of(&report, "idempotent"), "needs_authorization");
+    assert_eq!(state_of(&report, "github"), "missing_configuration");
+    assert_eq!(state_of(&report, "brave"), "missing_configuration");
+    assert_eq!(state_of(&report, "strad"), "unavailable");
+    assert_eq!(state_of(&report, "blank-unavailable"), "no_credential_required");
+    assert_eq!(state_of(&report, "broken"), "probe_failed");
+
+    let rows = report["connectors"].as_array().unwrap();
+    let severities: Vec<u64> = rows.iter().map(|r| r["severity"].as_u64().unwrap()).collect();
+    let mut sorted = severities.clone();
+    sorted.sort_by(|a, b| b.cmp(a));
+    assert_eq!(severities, sorted, "rows are not sorted by severity");
+    assert_eq!(rows[0]["name"], "broken");
+    let attention = rows.iter().filter(|r| r["needs_attention"] == true).count();
+    assert_eq!(report["need_attention"].as_u64().unwrap() as usize, attention);
+    assert_eq!(attention, 6);
+
+    let github = rows.iter().find(|r| r["name"] == "github").unwrap();
+    assert_eq!(github["missing_variables"][0]["name"], "GITHUB_TOKEN");
+    assert_eq!(github["missing_variables"][0]["field"], "headers.Authorization");
+    assert!(github["detail"].as_str().unwrap().contains("patchbay secret set GITHUB_TOKEN"));
+    assert_eq!(github["action"], "set_variable");
+    // A ${VAR:-default} never counts as missing.
+    let brave = rows.iter().find(|r| r["name"] == "brave").unwrap();
+    assert_eq!(brave["missing_variables"].as_array().unwrap().len(), 1);
+
+    let strad = rows.iter().find(|r| r["name"] == "strad").unwrap();
+    assert_eq!(
+        strad["unavailable_reason"],
+        "The endpoint accepts only static bearer tokens and exposes no OAuth discovery."
+    );
+
+    let broken = rows.iter().find(|r| r["name"] == "broken").unwrap();
+    let detail = broken["detail"].as_str().unwrap();
+    assert!(detail.contains("mixed.json"), "{detail}");
+    assert!(detail.contains("broken"), "{detail}");
+    assert!(detail.contains("url"), "{detail}");
+
+    let notion = rows.iter().find(|r| r["name"] == "notion").unwrap();
+    assert_eq!(notion["action"], "authorize");
+    assert_eq!(notion["blocks_start"], true);
+}
+
+#[test]
+fn an_environment_variable_resolves_a_placeholder() {
+    let sandbox = Sandbox::new(false);
+    let catalog = sandbox.fixture("mixed.json");
+    let out = sandbox
+        .command()
+        .env("GITHUB_TOKEN", "ghp_from_env")
+        .args(["status", "--json", "--catalog", catalog.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let report = json(&out);
+    assert_eq!(state_of(&report, "github"), "ready");
+    assert!(!stdout(&out).contains("ghp_from_env"), "a secret reached the output");
+}
+
+#[test]
+fn status_table_has_the_headline_first_and_exit_code_zero_when_all_is_well() {
+    let sandbox = Sandbox::new(false);
+    let catalog = sandbox.fixture("all-ready.json");
+    let out = sandbox.run(&["status", "--catalog", catalog.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.starts_with("All 2 connectors are fine"), "{text}");
+    assert!(text.contains("No credential required"));
+
+    let mixed = sandbox.fixture("mixed.json");
+    let out = sandbox.run(&["status", "--catalog", mixed.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = stdout(&out);
+    assert!(text.starts_with("6 need attention"), "{text}");
+    let broken_at = text.find("broken").unwrap();
+    let everything_at = text.find("everything").unwrap();
+    assert!(broken_at < everything_at, "problems are not listed first:\n{text}");
+}
+
+#[test]
+fn a_catalog_that_is_not_json_names_the_file_line_and_column() {
+    let sandbox = Sandbox::new(false);
+    let bad = sandbox.write("bad.json", "{\n  \"mcpServers\": {\n    \"x\": { \"type\": \"stdio\" \n  }\n");
+    let out = sandbox.run(&["status", "--json", "--catalog", bad.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let report = json(&out);
+    let error = report["catalog"]["sources"][0]["error"].as_str().unwrap();
+    assert!(error.contains("bad.json"), "{error}");
+    assert!(error.contains("not valid JSON"), "{error}");
+    assert!(stdout(&sandbox.run(&["status", "--catalog", bad.to_str().unwrap()])).contains("catalog error:"));
+}
+
+#[test]
+fn a_missing_catalog_file_is_an_error_not_an_empty_list() {
+    let sandbox = Sandbox::new(false);
+    let out = sandbox.run(&["status", "--json", "--catalog", "/nonexistent/catalog.json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let report = json(&out);
+    assert!(report["catalog"]["sources"][0]["error"]
+        .as_str()
+        .unwrap()
+        .contains("/nonexistent/catalog.json"));
+}
+
+#[test]
+fn offered_lists_startable_servers_then_a_compact_unavailable_roster() {
+    let sandbox = Sandbox::new(false);
+    let catalog = sandbox.fixture("mixed.json");
+    let out = sandbox.run(&["offered", "--catalog", catalog.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    let text = stdout(&out);
+    let (offered, roster) = text.split_once("\nUnavailable:\n").expect("a roster");
+    assert!(offered.contains("- everything"), "{text}");
+    assert!(!offered.contains("notion"), "{text}");
+    assert!(roster.contains("- notion: needs authorization"), "{text}");
+    assert!(roster.contains("- github: missing configuration (GITHUB_TOKEN)"), "{text}");
+    assert!(roster.contains("- strad: The endpoint accepts only static bearer tokens"), "{text}");
+    for line in roster.lines() {
+        assert!(line.chars().count() <= 140, "roster line too long: {line}");
+    }
+
+    let out = sandbox.run(&["offered", "--json", "--catalog", catalog.to_str().unwrap()]);
+    let offered = json(&out);
+    let names: Vec<&str> = offered["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, vec!["blank-unavailable", "everything"]);
+}
+
+#[test]
+fn the_data_directory_comes_from_the_flag_or_the_environment() {
+    let sandbox = Sandbox::new(false);
+    let catalog = sandbox.fixture("all-ready.json");
+    let elsewhere = tempfile::tempdir().unwrap();
+    let out = sandbox
+        .command()
+        .args(["--data-dir", elsewhere.path().to_str().unwrap(), "status", "--catalog"])
+        .arg(&catalog)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    assert!(elsewhere.path().join("patchbay.sqlite3").is_file());
+    assert!(!sandbox.path().join("patchbay.sqlite3").exists());
+
+    let out = sandbox.run(&["paths"]);
+    let text = stdout(&out);
+    assert!(text.contains(&sandbox.path().join("mcp.json").display().to_string()), "{text}");
+}
+
+#[test]
+fn bad_arguments_exit_with_two() {
+    let sandbox = Sandbox::new(false);
+    let out = sandbox.run(&["status", "--no-such-flag"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn secret_set_reads_stdin_stores_in_the_keychain_and_resolves_the_variable() {
+    require_keychain!();
+    let sandbox = Sandbox::new(true);
+    let catalog = sandbox.fixture("mixed.json");
+    let out = sandbox.run_with_stdin(&["secret", "set", "GITHUB_TOKEN"], "ghp_secret_value_123\n");
+    assert!(out.status.success(), "stderr: {}", stderr(&out));
+    assert!(!stdout(&out).contains("ghp_secret_value_123"));
+
+    let list = sandbox.run(&["secret", "list"]);
+    let text = stdout(&list);
+    assert!(text.contains("GITHUB_TOKEN"), "{text}");
+    assert!(!text.contains("ghp_secret_value_123"), "secret list printed a value");
+
+    let report = json(&sandbox.run(&["status", "--json", "--catalog", catalog.to_str().unwrap()]));
+    assert_eq!(state_of(&report, "github"), "ready");
+
+    // The database holds no plaintext secret.
+    let db = std::fs::read(sandbox.path().join("patchbay.sqlite3")).unwrap();
+    assert!(!String::from_utf8_lossy(&db).contains("ghp_secret_value_123"));
+
+    // An empty value is refused and nothing is stored.
+    let out = sandbox.run_with_stdin(&["secret", "set", "EMPTY"], "\n");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("empty"));
+    assert!(!stdout(&sandbox.run(&["secret", "list"])).contains("EMPTY"));
+
+    let out = sandbox.run(&["secret", "delete", "GITHUB_TOKEN"]);
+    assert!(out.status.success());
+    let report = json(&sandbox.run(&["status", "--json", "--catalog", catalog.to_str().unwrap()]));
+    assert_eq!(state_of(&report, "github"), "missing_configuration");
+}
+
+#[test]
+fn a_keychain_that_does_not_answer_is_unreachable_never_missing_and_deletes_nothing() {
+    require_keychain!();
+    let sandbox = Sandbox::new(true);
+    let catalog = sandbox.fixture("mixed.json");
+    let out = sandbox.run_with_stdin(&["secret", "set", "GITHUB_TOKEN"], "ghp_value");
+    assert!(out.status.success(), "stderr: {}", stderr(&out));
+
+    let locked = Sandbox {
+        dir: tempfile::tempdir().unwrap(),
+        keychain: false,
+    };
+    // Same data directory, but a D-Bus address that leads nowhere.
+    let out = locked
+        .command()
+        .env("PATCHBAY_DATA_DIR", sandbox.path())
+        .args(["status", "--json", "--catalog", catalog.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let report = json(&out);
+    assert_eq!(state_of(&report, "github"), "secret_store_unreachable");
+    assert_eq!(report["secret_store"]["reachable"], false);
+    // Connectors that need nothing from the vault are unaffected.
+    assert_eq!(state_of(&report, "notion"), "needs_authorization");
+
+    // Back with the keychain: the secret is still there.
+    let report = json(&sandbox.run(&["status", "--json", "--catalog", catalog.to_str().unwrap()]));
+    assert_eq!(state_of(&report, "github"), "ready");
+}
+
+fn row(key: &CredentialKey, expires_in: Option<Duration>, one_shot: bool) -> CredentialRow {
+    CredentialRow {
+        credential_key: key.clone(),
+        server_name: key.server_name().to_owned(),
+        server_url: None,
+        expires_at: expires_in.map(|d| Utc::now() + d),
+        has_refresh_token: false,
+        one_shot,
+        issuer: Some("http://127.0.0.1:9000/".into()),
+        client_id: Some("client-1".into()),
+        scope: None,
+        updated_at: Utc::now(),
+    }
+}
+
+#[test]
+fn stored_credentials_drive_ready_expired_reauth_one_shot_and_unclaimed() {
+    require_keychain!();
+    let sandbox = Sandbox::new(true);
+    let catalog = sandbox.fixture("oauth.json");
+    let core = sandbox.core(Some(catalog.clone()));
+    let key_of = |name: &str| {
+        let report = core.status();
+        assert_eq!(report.connector(name).unwrap().label, "Needs authorization");
+        patchbay_catalog_key(&core, name)
+    };
+    let with_refresh = TokenSet {
+        access_token: Secret::new("at-1"),
+        refresh_token: Some(Secret::new("rt-1")),
+    };
+    let access_only = TokenSet {
+        access_token: Secret::new("at-2"),
+        refresh_token: None,
+    };
+    let vault = core.vault();
+    vault
+        .put_credential(&row(&key_of("fresh"), Some(Duration::hours(1)), false), &with_refresh)
+        .unwrap();
+    vault
+        .put_credential(&row(&key_of("lapsed"), Some(Duration::hours(-1)), false), &with_refresh)
+        .unwrap();
+    vault
+        .put_credential(&row(&key_of("dead"), Some(Duration::hours(-1)), true), &access_only)
+        .unwrap();
+    vault
+        .put_credential(&row(&key_of("oneshot"), Some(Duration::hours(1)), true), &access_only)
+        .unwrap();
+    let stale = CredentialKey("fresh|0000000000000000".into());
+    vault
+        .put_credential(&row(&stale, Some(Duration::hours(1)), false), &with_refresh)
+        .unwrap();
+    let gone = CredentialKey("retired|0123456789abcdef".into());
+    vault
+        .put_credential(&row(&gone, Some(Duration::hours(1)), false), &with_refresh)
+        .unwrap();
+    drop(core);
+
+    let out = sandbox.run(&["status", "--json", "--catalog", catalog.to_str().unwrap()]);
+    let report = json(&out);
+    assert_eq!(state_of(&report, "fresh"), "ready");
+    assert_eq!(state_of(&report, "lapsed"), "token_expired");
+    assert_eq!(state_of(&report, "dead"), "needs_reauth");
+    assert_eq!(state_of(&report, "oneshot"), "ready");
+    // A key whose ${VAR} is unresolved is missing configuration, not needs authorization.
+    assert_eq!(state_of(&report, "keyed"), "missing_configuration");
+
+    let rows = report["connectors"].as_array().unwrap();
+    let find = |n: &str| rows.iter().find(|r| r["name"] == n).unwrap();
+    assert_eq!(find("oneshot")["one_shot"], true);
+    assert!(find("oneshot")["one_shot_note"].as_str().unwrap().contains("no refresh token"));
+    assert_eq!(find("dead")["one_shot"], true, "the one-shot note shows in every state");
+    assert_eq!(find("fresh")["one_shot"], false);
+    assert_eq!(find("dead")["action"], "reauthorize");
+    assert!(find("lapsed")["action"].is_null(), "token_expired needs no button");
+    assert!(!out.stdout.windows(4).any(|w| w == b"at-1" || w == b"rt-1"), "a token reached the output");
+
+    let unclaimed: Vec<&str> = report["unclaimed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| u["credential_key"].as_str().unwrap())
+        .collect();
+    assert_eq!(unclaimed, vec!["fresh|0000000000000000", "retired|0123456789abcdef"]);
+
+    // A claimed credential cannot be deleted as unclaimed.
+    let fresh_key = find("fresh")["credential"]["key"].as_str().unwrap().to_owned();
+    let out = sandbox.run(&["unclaimed", "delete", &fresh_key]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("belongs to the connector \"fresh\""), "{}", stderr(&out));
+
+    let out = sandbox.run(&["unclaimed", "delete", "retired|0123456789abcdef"]);
+    assert!(out.status.success(), "stderr: {}", stderr(&out));
+    let report = json(&sandbox.run(&["status", "--json", "--catalog", catalog.to_str().unwrap()]));
+    assert_eq!(report["unclaimed"].as_array().unwrap().len(), 1);
+    assert_eq!(state_of(&report, "fresh"), "ready");
+}
+
+fn patchbay_catalog_key(core: &patchbay_core::Patchbay, name: &str) -> CredentialKey {
+    let catalog = core.catalog();
+    let Some(patchbay_catalog::CatalogItem::Server(entry)) = catalog.get(name) else {
+        panic!("{name} is not a valid entry");
+    };
+    entry
+        .credential_key(&|_| None)
+        .expect("no variables")
+        .expect("remote")
+}

@@ -1,0 +1,612 @@
+// The Connectors window: owns the DOM, renders reports in place, handles input.
+
+import type { Backend } from "./backend";
+import { toBackendError } from "./backend";
+import { now } from "./clock";
+import { el } from "./format";
+import { icon } from "./icons";
+import type { BackendError, StatusReport } from "./types";
+import {
+  buildBanners,
+  buildRow,
+  buildSources,
+  buildUnclaimedRow,
+  refreshTimes,
+  secretCommand,
+  setDeleteButton,
+  summaryText,
+  type RowUi,
+} from "./view";
+
+const CONFIRM_MS = 4000;
+const HIGHLIGHT_MS = 2400;
+const TICK_MS = 30_000;
+
+type FocusDesc =
+  | { kind: "row"; name: string; control: string | null; index: number }
+  | { kind: "unclaimed"; key: string; control: string | null; index: number };
+
+export class ConnectorsWindow {
+  private report: StatusReport | null = null;
+  private readonly rowUi = new Map<string, RowUi>();
+  private readonly rows = new Map<string, { el: HTMLLIElement; sig: string }>();
+  private readonly confirmTimers = new Map<string, number>();
+  private activeName: string | null = null;
+  private pendingFocus: string | null = null;
+  private highlightTimer = 0;
+
+  private readonly header = el("header", "header");
+  private readonly summary = el("p", "summary");
+  private readonly sources = el("p", "sources");
+  private readonly banners = el("div", "banners");
+  private readonly scroller = el("main", "scroller");
+  private readonly list = el("ul", "group list");
+  private readonly empty = el("div", "empty");
+  private readonly unclaimed = el("section", "unclaimed");
+  private readonly unclaimedList = el("ul", "group ulist");
+  private readonly unclaimedCount = el("span", "section-count");
+  private readonly errorView = el("section", "error-view");
+
+  constructor(
+    private readonly root: HTMLElement,
+    private readonly backend: Backend,
+    private readonly announcer: HTMLElement | null,
+  ) {
+    this.buildSkeleton();
+  }
+
+  async start(): Promise<void> {
+    await Promise.all([
+      this.backend.onStatusChanged((r) => this.render(r)),
+      this.backend.onFocusConnector((name) => this.focusConnector(name)),
+    ]);
+    await this.load();
+    window.setInterval(() => this.tick(), TICK_MS);
+    document.addEventListener("visibilitychange", () => {
+      if (!document.hidden) this.tick();
+    });
+  }
+
+  // ---- skeleton -------------------------------------------------------------------------
+
+  private buildSkeleton(): void {
+    const titles = el("div", "header__titles");
+    titles.append(el("h1", "header__title", "Connectors"), this.summary);
+    this.summary.id = "summary";
+    this.sources.id = "sources";
+    this.header.append(titles, this.sources, this.banners);
+
+    this.list.setAttribute("role", "list");
+    this.list.setAttribute("aria-label", "Connectors");
+    this.list.setAttribute("aria-describedby", "summary");
+    this.list.addEventListener("keydown", (e) => this.onListKey(e));
+    this.list.addEventListener("focusin", (e) => this.onListFocus(e));
+    this.list.addEventListener("click", (e) => this.onListClick(e));
+
+    const connectors = el("section", "connectors");
+    connectors.setAttribute("aria-label", "Connectors");
+    connectors.append(this.list, this.empty);
+    this.empty.hidden = true;
+
+    const h2 = el("h2", "section-title", "Unclaimed credentials");
+    h2.id = "unclaimed-title";
+    h2.tabIndex = -1;
+    h2.append(this.unclaimedCount);
+    this.unclaimed.setAttribute("aria-labelledby", "unclaimed-title");
+    this.unclaimed.append(
+      h2,
+      el(
+        "p",
+        "section-note",
+        "Stored credentials that no catalog entry uses any more. Nothing sends them; delete the ones you no longer need.",
+      ),
+      this.unclaimedList,
+    );
+    this.unclaimedList.setAttribute("role", "list");
+    this.unclaimedList.setAttribute("aria-labelledby", "unclaimed-title");
+    this.unclaimedList.addEventListener("click", (e) => this.onUnclaimedClick(e));
+    this.unclaimed.hidden = true;
+
+    this.errorView.hidden = true;
+    this.scroller.append(connectors, this.unclaimed, this.errorView);
+    this.root.append(this.header, this.scroller);
+  }
+
+  // ---- loading / errors -----------------------------------------------------------------
+
+  private async load(): Promise<void> {
+    const slow = window.setTimeout(() => this.root.classList.add("is-loading"), 300);
+    try {
+      const r = await this.backend.getStatus();
+      this.render(r);
+    } catch (err) {
+      this.showError(toBackendError(err));
+    } finally {
+      window.clearTimeout(slow);
+      this.root.classList.remove("is-loading");
+      this.root.removeAttribute("aria-busy");
+    }
+  }
+
+  private showError(err: BackendError): void {
+    this.root.classList.add("has-error");
+    this.errorView.hidden = false;
+    this.errorView.replaceChildren();
+    const box = el("div", "error-box");
+    box.setAttribute("role", "alert");
+    box.append(icon("probe_failed", "icon error-box__icon"));
+    const body = el("div", "error-box__body");
+    body.append(
+      el("h2", "error-box__title", "Couldn’t read connector status"),
+      el("p", "error-box__message", err.message),
+      el("p", "error-box__kind", err.kind),
+    );
+    const retry = el("button", "btn btn--primary", "Retry");
+    retry.type = "button";
+    retry.dataset.control = "retry";
+    retry.addEventListener("click", async () => {
+      if (retry.getAttribute("aria-disabled") === "true") return;
+      retry.setAttribute("aria-disabled", "true");
+      retry.textContent = "Retrying…";
+      await this.load();
+      if (!this.errorView.hidden) this.errorView.querySelector<HTMLButtonElement>("[data-control=retry]")?.focus();
+    });
+    body.append(el("div", "error-box__actions"));
+    body.lastElementChild!.append(retry);
+    box.append(body);
+    this.errorView.append(box);
+    this.summary.textContent = "Status unavailable";
+    this.summary.className = "summary summary--error";
+    retry.focus();
+  }
+
+  // ---- rendering ------------------------------------------------------------------------
+
+  render(r: StatusReport): void {
+    const previous = this.report;
+    this.report = r;
+    const focus = this.captureFocus();
+    const anchor = this.captureAnchor(focus);
+    const t = now();
+
+    this.root.classList.remove("has-error");
+    this.errorView.hidden = true;
+    this.errorView.replaceChildren();
+    this.root.classList.toggle("is-empty", r.connectors.length === 0);
+
+    const s = summaryText(r);
+    this.summary.replaceChildren(icon(s.ok ? "ready" : "warning", "icon summary__icon"), s.text);
+    this.summary.className = `summary ${s.ok ? "summary--ok" : "summary--attention"}`;
+    this.sources.replaceChildren(buildSources(r.catalog.sources));
+    this.banners.replaceChildren(...buildBanners(r));
+
+    this.renderRows(r, t);
+    this.renderEmpty(r);
+    this.renderUnclaimed(r, t);
+
+    this.restoreFocus(focus);
+    this.restoreAnchor(anchor);
+    if (previous) this.announceChanges(previous, r);
+
+    if (this.pendingFocus) {
+      const name = this.pendingFocus;
+      this.pendingFocus = null;
+      this.focusConnector(name);
+    }
+  }
+
+  private renderRows(r: StatusReport, t: number): void {
+    const seen = new Set<string>();
+    let cursor: ChildNode | null = this.list.firstChild;
+    for (const c of r.connectors) {
+      seen.add(c.name);
+      let ui = this.rowUi.get(c.name);
+      if (ui?.notice && ui.notice.forState !== c.state) ui = { ...ui, notice: null };
+      if (ui && c.action !== "authorize" && c.action !== "reauthorize") ui = { ...ui, pending: false };
+      if (ui) this.rowUi.set(c.name, ui);
+      const state: RowUi = ui ?? { notice: null, pending: false };
+      const sig = JSON.stringify([c, state]);
+      let entry = this.rows.get(c.name);
+      if (!entry || entry.sig !== sig) {
+        const fresh = buildRow(c, state, t);
+        if (entry) entry.el.replaceWith(fresh);
+        entry = { el: fresh, sig };
+        this.rows.set(c.name, entry);
+      }
+      if (entry.el !== cursor) this.list.insertBefore(entry.el, cursor);
+      cursor = entry.el.nextSibling;
+    }
+    for (const [name, entry] of this.rows) {
+      if (!seen.has(name)) {
+        entry.el.remove();
+        this.rows.delete(name);
+        this.rowUi.delete(name);
+      }
+    }
+    this.list.hidden = r.connectors.length === 0;
+    this.applyRoving();
+  }
+
+  private renderEmpty(r: StatusReport): void {
+    this.empty.hidden = r.connectors.length > 0;
+    if (this.empty.hidden) return;
+    const user = r.catalog.sources.find((s) => s.kind === "user") ?? r.catalog.sources[0];
+    const text = el("p", "empty__text");
+    if (user) text.append("Add MCP servers to ", el("code", "", user.path), " and they show up here.");
+    else text.append("Add MCP servers to your Patchbay catalog and they show up here.");
+    this.empty.replaceChildren(
+      icon("no_credential_required", "icon empty__icon"),
+      el("h2", "empty__title", "No connectors in the catalog"),
+      text,
+    );
+  }
+
+  private renderUnclaimed(r: StatusReport, t: number): void {
+    const keys = new Set(r.unclaimed.map((u) => u.credential_key));
+    for (const [key, timer] of this.confirmTimers) {
+      if (!keys.has(key)) {
+        window.clearTimeout(timer);
+        this.confirmTimers.delete(key);
+      }
+    }
+    // Keep a row's node when nothing about it changed (its button may hold focus or a confirm).
+    const existing = new Map<string, HTMLLIElement>();
+    for (const li of this.unclaimedList.querySelectorAll<HTMLLIElement>("li[data-unclaimed]")) {
+      existing.set(li.dataset.unclaimed!, li);
+    }
+    let cursor: ChildNode | null = this.unclaimedList.firstChild;
+    for (const u of r.unclaimed) {
+      const sig = JSON.stringify(u);
+      let li = existing.get(u.credential_key);
+      if (!li || li.dataset.sig !== sig) {
+        const fresh = buildUnclaimedRow(u, t, this.confirmTimers.has(u.credential_key));
+        fresh.dataset.sig = sig;
+        if (li) li.replaceWith(fresh);
+        li = fresh;
+      }
+      existing.delete(u.credential_key);
+      if (li !== cursor) this.unclaimedList.insertBefore(li, cursor);
+      cursor = li.nextSibling;
+    }
+    for (const li of existing.values()) li.remove();
+    this.unclaimedCount.textContent = r.unclaimed.length > 0 ? String(r.unclaimed.length) : "";
+    this.unclaimed.hidden = r.unclaimed.length === 0;
+  }
+
+  private tick(): void {
+    refreshTimes(this.scroller, now());
+  }
+
+  // ---- focus & scroll preservation ------------------------------------------------------
+
+  private captureFocus(): FocusDesc | null {
+    const a = document.activeElement as HTMLElement | null;
+    if (!a || !this.root.contains(a)) return null;
+    const control = a.dataset.control ?? null;
+    const row = a.closest<HTMLLIElement>("li[data-connector]");
+    if (row) {
+      const index = [...this.list.children].indexOf(row);
+      return { kind: "row", name: row.dataset.connector!, control: a === row ? null : control, index };
+    }
+    const urow = a.closest<HTMLLIElement>("li[data-unclaimed]");
+    if (urow) {
+      const index = [...this.unclaimedList.children].indexOf(urow);
+      return { kind: "unclaimed", key: urow.dataset.unclaimed!, control, index };
+    }
+    return null;
+  }
+
+  private restoreFocus(f: FocusDesc | null): void {
+    if (!f) return;
+    const a = document.activeElement;
+    if (f.kind === "row") {
+      let row = this.rows.get(f.name)?.el ?? null;
+      if (row && a && row.contains(a) && a !== document.body) return;
+      if (!row) {
+        const all = this.list.children;
+        row = (all[Math.min(f.index, all.length - 1)] as HTMLLIElement | undefined) ?? null;
+        if (!row) return;
+        this.setActive(row.dataset.connector!);
+        row.focus({ preventScroll: true });
+        return;
+      }
+      const target =
+        (f.control && row.querySelector<HTMLElement>(`[data-control="${f.control}"]`)) || row;
+      if (target !== a) target.focus({ preventScroll: true });
+      return;
+    }
+    const urow = this.unclaimedList.querySelector<HTMLLIElement>(`li[data-unclaimed="${CSS.escape(f.key)}"]`);
+    if (urow) {
+      if (a && urow.contains(a)) return;
+      const target = (f.control && urow.querySelector<HTMLElement>(`[data-control="${f.control}"]`)) || null;
+      target?.focus({ preventScroll: true });
+      return;
+    }
+    // The row is gone (deleted): move to its neighbour, else back to the connector list.
+    const rest = this.unclaimedList.querySelectorAll<HTMLButtonElement>("[data-control=delete]");
+    const next = rest[Math.min(f.index, rest.length - 1)];
+    if (next && !this.unclaimed.hidden) next.focus({ preventScroll: true });
+    else this.activeRow()?.focus({ preventScroll: true });
+  }
+
+  private captureAnchor(f: FocusDesc | null): { el: Element; offset: number } | null {
+    const top = this.scroller.getBoundingClientRect().top;
+    let anchor: Element | null = null;
+    if (f?.kind === "row") anchor = this.rows.get(f.name)?.el ?? null;
+    if (f?.kind === "unclaimed")
+      anchor = this.unclaimedList.querySelector(`li[data-unclaimed="${CSS.escape(f.key)}"]`);
+    if (!anchor && this.scroller.scrollTop > 0) {
+      for (const node of this.scroller.querySelectorAll("li[data-connector], li[data-unclaimed], .section-title")) {
+        if (node.getBoundingClientRect().bottom > top) {
+          anchor = node;
+          break;
+        }
+      }
+    }
+    if (!anchor) return null;
+    return { el: anchor, offset: anchor.getBoundingClientRect().top - top };
+  }
+
+  private restoreAnchor(a: { el: Element; offset: number } | null): void {
+    if (!a) return;
+    let node: Element | null = a.el;
+    if (!node.isConnected) {
+      const li = a.el as HTMLElement;
+      node =
+        (li.dataset.connector && this.rows.get(li.dataset.connector)?.el) ||
+        (li.dataset.unclaimed &&
+          this.unclaimedList.querySelector(`li[data-unclaimed="${CSS.escape(li.dataset.unclaimed)}"]`)) ||
+        null;
+    }
+    if (!node) return;
+    const delta = node.getBoundingClientRect().top - this.scroller.getBoundingClientRect().top - a.offset;
+    if (Math.abs(delta) >= 1) this.scroller.scrollTop += delta;
+  }
+
+  // ---- roving tabindex & keyboard -------------------------------------------------------
+
+  private rowEls(): HTMLLIElement[] {
+    return [...this.list.querySelectorAll<HTMLLIElement>(":scope > li[data-connector]")];
+  }
+
+  private activeRow(): HTMLLIElement | null {
+    return (this.activeName && this.rows.get(this.activeName)?.el) || this.rowEls()[0] || null;
+  }
+
+  private setActive(name: string): void {
+    if (this.activeName === name) return;
+    this.activeName = name;
+    this.applyRoving();
+  }
+
+  /** One row (and its controls) in the tab order; the rest are reached with the arrow keys. */
+  private applyRoving(): void {
+    const active = this.activeRow();
+    if (active) this.activeName = active.dataset.connector!;
+    for (const row of this.rowEls()) {
+      const on = row === active;
+      row.tabIndex = on ? 0 : -1;
+      for (const c of row.querySelectorAll<HTMLElement>("button, a[href]")) c.tabIndex = on ? 0 : -1;
+    }
+  }
+
+  private onListFocus(e: FocusEvent): void {
+    const row = (e.target as HTMLElement).closest<HTMLLIElement>("li[data-connector]");
+    if (row) this.setActive(row.dataset.connector!);
+  }
+
+  private onListKey(e: KeyboardEvent): void {
+    if (e.altKey || e.ctrlKey || e.metaKey) return;
+    const target = e.target as HTMLElement;
+    const row = target.closest<HTMLLIElement>("li[data-connector]");
+    if (!row) return;
+    const rows = this.rowEls();
+    const i = rows.indexOf(row);
+    let next: HTMLLIElement | undefined;
+    switch (e.key) {
+      case "ArrowDown":
+        next = rows[Math.min(i + 1, rows.length - 1)];
+        break;
+      case "ArrowUp":
+        next = rows[Math.max(i - 1, 0)];
+        break;
+      case "Home":
+        next = rows[0];
+        break;
+      case "End":
+        next = rows[rows.length - 1];
+        break;
+      case "Enter":
+      case " ":
+        if (target === row) {
+          e.preventDefault();
+          row.querySelector<HTMLButtonElement>("[data-control=primary]")?.click();
+        }
+        return;
+      case "Escape": {
+        const close = row.querySelector<HTMLButtonElement>("[data-control=dismiss]");
+        if (close) {
+          e.preventDefault();
+          close.click();
+        }
+        return;
+      }
+      default:
+        return;
+    }
+    e.preventDefault();
+    if (next) {
+      this.setActive(next.dataset.connector!);
+      next.focus();
+    }
+  }
+
+  private onListClick(e: MouseEvent): void {
+    const btn = (e.target as HTMLElement).closest<HTMLButtonElement>("button[data-control]");
+    const row = btn?.closest<HTMLLIElement>("li[data-connector]");
+    if (!btn || !row || !this.report) return;
+    const name = row.dataset.connector!;
+    const c = this.report.connectors.find((x) => x.name === name);
+    if (!c) return;
+    if (btn.dataset.control === "dismiss") {
+      this.updateRowUi(name, { notice: null });
+      this.rows.get(name)?.el.focus();
+      return;
+    }
+    if (btn.dataset.control !== "primary" || btn.getAttribute("aria-disabled") === "true") return;
+    if (c.action === "authorize" || c.action === "reauthorize") void this.authorize(name, c.state);
+    else if (c.action === "set_variable") void this.copy(btn, name, secretCommand(c) ?? "", c.state);
+    else if (c.action === "edit_catalog" && c.source) void this.copy(btn, name, c.source, c.state);
+  }
+
+  private updateRowUi(name: string, patch: Partial<RowUi>): void {
+    const cur = this.rowUi.get(name) ?? { notice: null, pending: false };
+    this.rowUi.set(name, { ...cur, ...patch });
+    if (this.report) this.render(this.report);
+  }
+
+  // ---- actions --------------------------------------------------------------------------
+
+  private async authorize(name: string, state: StatusReport["connectors"][number]["state"]): Promise<void> {
+    this.updateRowUi(name, { pending: true, notice: null });
+    try {
+      await this.backend.startAuthorization(name);
+      this.updateRowUi(name, {
+        pending: false,
+        notice: {
+          tone: "info",
+          text: "Finish in your browser. This row updates by itself once Patchbay has the credential.",
+          forState: state,
+        },
+      });
+    } catch (err) {
+      const e = toBackendError(err);
+      this.updateRowUi(name, { pending: false, notice: { tone: "error", text: e.message, kind: e.kind, forState: state } });
+    }
+  }
+
+  private async copy(
+    btn: HTMLButtonElement,
+    name: string,
+    text: string,
+    state: StatusReport["connectors"][number]["state"],
+  ): Promise<void> {
+    const ok = await copyText(text);
+    if (ok) {
+      const label = btn.textContent;
+      btn.textContent = "Copied";
+      btn.classList.add("btn--done");
+      this.announce(`Copied ${text}`);
+      window.setTimeout(() => {
+        if (!btn.isConnected) return;
+        btn.textContent = label;
+        btn.classList.remove("btn--done");
+      }, 1600);
+    } else {
+      this.updateRowUi(name, {
+        notice: { tone: "info", text: `Couldn’t reach the clipboard. Copy this yourself: \`${text}\``, forState: state },
+      });
+    }
+  }
+
+  private onUnclaimedClick(e: MouseEvent): void {
+    const btn = (e.target as HTMLElement).closest<HTMLButtonElement>("button[data-control=delete]");
+    const li = btn?.closest<HTMLLIElement>("li[data-unclaimed]");
+    if (!btn || !li) return;
+    const key = li.dataset.unclaimed!;
+    const phase = btn.dataset.phase;
+    if (phase === "busy") return;
+    if (phase !== "confirm") {
+      setDeleteButton(btn, "confirm");
+      this.announce("Press Confirm delete to delete this credential");
+      const timer = window.setTimeout(() => {
+        this.confirmTimers.delete(key);
+        if (btn.isConnected && btn.dataset.phase === "confirm") setDeleteButton(btn, "idle");
+      }, CONFIRM_MS);
+      this.confirmTimers.set(key, timer);
+      return;
+    }
+    window.clearTimeout(this.confirmTimers.get(key));
+    this.confirmTimers.delete(key);
+    setDeleteButton(btn, "busy");
+    void this.backend.deleteUnclaimedCredential(key).then(
+      (r) => {
+        this.announce("Credential deleted");
+        this.render(r);
+      },
+      (err) => {
+        const e2 = toBackendError(err);
+        if (btn.isConnected) setDeleteButton(btn, "idle");
+        li.querySelector(".notice")?.remove();
+        const n = el("div", "notice notice--error");
+        n.setAttribute("role", "alert");
+        n.append(icon("warning", "icon notice__icon"), el("p", "notice__text", e2.message));
+        li.querySelector(".urow__main")?.append(n);
+      },
+    );
+  }
+
+  // ---- focus-connector ------------------------------------------------------------------
+
+  focusConnector(name: string): void {
+    if (!this.report) {
+      this.pendingFocus = name;
+      return;
+    }
+    const row = this.rows.get(name)?.el;
+    if (!row) return;
+    this.setActive(name);
+    const reduce = window.matchMedia("(prefers-reduced-motion: reduce)").matches;
+    row.scrollIntoView({ block: "nearest", behavior: reduce ? "auto" : "smooth" });
+    row.focus({ preventScroll: true });
+    for (const r of this.list.querySelectorAll(".row--highlight")) r.classList.remove("row--highlight");
+    void row.offsetWidth; // restart the highlight
+    row.classList.add("row--highlight");
+    window.clearTimeout(this.highlightTimer);
+    this.highlightTimer = window.setTimeout(() => row.classList.remove("row--highlight"), HIGHLIGHT_MS);
+  }
+
+  // ---- announcements --------------------------------------------------------------------
+
+  private announceChanges(prev: StatusReport, next: StatusReport): void {
+    const before = new Map(prev.connectors.map((c) => [c.name, c.state]));
+    const changed = next.connectors.filter((c) => before.has(c.name) && before.get(c.name) !== c.state);
+    if (changed.length === 0) return;
+    const parts = changed.slice(0, 3).map((c) => `${c.title || c.name}: ${c.label}`);
+    if (changed.length > 3) parts.push(`and ${changed.length - 3} more`);
+    this.announce(parts.join(". "));
+  }
+
+  private announce(text: string): void {
+    if (!this.announcer) return;
+    const node = this.announcer;
+    node.textContent = "";
+    window.setTimeout(() => (node.textContent = text), 60);
+  }
+}
+
+async function copyText(text: string): Promise<boolean> {
+  try {
+    if (navigator.clipboard?.writeText) {
+      await navigator.clipboard.writeText(text);
+      return true;
+    }
+  } catch {
+    // fall through to the selection fallback
+  }
+  try {
+    const area = document.createElement("textarea");
+    area.value = text;
+    area.setAttribute("readonly", "");
+    area.className = "clipboard-fallback";
+    const active = document.activeElement as HTMLElement | null;
+    document.body.append(area);
+    area.select();
+    const ok = document.execCommand("copy");
+    area.remove();
+    active?.focus({ preventScroll: true });
+    return ok;
+  } catch {
+    return false;
+  }
+}

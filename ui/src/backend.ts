@@ -1,0 +1,56 @@
+// The seam between the window and Patchbay. Inside Tauri it uses invoke/listen; in a plain
+// browser (tests, `npm run dev`) it loads the mock backend, which serves a fixture.
+
+import { invoke } from "@tauri-apps/api/core";
+import { listen } from "@tauri-apps/api/event";
+import type { BackendError, StatusReport } from "./types";
+
+export interface Backend {
+  getStatus(): Promise<StatusReport>;
+  deleteUnclaimedCredential(credentialKey: string): Promise<StatusReport>;
+  /** Starts the OAuth flow (opens the browser). Rejects with a BackendError. */
+  startAuthorization(name: string): Promise<void>;
+  onStatusChanged(cb: (report: StatusReport) => void): Promise<() => void>;
+  onFocusConnector(cb: (name: string) => void): Promise<() => void>;
+}
+
+declare global {
+  interface Window {
+    __TAURI_INTERNALS__?: unknown;
+  }
+}
+
+export function isTauri(): boolean {
+  return typeof window !== "undefined" && window.__TAURI_INTERNALS__ !== undefined;
+}
+
+/** Whatever a command rejected with, as `{ kind, message }`. */
+export function toBackendError(err: unknown): BackendError {
+  if (err && typeof err === "object") {
+    const o = err as Record<string, unknown>;
+    const message = typeof o.message === "string" ? o.message : JSON.stringify(err);
+    const kind = typeof o.kind === "string" ? o.kind : err instanceof Error ? err.name : "error";
+    return { kind, message };
+  }
+  if (typeof err === "string") return { kind: "error", message: err };
+  return { kind: "error", message: String(err) };
+}
+
+function tauriBackend(): Backend {
+  return {
+    getStatus: () => invoke<StatusReport>("get_status"),
+    deleteUnclaimedCredential: (credentialKey) =>
+      invoke<StatusReport>("delete_unclaimed_credential", { credentialKey }),
+    startAuthorization: async (name) => {
+      await invoke("start_authorization", { name });
+    },
+    onStatusChanged: (cb) => listen<StatusReport>("status-changed", (e) => cb(e.payload)),
+    onFocusConnector: (cb) => listen<string>("focus-connector", (e) => cb(e.payload)),
+  };
+}
+
+export async function createBackend(): Promise<Backend> {
+  if (isTauri()) return tauriBackend();
+  const { createMockBackend } = await import("./mock");
+  return createMockBackend(new URLSearchParams(window.location.search));
+}

@@ -1,0 +1,120 @@
+// The browser-only backend: serves ui/src/fixtures/<name>.json (`?fixture=<name>`, default
+// `mixed`) and exposes `window.__patchbayMock` so tests can push reports and inspect calls.
+//
+// Query parameters:
+//   fixture=<name>     which fixture to serve
+//   fail=get_status    the first get_status rejects (to show the error state and Retry)
+//   now=<iso>|real     the clock; default: the fixture's generated_at (stable screenshots)
+
+import { setClock } from "./clock";
+import type { Backend } from "./backend";
+import type { BackendError, StatusReport } from "./types";
+
+const fixtures = import.meta.glob<StatusReport>("./fixtures/*.json", { import: "default" });
+
+type Handler = (args: Record<string, unknown>) => unknown;
+
+export interface PatchbayMock {
+  calls: { cmd: string; args: Record<string, unknown> }[];
+  report: StatusReport | null;
+  emitStatus(report: StatusReport): void;
+  focusConnector(name: string): void;
+  /** The next call of `cmd` rejects with `error`. */
+  failNext(cmd: string, error: BackendError | string): void;
+  /** Replace a command's behaviour; the handler's return value (or throw) is the result. */
+  setHandler(cmd: string, handler: Handler | null): void;
+  setNow(iso: string | number): void;
+  fixtureNames: string[];
+}
+
+declare global {
+  interface Window {
+    __patchbayMock?: PatchbayMock;
+  }
+}
+
+const clone = <T>(v: T): T => JSON.parse(JSON.stringify(v)) as T;
+
+export async function createMockBackend(params: URLSearchParams): Promise<Backend> {
+  const name = params.get("fixture") ?? "mixed";
+  const load = fixtures[`./fixtures/${name}.json`];
+  if (!load) throw { kind: "mock", message: `No fixture named "${name}" in ui/src/fixtures/.` };
+  let report: StatusReport = clone(await load());
+
+  const nowParam = params.get("now");
+  if (nowParam !== "real") {
+    let fixed = Date.parse(nowParam ?? report.generated_at);
+    if (Number.isNaN(fixed)) fixed = Date.now();
+    setClock(() => fixed);
+  }
+
+  const statusListeners = new Set<(r: StatusReport) => void>();
+  const focusListeners = new Set<(n: string) => void>();
+  const failures = new Map<string, (BackendError | string)[]>();
+  const handlers = new Map<string, Handler>();
+  if (params.get("fail") === "get_status") {
+    failures.set("get_status", [
+      { kind: "data_dir_unreadable", message: "Could not read /home/me/.local/share/patchbay: Permission denied (os error 13)" },
+    ]);
+  }
+
+  const mock: PatchbayMock = {
+    calls: [],
+    get report() {
+      return report;
+    },
+    set report(r) {
+      if (r) report = r;
+    },
+    emitStatus(next) {
+      report = clone(next);
+      for (const cb of statusListeners) cb(clone(report));
+    },
+    focusConnector(n) {
+      for (const cb of focusListeners) cb(n);
+    },
+    failNext(cmd, error) {
+      const list = failures.get(cmd) ?? [];
+      list.push(error);
+      failures.set(cmd, list);
+    },
+    setHandler(cmd, handler) {
+      if (handler) handlers.set(cmd, handler);
+      else handlers.delete(cmd);
+    },
+    setNow(t) {
+      const fixed = typeof t === "number" ? t : Date.parse(t);
+      setClock(() => fixed);
+    },
+    fixtureNames: Object.keys(fixtures).map((k) => k.replace(/^.*\/(.*)\.json$/, "$1")),
+  };
+  window.__patchbayMock = mock;
+
+  async function call<T>(cmd: string, args: Record<string, unknown>, fallback: () => T): Promise<T> {
+    mock.calls.push({ cmd, args: clone(args) });
+    await new Promise((r) => setTimeout(r, 0));
+    const queued = failures.get(cmd);
+    if (queued && queued.length > 0) throw queued.shift();
+    const h = handlers.get(cmd);
+    if (h) return (await h(args)) as T;
+    return fallback();
+  }
+
+  return {
+    getStatus: () => call("get_status", {}, () => clone(report)),
+    deleteUnclaimedCredential: (credentialKey) =>
+      call("delete_unclaimed_credential", { credentialKey }, () => {
+        report = { ...report, unclaimed: report.unclaimed.filter((u) => u.credential_key !== credentialKey) };
+        return clone(report);
+      }),
+    startAuthorization: (name) => call("start_authorization", { name }, () => undefined),
+    onStatusChanged: async (cb) => {
+      statusListeners.add(cb);
+      return () => statusListeners.delete(cb);
+    },
+    onFocusConnector: async (cb) => {
+      focusListeners.add(cb);
+      return () => focusListeners.delete(cb);
+    },
+  };
+}

@@ -1,0 +1,82 @@
+// The status report the window receives from `get_status` and the `status-changed` event.
+// Mirrors docs/status-json.md (schema version 1). Fields may be added within a version.
+
+export type ConnectorStateId =
+  | "ready"
+  | "needs_authorization"
+  | "token_expired"
+  | "needs_reauth"
+  | "missing_configuration"
+  | "unavailable"
+  | "secret_store_unreachable"
+  | "no_credential_required"
+  | "probe_failed";
+
+export type ConnectorAction = "authorize" | "reauthorize" | "set_variable" | "edit_catalog";
+
+export interface MissingVariable {
+  name: string;
+  field: string;
+}
+
+export interface CredentialInfo {
+  key: string;
+  expires_at: string | null;
+  has_refresh_token: boolean;
+  issuer: string | null;
+  updated_at: string | null;
+}
+
+export interface Connector {
+  name: string;
+  title: string;
+  description: string | null;
+  transport: string;
+  url: string | null;
+  state: ConnectorStateId;
+  label: string;
+  severity: number;
+  needs_attention: boolean;
+  blocks_start: boolean;
+  detail: string | null;
+  action: ConnectorAction | null;
+  missing_variables: MissingVariable[];
+  unavailable_reason: string | null;
+  one_shot: boolean;
+  one_shot_note: string | null;
+  credential: CredentialInfo | null;
+  source: string | null;
+}
+
+export interface CatalogSource {
+  path: string;
+  kind: "default" | "user" | string;
+  present: boolean;
+  entries: number;
+  error: string | null;
+}
+
+export interface UnclaimedCredential {
+  credential_key: string;
+  server_name: string;
+  server_url: string | null;
+  updated_at: string | null;
+  why: string | null;
+}
+
+export interface StatusReport {
+  version: number;
+  generated_at: string;
+  need_attention: number;
+  worst: ConnectorStateId | null;
+  secret_store: { reachable: boolean; message: string | null };
+  catalog: { sources: CatalogSource[] };
+  connectors: Connector[];
+  unclaimed: UnclaimedCredential[];
+}
+
+/** What a rejected command carries (the backend's serialized error). */
+export interface BackendError {
+  kind: string;
+  message: string;
+}

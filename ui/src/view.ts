@@ -1,0 +1,302 @@
+// Pure builders: a report (or part of one) in, DOM out. No state, no listeners.
+
+import { agoText, absoluteText, appendRich, el, expiryText, parseTime } from "./format";
+import { icon } from "./icons";
+import type { CatalogSource, Connector, ConnectorStateId, StatusReport, UnclaimedCredential } from "./types";
+
+export const STATE_LABELS: Record<ConnectorStateId, string> = {
+  ready: "Ready",
+  needs_authorization: "Needs authorization",
+  token_expired: "Token expired",
+  needs_reauth: "Needs re-auth",
+  missing_configuration: "Missing configuration",
+  unavailable: "Unavailable",
+  secret_store_unreachable: "Secret store unreachable",
+  no_credential_required: "No credential required",
+  probe_failed: "Probe failed",
+};
+
+export interface RowNotice {
+  tone: "error" | "info";
+  text: string;
+  kind?: string;
+  /** The row's state when the notice was raised; a state change clears it. */
+  forState: ConnectorStateId;
+}
+
+export interface RowUi {
+  notice: RowNotice | null;
+  pending: boolean;
+}
+
+/** A DOM-id-safe token for a connector or credential name. */
+export function idFor(prefix: string, name: string): string {
+  return `${prefix}-${name.replace(/[^A-Za-z0-9_-]/g, (ch) => `_${ch.charCodeAt(0).toString(16)}`)}`;
+}
+
+/** The command(s) that set a connector's missing variables. */
+export function secretCommand(c: Connector): string | null {
+  if (c.missing_variables.length === 0) return null;
+  return c.missing_variables.map((v) => `patchbay secret set ${v.name}`).join(" && ");
+}
+
+export function primaryLabel(c: Connector): string | null {
+  switch (c.action) {
+    case "authorize":
+      return c.state === "needs_authorization" ? "Authorize" : null;
+    case "reauthorize":
+      return c.state === "needs_reauth" ? "Re-authorize" : null;
+    case "set_variable":
+      return secretCommand(c) ? (c.missing_variables.length > 1 ? "Copy commands" : "Copy command") : null;
+    case "edit_catalog":
+      return c.source ? "Copy catalog path" : null;
+    default:
+      return null;
+  }
+}
+
+export function badge(state: ConnectorStateId, label: string, id?: string): HTMLSpanElement {
+  const b = el("span", `badge badge--${state}`);
+  if (id) b.id = id;
+  b.append(icon(state, "icon badge__icon"), el("span", "badge__label", label));
+  return b;
+}
+
+/** A time element whose text the ticker refreshes in place. */
+function timeText(kind: "expires" | "ago", t: number, nowMs: number, className: string): HTMLTimeElement {
+  const node = el("time", className);
+  node.dateTime = new Date(t).toISOString();
+  node.dataset.rel = kind;
+  node.title = absoluteText(t);
+  node.textContent = kind === "expires" ? expiryText(t, nowMs) : agoText(t, nowMs);
+  return node;
+}
+
+export function refreshTimes(root: ParentNode, nowMs: number): void {
+  for (const node of root.querySelectorAll<HTMLTimeElement>("time[data-rel]")) {
+    const t = Date.parse(node.dateTime);
+    if (Number.isNaN(t)) continue;
+    const text = node.dataset.rel === "expires" ? expiryText(t, nowMs) : agoText(t, nowMs);
+    if (node.textContent !== text) node.textContent = text;
+  }
+}
+
+export function buildRow(c: Connector, ui: RowUi, nowMs: number): HTMLLIElement {
+  const id = idFor("c", c.name);
+  const li = el("li", `row row--${c.state}${c.needs_attention ? " row--attention" : ""}`);
+  li.setAttribute("role", "listitem");
+  li.tabIndex = -1;
+  li.dataset.connector = c.name;
+  li.dataset.state = c.state;
+  li.setAttribute("aria-labelledby", `${id}-title ${id}-badge`);
+  const describedBy = [`${id}-detail`];
+
+  const main = el("div", "row__main");
+  const head = el("div", "row__head");
+  const title = el("span", "row__title", c.title || c.name);
+  title.id = `${id}-title`;
+  if (c.description) title.title = c.description;
+  head.append(title, el("span", "row__name", c.name), el("span", "row__transport", c.transport));
+  main.append(head);
+
+  const detail = el("p", "row__detail");
+  detail.id = `${id}-detail`;
+  if (c.detail) appendRich(detail, c.detail);
+  main.append(detail);
+
+  if (c.unavailable_reason) {
+    const reason = el("p", "row__reason");
+    reason.id = `${id}-reason`;
+    reason.append(el("span", "row__reason-label", "Reason: "));
+    appendRich(reason, c.unavailable_reason);
+    main.append(reason);
+    describedBy.push(reason.id);
+  }
+
+  if (c.missing_variables.length > 0) {
+    const list = el("ul", "row__missing");
+    list.id = `${id}-missing`;
+    list.setAttribute("aria-label", "Missing variables");
+    for (const v of c.missing_variables) {
+      const item = el("li", "row__missing-item");
+      item.append("Missing ", el("code", "", v.name));
+      if (v.field) item.append(" in ", el("span", "row__field", v.field));
+      list.append(item);
+    }
+    main.append(list);
+    describedBy.push(list.id);
+  }
+
+  const expires = parseTime(c.credential?.expires_at);
+  if (c.credential && expires !== null) {
+    const meta = el("p", "row__meta");
+    meta.id = `${id}-expiry`;
+    meta.append("Token ", timeText("expires", expires, nowMs, "row__time"));
+    if (expires <= nowMs && c.credential.has_refresh_token) meta.append(" · renews automatically");
+    main.append(meta);
+    describedBy.push(meta.id);
+  }
+
+  if (c.one_shot_note) {
+    const note = el("p", "row__oneshot");
+    note.id = `${id}-oneshot`;
+    note.append(icon("oneshot", "icon row__oneshot-icon"));
+    const text = el("span");
+    appendRich(text, c.one_shot_note);
+    note.append(text);
+    main.append(note);
+    describedBy.push(note.id);
+  }
+
+  if (ui.notice) main.append(buildNotice(ui.notice, id));
+
+  const side = el("div", "row__side");
+  side.append(badge(c.state, c.label || STATE_LABELS[c.state] || c.state, `${id}-badge`));
+  const label = primaryLabel(c);
+  if (label) {
+    const actions = el("div", "row__actions");
+    const btn = el("button", "btn", label);
+    btn.type = "button";
+    btn.dataset.control = "primary";
+    btn.dataset.action = c.action ?? "";
+    btn.setAttribute("aria-describedby", `${id}-title`);
+    if (c.action === "authorize" || c.action === "reauthorize") {
+      btn.classList.add("btn--primary");
+      if (ui.pending) {
+        btn.textContent = "Opening browser…";
+        btn.setAttribute("aria-disabled", "true");
+      }
+    } else if (c.action === "set_variable") {
+      btn.title = secretCommand(c) ?? "";
+    } else if (c.source) {
+      btn.title = c.source;
+    }
+    actions.append(btn);
+    side.append(actions);
+  }
+
+  li.setAttribute("aria-describedby", describedBy.join(" "));
+  li.append(main, side);
+  return li;
+}
+
+function buildNotice(n: RowNotice, id: string): HTMLDivElement {
+  const box = el("div", `notice notice--${n.tone}`);
+  box.id = `${id}-notice`;
+  box.setAttribute("role", n.tone === "error" ? "alert" : "status");
+  box.append(icon(n.tone === "error" ? "warning" : "info", "icon notice__icon"));
+  const text = el("p", "notice__text");
+  appendRich(text, n.text);
+  if (n.kind) text.dataset.kind = n.kind;
+  box.append(text);
+  const close = el("button", "notice__close");
+  close.type = "button";
+  close.dataset.control = "dismiss";
+  close.setAttribute("aria-label", "Dismiss");
+  close.title = "Dismiss";
+  close.append(icon("close", "icon"));
+  box.append(close);
+  return box;
+}
+
+export function buildUnclaimedRow(u: UnclaimedCredential, nowMs: number, confirming: boolean): HTMLLIElement {
+  const id = idFor("u", u.credential_key);
+  const li = el("li", "urow");
+  li.setAttribute("role", "listitem");
+  li.dataset.unclaimed = u.credential_key;
+  const main = el("div", "urow__main");
+  const head = el("div", "row__head");
+  const title = el("span", "row__title", u.server_name);
+  title.id = `${id}-title`;
+  head.append(title);
+  if (u.server_url) head.append(el("span", "row__name", u.server_url));
+  main.append(head);
+  if (u.why) main.append(el("p", "row__detail", u.why));
+  const meta = el("p", "row__meta");
+  const updated = parseTime(u.updated_at);
+  if (updated !== null) meta.append("Stored ", timeText("ago", updated, nowMs, "row__time"), " · ");
+  meta.append("key ", el("code", "urow__key", u.credential_key));
+  main.append(meta);
+
+  const side = el("div", "row__side");
+  const btn = el("button", "btn btn--danger");
+  btn.type = "button";
+  btn.dataset.control = "delete";
+  btn.setAttribute("aria-describedby", `${id}-title`);
+  setDeleteButton(btn, confirming ? "confirm" : "idle");
+  side.append(btn);
+  li.append(main, side);
+  return li;
+}
+
+export function setDeleteButton(btn: HTMLButtonElement, phase: "idle" | "confirm" | "busy"): void {
+  btn.dataset.phase = phase;
+  btn.classList.toggle("btn--danger-confirm", phase === "confirm");
+  btn.textContent = phase === "idle" ? "Delete" : phase === "confirm" ? "Confirm delete" : "Deleting…";
+  if (phase === "busy") btn.setAttribute("aria-disabled", "true");
+  else btn.removeAttribute("aria-disabled");
+}
+
+export function summaryText(r: StatusReport): { text: string; ok: boolean } {
+  const total = r.connectors.length;
+  const n = r.need_attention;
+  if (n > 0) return { text: `${n} ${n === 1 ? "needs" : "need"} attention, listed first`, ok: false };
+  if (total === 0) return { text: "No connectors in the catalog", ok: true };
+  const allReady = r.connectors.every((c) => c.state === "ready" || c.state === "no_credential_required");
+  if (allReady) return { text: total === 1 ? "The one connector is ready" : `All ${total} connectors ready`, ok: true };
+  return { text: "Everything looks good", ok: true };
+}
+
+function describeSource(s: CatalogSource): string {
+  if (s.error) return `${s.kind}, unreadable`;
+  if (!s.present) return `${s.kind}, not created`;
+  return `${s.kind}, ${s.entries} ${s.entries === 1 ? "entry" : "entries"}`;
+}
+
+export function buildSources(sources: CatalogSource[]): DocumentFragment {
+  const frag = document.createDocumentFragment();
+  if (sources.length === 0) {
+    frag.append("No catalog files");
+    return frag;
+  }
+  frag.append(el("span", "sources__label", "Catalog"));
+  for (const s of sources) {
+    const item = el("span", `source${s.error ? " source--error" : ""}${s.present ? "" : " source--absent"}`);
+    item.dataset.kind = s.kind;
+    const path = el("span", "source__path", s.path);
+    path.title = s.path;
+    item.append(path, el("span", "source__info", ` (${describeSource(s)})`));
+    frag.append(item);
+  }
+  return frag;
+}
+
+export function buildBanners(r: StatusReport): HTMLElement[] {
+  const out: HTMLElement[] = [];
+  for (const s of r.catalog.sources) {
+    if (!s.error) continue;
+    const b = el("div", "banner banner--error");
+    b.dataset.banner = "catalog-error";
+    b.append(icon("warning", "icon banner__icon"));
+    const body = el("div", "banner__body");
+    const title = el("p", "banner__title");
+    title.append("Catalog file could not be read: ", el("span", "banner__path", s.path));
+    body.append(title, el("pre", "banner__message", s.error));
+    b.append(body);
+    out.push(b);
+  }
+  if (!r.secret_store.reachable) {
+    const b = el("div", "banner banner--warning");
+    b.dataset.banner = "secret-store";
+    b.append(icon("secret_store_unreachable", "icon banner__icon"));
+    const body = el("div", "banner__body");
+    body.append(
+      el("p", "banner__title", "The secret store did not answer"),
+      el("p", "banner__text", "Stored credentials could not be checked. They are not reported as missing."),
+    );
+    if (r.secret_store.message) body.append(el("pre", "banner__message", r.secret_store.message));
+    b.append(body);
+    out.push(b);
+  }
+  return out;
+}

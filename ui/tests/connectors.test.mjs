@@ -1,0 +1,358 @@
+// Browser tests of the Connectors window against the mock backend (fixtures in src/fixtures).
+// Run with `npm test` (builds first). Uses Debian's chromium through playwright-core.
+
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { launch, openWindow, startServer } from "./harness.mjs";
+
+const fixture = (name) =>
+  JSON.parse(readFileSync(new URL(`../src/fixtures/${name}.json`, import.meta.url), "utf8"));
+const MIXED = fixture("mixed");
+
+const STATES = {
+  ready: "Ready",
+  needs_authorization: "Needs authorization",
+  token_expired: "Token expired",
+  needs_reauth: "Needs re-auth",
+  missing_configuration: "Missing configuration",
+  unavailable: "Unavailable",
+  secret_store_unreachable: "Secret store unreachable",
+  no_credential_required: "No credential required",
+  probe_failed: "Probe failed",
+};
+
+let server;
+let browser;
+
+before(async () => {
+  server = await startServer();
+  browser = await launch();
+});
+
+after(async () => {
+  await browser?.close();
+  await server?.close();
+});
+
+async function open(query, opts) {
+  const page = await openWindow(browser, server.url, query, opts);
+  page.on("dialog", (d) => {
+    page.errors.push(`unexpected dialog: ${d.type()} ${d.message()}`);
+    void d.dismiss();
+  });
+  return page;
+}
+
+const rowNames = (page) => page.$$eval("li[data-connector]", (els) => els.map((e) => e.dataset.connector));
+const focusedRow = (page) =>
+  page.evaluate(() => document.activeElement?.closest("li[data-connector]")?.dataset.connector ?? null);
+const focusedIsRow = (page) => page.evaluate(() => document.activeElement?.matches("li[data-connector]") ?? false);
+const calls = (page, cmd) =>
+  page.evaluate((c) => window.__patchbayMock.calls.filter((x) => x.cmd === c).map((x) => x.args), cmd);
+
+describe("rendering", () => {
+  test("keeps the backend's order and counts attention in the header", async () => {
+    const page = await open("fixture=mixed");
+    assert.deepEqual(await rowNames(page), MIXED.connectors.map((c) => c.name));
+    assert.equal(await page.textContent(".summary"), "6 need attention, listed first");
+    assert.match(await page.textContent(".sources"), /\/usr\/share\/patchbay\/mcp\.json \(default, 8 entries\)/);
+    assert.match(await page.textContent(".sources"), /\/home\/me\/\.config\/patchbay\/mcp\.json \(user, 2 entries\)/);
+    assert.deepEqual(page.errors, []);
+    await page.context.close();
+  });
+
+  test("renders every state's badge with its label and its own glyph", async () => {
+    const page = await open("fixture=mixed");
+    const glyphs = new Set();
+    for (const [state, label] of Object.entries(STATES)) {
+      const badge = page.locator(`li[data-state="${state}"] .badge--${state}`).first();
+      assert.equal((await badge.textContent()).trim(), label, state);
+      glyphs.add(await badge.locator("svg").innerHTML());
+    }
+    assert.equal(glyphs.size, 9, "each state has a distinct icon shape");
+    await page.context.close();
+  });
+
+  test("shows the one-shot note on a ready row, and relative expiry times", async () => {
+    const page = await open("fixture=mixed");
+    const linear = page.locator('li[data-connector="linear"]');
+    assert.equal(await linear.getAttribute("data-state"), "ready");
+    assert.match(await linear.locator(".row__oneshot").textContent(), /cannot be renewed/);
+    assert.match(await linear.locator(".row__meta").textContent(), /Token expires in 42 min/);
+    assert.match(await page.locator('li[data-connector="figma"] .row__meta').textContent(), /expired 3 h ago/);
+    assert.equal(await page.locator('li[data-connector="figma"] .row__oneshot').count(), 1);
+    assert.equal(await page.locator('li[data-connector="notion"] .row__oneshot').count(), 0);
+    // missing variables with their field, the unavailable reason
+    assert.match(await page.locator('li[data-connector="github"] .row__missing').textContent(), /Missing GITHUB_PAT in headers\.Authorization/);
+    assert.match(await page.locator('li[data-connector="stripe"] .row__reason').textContent(), /retired this endpoint/);
+    await page.context.close();
+  });
+
+  test("empty catalog, catalog file error, unreachable store and all-ready", async () => {
+    let page = await open("fixture=empty");
+    assert.equal(await page.locator("li[data-connector]").count(), 0);
+    assert.equal(await page.textContent(".empty__title"), "No connectors in the catalog");
+    assert.equal(await page.locator(".unclaimed").isVisible(), false);
+    await page.context.close();
+
+    page = await open("fixture=catalog-error");
+    const err = fixture("catalog-error").catalog.sources.find((s) => s.error);
+    assert.equal(await page.textContent('[data-banner="catalog-error"] .banner__message'), err.error);
+    assert.match(await page.textContent('[data-banner="catalog-error"] .banner__title'), /config\/patchbay\/mcp\.json/);
+    await page.context.close();
+
+    page = await open("fixture=store-unreachable");
+    assert.match(await page.textContent('[data-banner="secret-store"]'), /org\.freedesktop\.secrets/);
+    await page.context.close();
+
+    page = await open("fixture=all-ready");
+    assert.equal(await page.textContent(".summary"), "All 4 connectors ready");
+    await page.context.close();
+  });
+
+  test("a rejected get_status shows kind and message with a Retry that recovers", async () => {
+    const page = await open("fixture=mixed&fail=get_status");
+    assert.match(await page.textContent(".error-box__message"), /Permission denied/);
+    assert.equal(await page.textContent(".error-box__kind"), "data_dir_unreadable");
+    await page.click("text=Retry");
+    await page.waitForSelector("li[data-connector]");
+    assert.equal(await page.locator(".error-box").count(), 0);
+    assert.equal((await calls(page, "get_status")).length, 2);
+    await page.context.close();
+  });
+});
+
+describe("actions", () => {
+  test("Authorize only on needs_authorization / needs_reauth rows, invoking start_authorization", async () => {
+    const page = await open("fixture=mixed");
+    const withButton = await page.$$eval(".row__actions .btn--primary", (bs) =>
+      bs.map((b) => [b.closest("li").dataset.state, b.textContent]),
+    );
+    assert.deepEqual(withButton.sort(), [
+      ["needs_authorization", "Authorize"],
+      ["needs_reauth", "Re-authorize"],
+    ]);
+    await page.click('li[data-connector="notion"] >> text=Authorize');
+    await page.waitForSelector('li[data-connector="notion"] .notice--info');
+    assert.deepEqual(await calls(page, "start_authorization"), [{ name: "notion" }]);
+    await page.click('li[data-connector="figma"] >> text=Re-authorize');
+    assert.deepEqual(await calls(page, "start_authorization"), [{ name: "notion" }, { name: "figma" }]);
+    await page.context.close();
+  });
+
+  test("an authorization error shows inline on that row and can be dismissed", async () => {
+    const page = await open("fixture=mixed");
+    await page.evaluate(() =>
+      window.__patchbayMock.failNext("start_authorization", {
+        kind: "discovery_failed",
+        message: "https://mcp.notion.com/.well-known/oauth-authorization-server returned 503",
+      }),
+    );
+    await page.click('li[data-connector="notion"] [data-control=primary]');
+    const notice = page.locator('li[data-connector="notion"] .notice--error');
+    await notice.waitFor();
+    assert.match(await notice.textContent(), /returned 503/);
+    assert.equal(await notice.getAttribute("role"), "alert");
+    assert.equal(await page.locator(".notice--error").count(), 1, "only on that row");
+    await notice.locator("[data-control=dismiss]").click();
+    assert.equal(await page.locator(".notice--error").count(), 0);
+    assert.deepEqual(page.errors, []);
+    await page.context.close();
+  });
+
+  test("Copy command copies `patchbay secret set NAME`", async () => {
+    const page = await open("fixture=mixed");
+    await page.context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: server.url });
+    const btn = page.locator('li[data-connector="github"] [data-control=primary]');
+    assert.equal(await btn.textContent(), "Copy command");
+    await btn.click();
+    await page.waitForFunction(() =>
+      document.querySelector('li[data-connector="github"] [data-control=primary]').textContent === "Copied",
+    );
+    assert.equal(await page.evaluate(() => navigator.clipboard.readText()), "patchbay secret set GITHUB_PAT");
+    await page.context.close();
+  });
+
+  test("deleting an unclaimed credential takes two clicks and re-renders", async () => {
+    const page = await open("fixture=mixed");
+    const key = MIXED.unclaimed[0].credential_key;
+    const row = page.locator(`li[data-unclaimed="${key}"]`);
+    const btn = row.locator("[data-control=delete]");
+    assert.equal(await btn.textContent(), "Delete");
+    await btn.click();
+    assert.equal(await btn.textContent(), "Confirm delete");
+    assert.deepEqual(await calls(page, "delete_unclaimed_credential"), []);
+    await btn.click();
+    await row.waitFor({ state: "detached" });
+    assert.deepEqual(await calls(page, "delete_unclaimed_credential"), [{ credentialKey: key }]);
+    assert.equal(await page.locator("li[data-unclaimed]").count(), 1);
+    assert.equal(await page.textContent(".section-count"), "1");
+    // focus moved to the remaining row's button, not lost
+    assert.equal(await page.evaluate(() => document.activeElement?.dataset.control), "delete");
+    assert.deepEqual(page.errors, []);
+    await page.context.close();
+  });
+
+  test("an unconfirmed delete reverts after a few seconds", async () => {
+    const page = await open("fixture=mixed");
+    const btn = page.locator("li[data-unclaimed] [data-control=delete]").first();
+    await btn.click();
+    assert.equal(await btn.textContent(), "Confirm delete");
+    await page.waitForFunction(
+      () => document.querySelector("li[data-unclaimed] [data-control=delete]").textContent === "Delete",
+      null,
+      { timeout: 6000 },
+    );
+    assert.deepEqual(await calls(page, "delete_unclaimed_credential"), []);
+    await page.context.close();
+  });
+});
+
+describe("keyboard", () => {
+  test("arrow keys, Home and End move between rows; Enter runs the row's action; Tab reaches its buttons", async () => {
+    const page = await open("fixture=mixed");
+    const names = MIXED.connectors.map((c) => c.name);
+    await page.keyboard.press("Tab");
+    assert.equal(await focusedRow(page), names[0]);
+    assert.ok(await focusedIsRow(page));
+    assert.equal(await page.locator("li[data-connector][tabindex='0']").count(), 1, "roving tabindex");
+    await page.keyboard.press("ArrowDown");
+    assert.equal(await focusedRow(page), names[1]);
+    await page.keyboard.press("End");
+    assert.equal(await focusedRow(page), names.at(-1));
+    await page.keyboard.press("ArrowDown");
+    assert.equal(await focusedRow(page), names.at(-1), "stays on the last row");
+    await page.keyboard.press("Home");
+    assert.equal(await focusedRow(page), names[0]);
+    await page.keyboard.press("ArrowUp");
+    assert.equal(await focusedRow(page), names[0]);
+
+    const notion = names.indexOf("notion");
+    for (let i = 0; i < notion; i++) await page.keyboard.press("ArrowDown");
+    assert.equal(await focusedRow(page), "notion");
+    await page.keyboard.press("Enter");
+    await page.waitForSelector('li[data-connector="notion"] .notice--info');
+    assert.deepEqual(await calls(page, "start_authorization"), [{ name: "notion" }]);
+
+    await page.locator('li[data-connector="notion"]').focus();
+    await page.keyboard.press("Tab");
+    assert.equal(await focusedRow(page), "notion");
+    assert.equal(await page.evaluate(() => document.activeElement.dataset.control), "primary");
+    // the row's own buttons are the only ones in the tab order; the next stop is past the list
+    await page.keyboard.press("Tab");
+    await page.keyboard.press("Tab");
+    assert.equal(await focusedRow(page), null);
+    assert.ok(await page.evaluate(() => !!document.activeElement.closest("li[data-unclaimed]")));
+    await page.context.close();
+  });
+
+  test("has a visible focus ring on the focused row", async () => {
+    const page = await open("fixture=mixed");
+    await page.keyboard.press("Tab");
+    const shadow = await page.evaluate(() => getComputedStyle(document.activeElement).boxShadow);
+    assert.notEqual(shadow, "none");
+    await page.context.close();
+  });
+});
+
+describe("live updates", () => {
+  test("status-changed re-renders in place, keeping focus and the focused row's position", async () => {
+    const page = await open("fixture=mixed", { viewport: { width: 900, height: 420 } });
+    await page.locator('li[data-connector="asana"]').focus();
+    await page.evaluate(() => document.querySelector(".scroller").scrollBy(0, 200));
+    const before = await page.evaluate(() => ({
+      top: document.querySelector('li[data-connector="asana"]').getBoundingClientRect().top,
+      scroll: document.querySelector(".scroller").scrollTop,
+      slack: document.querySelector('li[data-connector="slack"]'),
+    }));
+    assert.ok(before.scroll > 0);
+
+    // notion becomes ready (moves to the end), a new problem row appears on top
+    const next = structuredClone(MIXED);
+    const notion = next.connectors.find((c) => c.name === "notion");
+    Object.assign(notion, { state: "ready", label: "Ready", severity: 0, needs_attention: false, blocks_start: false, action: null, detail: "Authorized." });
+    next.connectors = next.connectors.filter((c) => c !== notion);
+    next.connectors.push(notion);
+    next.connectors.unshift({ ...structuredClone(MIXED.connectors[0]), name: "zendesk", title: "Zendesk" });
+    next.need_attention = 6;
+    await page.evaluate((r) => window.__patchbayMock.emitStatus(r), next);
+
+    assert.deepEqual(await rowNames(page), next.connectors.map((c) => c.name));
+    assert.equal(await page.getAttribute('li[data-connector="notion"]', "data-state"), "ready");
+    assert.equal(await focusedRow(page), "asana");
+    assert.ok(await focusedIsRow(page));
+    const afterTop = await page.evaluate(
+      () => document.querySelector('li[data-connector="asana"]').getBoundingClientRect().top,
+    );
+    assert.ok(Math.abs(afterTop - before.top) < 1, `row stayed put (${before.top} → ${afterTop})`);
+    // an unchanged row keeps its node
+    assert.ok(await page.evaluate(() => document.querySelector('li[data-connector="slack"]').isConnected));
+    await page.context.close();
+  });
+
+  test("a focused button survives an update of its own row", async () => {
+    const page = await open("fixture=mixed");
+    await page.locator('li[data-connector="figma"] [data-control=primary]').focus();
+    const next = structuredClone(MIXED);
+    next.connectors.find((c) => c.name === "figma").detail = "Still expired.";
+    await page.evaluate((r) => window.__patchbayMock.emitStatus(r), next);
+    assert.equal(await page.textContent('li[data-connector="figma"] .row__detail'), "Still expired.");
+    assert.equal(await focusedRow(page), "figma");
+    assert.equal(await page.evaluate(() => document.activeElement.dataset.control), "primary");
+    await page.context.close();
+  });
+
+  test("focus-connector scrolls to, focuses and highlights that row", async () => {
+    const page = await open("fixture=mixed", { viewport: { width: 900, height: 420 } });
+    await page.evaluate(() => window.__patchbayMock.focusConnector("slack"));
+    assert.equal(await focusedRow(page), "slack");
+    assert.ok(await focusedIsRow(page));
+    const row = page.locator('li[data-connector="slack"]');
+    assert.match(await row.getAttribute("class"), /row--highlight/);
+    await page.waitForFunction(() => {
+      const r = document.querySelector('li[data-connector="slack"]').getBoundingClientRect();
+      const s = document.querySelector(".scroller").getBoundingClientRect();
+      return r.top >= s.top - 1 && r.bottom <= s.bottom + 1;
+    });
+    assert.equal(await page.locator("li[data-connector][tabindex='0']").getAttribute("data-connector"), "slack");
+    await page.context.close();
+  });
+});
+
+describe("theme and CSP", () => {
+  test("dark colour scheme changes the background", async () => {
+    const page = await open("fixture=mixed");
+    const bg = () => page.evaluate(() => getComputedStyle(document.body).backgroundColor);
+    const light = await bg();
+    await page.emulateMedia({ colorScheme: "dark" });
+    const dark = await bg();
+    assert.notEqual(light, dark);
+    const lum = (c) => c.match(/\d+/g).slice(0, 3).reduce((a, b) => a + Number(b), 0);
+    assert.ok(lum(dark) < lum(light), `${dark} darker than ${light}`);
+    await page.context.close();
+  });
+
+  test("runs under the strict CSP without violations", async () => {
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    await page.addInitScript(() => {
+      window.__cspViolations = [];
+      document.addEventListener("securitypolicyviolation", (e) =>
+        window.__cspViolations.push(`${e.violatedDirective} ${e.blockedURI}`),
+      );
+    });
+    const messages = [];
+    page.on("console", (m) => messages.push(m.text()));
+    for (const name of ["mixed", "empty", "catalog-error", "store-unreachable", "all-ready"]) {
+      const res = await page.goto(`${server.url}?fixture=${name}`);
+      assert.match(res.headers()["content-security-policy"], /script-src 'self'/);
+      await page.waitForSelector("#app:not([aria-busy])");
+      await page.evaluate(() => window.__patchbayMock.focusConnector(window.__patchbayMock.report.connectors[0]?.name ?? ""));
+      assert.deepEqual(await page.evaluate(() => window.__cspViolations), [], name);
+    }
+    assert.deepEqual(messages.filter((m) => /Content.Security.Policy|Refused to/i.test(m)), []);
+    assert.ok((await page.locator("li[data-connector]").count()) > 0, "the app's scripts ran");
+    await context.close();
+  });
+});
