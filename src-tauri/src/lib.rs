@@ -30,7 +30,9 @@ pub struct AppState {
 
 impl AppState {
     fn core(&self) -> MutexGuard<'_, Patchbay> {
-        self.core.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.core
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     fn status(&self) -> StatusReport {

@@ -59,7 +59,9 @@ impl Sandbox {
 
     /// Write a fixture catalog from tests/fixtures into the sandbox, returning its path.
     pub fn fixture(&self, name: &str) -> PathBuf {
-        let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures").join(name);
+        let source = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures")
+            .join(name);
         let target = self.path().join(name);
         std::fs::copy(&source, &target).unwrap_or_else(|e| panic!("{}: {e}", source.display()));
         target

@@ -30,23 +30,38 @@ fn status_json_reports_every_local_state_sorted_problems_first() {
     assert_eq!(state_of(&report, "github"), "missing_configuration");
     assert_eq!(state_of(&report, "brave"), "missing_configuration");
     assert_eq!(state_of(&report, "strad"), "unavailable");
-    assert_eq!(state_of(&report, "blank-unavailable"), "no_credential_required");
+    assert_eq!(
+        state_of(&report, "blank-unavailable"),
+        "no_credential_required"
+    );
     assert_eq!(state_of(&report, "broken"), "probe_failed");
 
     let rows = report["connectors"].as_array().unwrap();
-    let severities: Vec<u64> = rows.iter().map(|r| r["severity"].as_u64().unwrap()).collect();
+    let severities: Vec<u64> = rows
+        .iter()
+        .map(|r| r["severity"].as_u64().unwrap())
+        .collect();
     let mut sorted = severities.clone();
     sorted.sort_by(|a, b| b.cmp(a));
     assert_eq!(severities, sorted, "rows are not sorted by severity");
     assert_eq!(rows[0]["name"], "broken");
     let attention = rows.iter().filter(|r| r["needs_attention"] == true).count();
-    assert_eq!(report["need_attention"].as_u64().unwrap() as usize, attention);
+    assert_eq!(
+        report["need_attention"].as_u64().unwrap() as usize,
+        attention
+    );
     assert_eq!(attention, 6);
 
     let github = rows.iter().find(|r| r["name"] == "github").unwrap();
     assert_eq!(github["missing_variables"][0]["name"], "GITHUB_TOKEN");
-    assert_eq!(github["missing_variables"][0]["field"], "headers.Authorization");
-    assert!(github["detail"].as_str().unwrap().contains("patchbay secret set GITHUB_TOKEN"));
+    assert_eq!(
+        github["missing_variables"][0]["field"],
+        "headers.Authorization"
+    );
+    assert!(github["detail"]
+        .as_str()
+        .unwrap()
+        .contains("patchbay secret set GITHUB_TOKEN"));
     assert_eq!(github["action"], "set_variable");
     // A ${VAR:-default} never counts as missing.
     let brave = rows.iter().find(|r| r["name"] == "brave").unwrap();
@@ -81,7 +96,10 @@ fn an_environment_variable_resolves_a_placeholder() {
         .unwrap();
     let report = json(&out);
     assert_eq!(state_of(&report, "github"), "ready");
-    assert!(!stdout(&out).contains("ghp_from_env"), "a secret reached the output");
+    assert!(
+        !stdout(&out).contains("ghp_from_env"),
+        "a secret reached the output"
+    );
 }
 
 #[test]
@@ -101,20 +119,29 @@ fn status_table_has_the_headline_first_and_exit_code_zero_when_all_is_well() {
     assert!(text.starts_with("6 need attention"), "{text}");
     let broken_at = text.find("broken").unwrap();
     let everything_at = text.find("everything").unwrap();
-    assert!(broken_at < everything_at, "problems are not listed first:\n{text}");
+    assert!(
+        broken_at < everything_at,
+        "problems are not listed first:\n{text}"
+    );
 }
 
 #[test]
 fn a_catalog_that_is_not_json_names_the_file_line_and_column() {
     let sandbox = Sandbox::new(false);
-    let bad = sandbox.write("bad.json", "{\n  \"mcpServers\": {\n    \"x\": { \"type\": \"stdio\" \n  }\n");
+    let bad = sandbox.write(
+        "bad.json",
+        "{\n  \"mcpServers\": {\n    \"x\": { \"type\": \"stdio\" \n  }\n",
+    );
     let out = sandbox.run(&["status", "--json", "--catalog", bad.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
     let report = json(&out);
     let error = report["catalog"]["sources"][0]["error"].as_str().unwrap();
     assert!(error.contains("bad.json"), "{error}");
     assert!(error.contains("not valid JSON"), "{error}");
-    assert!(stdout(&sandbox.run(&["status", "--catalog", bad.to_str().unwrap()])).contains("catalog error:"));
+    assert!(
+        stdout(&sandbox.run(&["status", "--catalog", bad.to_str().unwrap()]))
+            .contains("catalog error:")
+    );
 }
 
 #[test]
@@ -140,8 +167,14 @@ fn offered_lists_startable_servers_then_a_compact_unavailable_roster() {
     assert!(offered.contains("- everything"), "{text}");
     assert!(!offered.contains("notion"), "{text}");
     assert!(roster.contains("- notion: needs authorization"), "{text}");
-    assert!(roster.contains("- github: missing configuration (GITHUB_TOKEN)"), "{text}");
-    assert!(roster.contains("- strad: The endpoint accepts only static bearer tokens"), "{text}");
+    assert!(
+        roster.contains("- github: missing configuration (GITHUB_TOKEN)"),
+        "{text}"
+    );
+    assert!(
+        roster.contains("- strad: The endpoint accepts only static bearer tokens"),
+        "{text}"
+    );
     for line in roster.lines() {
         assert!(line.chars().count() <= 140, "roster line too long: {line}");
     }
@@ -164,7 +197,12 @@ fn the_data_directory_comes_from_the_flag_or_the_environment() {
     let elsewhere = tempfile::tempdir().unwrap();
     let out = sandbox
         .command()
-        .args(["--data-dir", elsewhere.path().to_str().unwrap(), "status", "--catalog"])
+        .args([
+            "--data-dir",
+            elsewhere.path().to_str().unwrap(),
+            "status",
+            "--catalog",
+        ])
         .arg(&catalog)
         .output()
         .unwrap();
@@ -174,7 +212,10 @@ fn the_data_directory_comes_from_the_flag_or_the_environment() {
 
     let out = sandbox.run(&["paths"]);
     let text = stdout(&out);
-    assert!(text.contains(&sandbox.path().join("mcp.json").display().to_string()), "{text}");
+    assert!(
+        text.contains(&sandbox.path().join("mcp.json").display().to_string()),
+        "{text}"
+    );
 }
 
 #[test]
@@ -196,7 +237,10 @@ fn secret_set_reads_stdin_stores_in_the_keychain_and_resolves_the_variable() {
     let list = sandbox.run(&["secret", "list"]);
     let text = stdout(&list);
     assert!(text.contains("GITHUB_TOKEN"), "{text}");
-    assert!(!text.contains("ghp_secret_value_123"), "secret list printed a value");
+    assert!(
+        !text.contains("ghp_secret_value_123"),
+        "secret list printed a value"
+    );
 
     let report = json(&sandbox.run(&["status", "--json", "--catalog", catalog.to_str().unwrap()]));
     assert_eq!(state_of(&report, "github"), "ready");
@@ -283,16 +327,28 @@ fn stored_credentials_drive_ready_expired_reauth_one_shot_and_unclaimed() {
     };
     let vault = core.vault();
     vault
-        .put_credential(&row(&key_of("fresh"), Some(Duration::hours(1)), false), &with_refresh)
+        .put_credential(
+            &row(&key_of("fresh"), Some(Duration::hours(1)), false),
+            &with_refresh,
+        )
         .unwrap();
     vault
-        .put_credential(&row(&key_of("lapsed"), Some(Duration::hours(-1)), false), &with_refresh)
+        .put_credential(
+            &row(&key_of("lapsed"), Some(Duration::hours(-1)), false),
+            &with_refresh,
+        )
         .unwrap();
     vault
-        .put_credential(&row(&key_of("dead"), Some(Duration::hours(-1)), true), &access_only)
+        .put_credential(
+            &row(&key_of("dead"), Some(Duration::hours(-1)), true),
+            &access_only,
+        )
         .unwrap();
     vault
-        .put_credential(&row(&key_of("oneshot"), Some(Duration::hours(1)), true), &access_only)
+        .put_credential(
+            &row(&key_of("oneshot"), Some(Duration::hours(1)), true),
+            &access_only,
+        )
         .unwrap();
     let stale = CredentialKey("fresh|0000000000000000".into());
     vault
@@ -316,12 +372,25 @@ fn stored_credentials_drive_ready_expired_reauth_one_shot_and_unclaimed() {
     let rows = report["connectors"].as_array().unwrap();
     let find = |n: &str| rows.iter().find(|r| r["name"] == n).unwrap();
     assert_eq!(find("oneshot")["one_shot"], true);
-    assert!(find("oneshot")["one_shot_note"].as_str().unwrap().contains("no refresh token"));
-    assert_eq!(find("dead")["one_shot"], true, "the one-shot note shows in every state");
+    assert!(find("oneshot")["one_shot_note"]
+        .as_str()
+        .unwrap()
+        .contains("no refresh token"));
+    assert_eq!(
+        find("dead")["one_shot"],
+        true,
+        "the one-shot note shows in every state"
+    );
     assert_eq!(find("fresh")["one_shot"], false);
     assert_eq!(find("dead")["action"], "reauthorize");
-    assert!(find("lapsed")["action"].is_null(), "token_expired needs no button");
-    assert!(!out.stdout.windows(4).any(|w| w == b"at-1" || w == b"rt-1"), "a token reached the output");
+    assert!(
+        find("lapsed")["action"].is_null(),
+        "token_expired needs no button"
+    );
+    assert!(
+        !out.stdout.windows(4).any(|w| w == b"at-1" || w == b"rt-1"),
+        "a token reached the output"
+    );
 
     let unclaimed: Vec<&str> = report["unclaimed"]
         .as_array()
@@ -329,15 +398,37 @@ fn stored_credentials_drive_ready_expired_reauth_one_shot_and_unclaimed() {
         .iter()
         .map(|u| u["credential_key"].as_str().unwrap())
         .collect();
-    assert_eq!(unclaimed, vec!["fresh|0000000000000000", "retired|0123456789abcdef"]);
+    assert_eq!(
+        unclaimed,
+        vec!["fresh|0000000000000000", "retired|0123456789abcdef"]
+    );
 
     // A claimed credential cannot be deleted as unclaimed.
-    let fresh_key = find("fresh")["credential"]["key"].as_str().unwrap().to_owned();
-    let out = sandbox.run(&["unclaimed", "delete", &fresh_key]);
+    let fresh_key = find("fresh")["credential"]["key"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let out = sandbox.run(&[
+        "unclaimed",
+        "delete",
+        &fresh_key,
+        "--catalog",
+        catalog.to_str().unwrap(),
+    ]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("belongs to the connector \"fresh\""), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("belongs to the connector \"fresh\""),
+        "{}",
+        stderr(&out)
+    );
 
-    let out = sandbox.run(&["unclaimed", "delete", "retired|0123456789abcdef"]);
+    let out = sandbox.run(&[
+        "unclaimed",
+        "delete",
+        "retired|0123456789abcdef",
+        "--catalog",
+        catalog.to_str().unwrap(),
+    ]);
     assert!(out.status.success(), "stderr: {}", stderr(&out));
     let report = json(&sandbox.run(&["status", "--json", "--catalog", catalog.to_str().unwrap()]));
     assert_eq!(report["unclaimed"].as_array().unwrap().len(), 1);

@@ -197,7 +197,7 @@ export class ConnectorsWindow {
 
   private renderRows(r: StatusReport, t: number): void {
     const seen = new Set<string>();
-    let cursor: ChildNode | null = this.list.firstChild;
+    const ordered: HTMLLIElement[] = [];
     for (const c of r.connectors) {
       seen.add(c.name);
       let ui = this.rowUi.get(c.name);
@@ -213,9 +213,9 @@ export class ConnectorsWindow {
         entry = { el: fresh, sig };
         this.rows.set(c.name, entry);
       }
-      if (entry.el !== cursor) this.list.insertBefore(entry.el, cursor);
-      cursor = entry.el.nextSibling;
+      ordered.push(entry.el);
     }
+    placeInOrder(this.list, ordered);
     for (const [name, entry] of this.rows) {
       if (!seen.has(name)) {
         entry.el.remove();
@@ -254,7 +254,7 @@ export class ConnectorsWindow {
     for (const li of this.unclaimedList.querySelectorAll<HTMLLIElement>("li[data-unclaimed]")) {
       existing.set(li.dataset.unclaimed!, li);
     }
-    let cursor: ChildNode | null = this.unclaimedList.firstChild;
+    const ordered: HTMLLIElement[] = [];
     for (const u of r.unclaimed) {
       const sig = JSON.stringify(u);
       let li = existing.get(u.credential_key);
@@ -265,9 +265,9 @@ export class ConnectorsWindow {
         li = fresh;
       }
       existing.delete(u.credential_key);
-      if (li !== cursor) this.unclaimedList.insertBefore(li, cursor);
-      cursor = li.nextSibling;
+      ordered.push(li);
     }
+    placeInOrder(this.unclaimedList, ordered);
     for (const li of existing.values()) li.remove();
     this.unclaimedCount.textContent = r.unclaimed.length > 0 ? String(r.unclaimed.length) : "";
     this.unclaimed.hidden = r.unclaimed.length === 0;
@@ -583,6 +583,17 @@ export class ConnectorsWindow {
     node.textContent = "";
     window.setTimeout(() => (node.textContent = text), 60);
   }
+}
+
+/**
+ * Puts `ordered` first in `parent`, in that order, moving only the nodes that are out of place
+ * (a node that stays put keeps its focus and selection). Whatever else is left is removed by the caller.
+ */
+function placeInOrder(parent: HTMLElement, ordered: HTMLElement[]): void {
+  ordered.forEach((node, i) => {
+    const at = parent.children[i] ?? null;
+    if (at !== node) parent.insertBefore(node, at);
+  });
 }
 
 async function copyText(text: string): Promise<boolean> {

@@ -14,8 +14,8 @@ const SHAPES: Record<ConnectorStateId | "oneshot" | "warning" | "info" | "close"
   ready: [circle(), ["path", { d: "M5.2 8.2l1.9 1.9 3.7-4" }]],
   // key
   needs_authorization: [
-    ["circle", { cx: "5.5", cy: "10.5", r: "2.6" }],
-    ["path", { d: "M7.4 8.6L13 3M11 5l1.6 1.6M9.6 6.4l1.2 1.2" }],
+    ["circle", { cx: "5.3", cy: "10.7", r: "3.1" }],
+    ["path", { d: "M7.5 8.5l5.9-5.9M11.4 4.6l1.9 1.9M9.7 6.3l1.5 1.5" }],
   ],
   // clock
   token_expired: [circle(), ["path", { d: "M8 4.8V8l2.3 1.5" }]],
@@ -42,7 +42,7 @@ const SHAPES: Record<ConnectorStateId | "oneshot" | "warning" | "info" | "close"
     ["path", { d: "M8 6.6v3" }],
     ["circle", { cx: "8", cy: "11.3", r: "0.35" }],
   ],
-  // hourglass-ish "one shot": a circle with a single tick
+  // "one shot": an info-like circle with a mark
   oneshot: [circle(), ["path", { d: "M8 4.6v4" }], ["circle", { cx: "8", cy: "11", r: "0.35" }]],
   warning: [
     ["path", { d: "M8 2.4l6 10.6H2z", "stroke-linejoin": "round" }],

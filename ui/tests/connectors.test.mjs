@@ -133,10 +133,10 @@ describe("actions", () => {
       ["needs_authorization", "Authorize"],
       ["needs_reauth", "Re-authorize"],
     ]);
-    await page.click('li[data-connector="notion"] >> text=Authorize');
+    await page.click('li[data-connector="notion"] [data-control=primary]');
     await page.waitForSelector('li[data-connector="notion"] .notice--info');
     assert.deepEqual(await calls(page, "start_authorization"), [{ name: "notion" }]);
-    await page.click('li[data-connector="figma"] >> text=Re-authorize');
+    await page.click('li[data-connector="figma"] [data-control=primary]');
     assert.deepEqual(await calls(page, "start_authorization"), [{ name: "notion" }, { name: "figma" }]);
     await page.context.close();
   });
@@ -235,12 +235,12 @@ describe("keyboard", () => {
     await page.waitForSelector('li[data-connector="notion"] .notice--info');
     assert.deepEqual(await calls(page, "start_authorization"), [{ name: "notion" }]);
 
-    await page.locator('li[data-connector="notion"]').focus();
+    await page.keyboard.press("ArrowDown");
+    assert.equal(await focusedRow(page), "github");
     await page.keyboard.press("Tab");
-    assert.equal(await focusedRow(page), "notion");
-    assert.equal(await page.evaluate(() => document.activeElement.dataset.control), "primary");
-    // the row's own buttons are the only ones in the tab order; the next stop is past the list
-    await page.keyboard.press("Tab");
+    assert.equal(await focusedRow(page), "github");
+    assert.equal(await page.evaluate(() => document.activeElement.textContent), "Copy command");
+    // the focused row's own buttons are the only ones in the tab order; the next stop is past the list
     await page.keyboard.press("Tab");
     assert.equal(await focusedRow(page), null);
     assert.ok(await page.evaluate(() => !!document.activeElement.closest("li[data-unclaimed]")));
@@ -326,6 +326,9 @@ describe("theme and CSP", () => {
     const bg = () => page.evaluate(() => getComputedStyle(document.body).backgroundColor);
     const light = await bg();
     await page.emulateMedia({ colorScheme: "dark" });
+    await page
+      .waitForFunction((l) => getComputedStyle(document.body).backgroundColor !== l, light, { timeout: 3000 })
+      .catch(() => {});
     const dark = await bg();
     assert.notEqual(light, dark);
     const lum = (c) => c.match(/\d+/g).slice(0, 3).reduce((a, b) => a + Number(b), 0);

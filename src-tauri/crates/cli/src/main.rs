@@ -23,6 +23,9 @@ struct Cli {
     /// Keep all data (user catalog, database) in DIR instead of the platform's directories.
     #[arg(long, global = true, value_name = "DIR", env = "PATCHBAY_DATA_DIR")]
     data_dir: Option<PathBuf>,
+    /// Use this catalog file alone instead of the default and user catalogs.
+    #[arg(long, global = true, value_name = "FILE")]
+    catalog: Option<PathBuf>,
     #[command(subcommand)]
     command: Command,
 }
@@ -34,16 +37,11 @@ enum Command {
         /// Print the documented JSON (docs/status-json.md) instead of a table.
         #[arg(long)]
         json: bool,
-        /// Use this catalog file alone instead of the default and user catalogs.
-        #[arg(long, value_name = "FILE")]
-        catalog: Option<PathBuf>,
     },
     /// The servers an agent can start now, then the Unavailable roster.
     Offered {
         #[arg(long)]
         json: bool,
-        #[arg(long, value_name = "FILE")]
-        catalog: Option<PathBuf>,
     },
     /// `${VAR}` values kept in the OS keychain-backed vault.
     Secret {
@@ -70,6 +68,12 @@ enum SecretCommand {
     },
     /// Forget NAME's value.
     Delete { name: String },
+    /// Discard every sealed secret (variables and credentials) when the vault's key is lost.
+    /// The keychain item is left alone. Needs --yes.
+    Reset {
+        #[arg(long)]
+        yes: bool,
+    },
 }
 
 #[derive(Subcommand)]
@@ -97,14 +101,15 @@ fn main() -> ExitCode {
 fn open(data_dir: Option<PathBuf>, catalog: Option<PathBuf>) -> Result<Patchbay> {
     let paths = Paths::resolve(data_dir)?.with_catalog_override(catalog)?;
     let db = paths.database();
-    Patchbay::open(paths).with_context(|| format!("cannot open Patchbay's data at {}", db.display()))
+    Patchbay::open(paths)
+        .with_context(|| format!("cannot open Patchbay's data at {}", db.display()))
 }
 
 fn run(cli: Cli) -> Result<ExitCode> {
     let mut out = std::io::stdout().lock();
     match cli.command {
-        Command::Status { json, catalog } => {
-            let report = open(cli.data_dir, catalog)?.status();
+        Command::Status { json } => {
+            let report = open(cli.data_dir, cli.catalog)?.status();
             if json {
                 serde_json::to_writer_pretty(&mut out, &report)?;
                 writeln!(out)?;
@@ -117,8 +122,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 ExitCode::SUCCESS
             })
         }
-        Command::Offered { json, catalog } => {
-            let offered = open(cli.data_dir, catalog)?.offered();
+        Command::Offered { json } => {
+            let offered = open(cli.data_dir, cli.catalog)?.offered();
             if json {
                 serde_json::to_writer_pretty(&mut out, &offered)?;
                 writeln!(out)?;
@@ -141,7 +146,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
                         serde_json::to_writer_pretty(&mut out, &names)?;
                         writeln!(out)?;
                     } else if names.is_empty() {
-                        writeln!(out, "No secrets stored. Add one with `patchbay secret set NAME`.")?;
+                        writeln!(
+                            out,
+                            "No secrets stored. Add one with `patchbay secret set NAME`."
+                        )?;
                     } else {
                         for info in names {
                             writeln!(out, "{}\t(set {})", info.name, table::when(info.updated_at))?;
@@ -154,11 +162,18 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     }
                     writeln!(out, "Deleted {name}.")?;
                 }
+                SecretCommand::Reset { yes } => {
+                    if !yes {
+                        bail!("this discards every stored secret and credential; run `patchbay secret reset --yes` to go ahead");
+                    }
+                    let discarded = patchbay.reset_vault()?;
+                    writeln!(out, "Discarded {discarded} sealed secrets. Store them again with `patchbay secret set NAME`.")?;
+                }
             }
             Ok(ExitCode::SUCCESS)
         }
         Command::Unclaimed { command } => {
-            let patchbay = open(cli.data_dir, None)?;
+            let patchbay = open(cli.data_dir, cli.catalog)?;
             match command {
                 UnclaimedCommand::List { json } => {
                     let report = patchbay.status();
@@ -179,7 +194,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Paths => {
-            let paths = Paths::resolve(cli.data_dir)?;
+            let paths = Paths::resolve(cli.data_dir)?.with_catalog_override(cli.catalog)?;
             writeln!(out, "user catalog:    {}", paths.user_catalog().display())?;
             writeln!(out, "database:        {}", paths.database().display())?;
             let default = match &paths.default_catalog {
@@ -221,4 +236,3 @@ fn read_secret(name: &str) -> Result<Secret> {
     }
     Ok(Secret::new(value))
 }
-

@@ -31,7 +31,10 @@ pub fn status(report: &StatusReport) -> String {
     let _ = writeln!(out);
     let name_w = width(report.connectors.iter().map(|c| c.name.len()), "CONNECTOR");
     let state_w = width(report.connectors.iter().map(|c| c.label.len()), "STATE");
-    let transport_w = width(report.connectors.iter().map(|c| c.transport.len()), "TRANSPORT");
+    let transport_w = width(
+        report.connectors.iter().map(|c| c.transport.len()),
+        "TRANSPORT",
+    );
     let _ = writeln!(
         out,
         "   {:name_w$}  {:state_w$}  {:transport_w$}  WHAT TO DO",

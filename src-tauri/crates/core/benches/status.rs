@@ -61,7 +61,11 @@ fn setup(n: usize) -> Setup {
             .unwrap();
     }
     let catalog = patchbay.catalog();
-    for (i, entry) in catalog.servers().filter(|e| e.name.0.starts_with("oauth")).enumerate() {
+    for (i, entry) in catalog
+        .servers()
+        .filter(|e| e.name.0.starts_with("oauth"))
+        .enumerate()
+    {
         if i % 3 == 2 {
             continue;
         }
@@ -96,7 +100,11 @@ fn setup(n: usize) -> Setup {
 fn bench(c: &mut Criterion) {
     eprintln!(
         "status benchmark: {} secret store",
-        if real_keychain() { "real OS keychain" } else { "in-memory" }
+        if real_keychain() {
+            "real OS keychain"
+        } else {
+            "in-memory"
+        }
     );
     let mut group = c.benchmark_group("status");
     group.sample_size(10);
@@ -104,12 +112,15 @@ fn bench(c: &mut Criterion) {
         let setup = setup(n);
         group.bench_with_input(BenchmarkId::new("cold", n), &n, |b, _| {
             b.iter(|| {
-                let patchbay = Patchbay::with_store(setup.paths.clone(), setup.store.clone()).unwrap();
+                let patchbay =
+                    Patchbay::with_store(setup.paths.clone(), setup.store.clone()).unwrap();
                 patchbay.status()
             })
         });
         let patchbay = Patchbay::with_store(setup.paths.clone(), setup.store.clone()).unwrap();
-        group.bench_with_input(BenchmarkId::new("warm", n), &n, |b, _| b.iter(|| patchbay.status()));
+        group.bench_with_input(BenchmarkId::new("warm", n), &n, |b, _| {
+            b.iter(|| patchbay.status())
+        });
     }
     group.finish();
 }

@@ -79,7 +79,9 @@ pub fn render_tinted(tint: [u8; 3], need_attention: usize, size: u32) -> BadgeIm
     let s = size as f32;
 
     // The tile.
-    c.fill(tint, |u, v| rounded_rect(u, v, 0.06, 0.06, 0.94, 0.94, 0.22));
+    c.fill(tint, |u, v| {
+        rounded_rect(u, v, 0.06, 0.06, 0.94, 0.94, 0.22)
+    });
     // The plug: two prongs, a body with rounded corners, a cable.
     c.fill(WHITE, |u, v| {
         rect(u, v, 0.365, 0.19, 0.445, 0.40)
@@ -104,7 +106,7 @@ pub fn render_tinted(tint: [u8; 3], need_attention: usize, size: u32) -> BadgeIm
         c.fill_px(WHITE, |x, y| {
             let col = ((x - x0) / cell).floor();
             let row = ((y - y0) / cell).floor();
-            if col < 0.0 || row < 0.0 || row >= 5.0 || col >= cols as f32 {
+            if !(0.0..5.0).contains(&row) || !(0.0..cols as f32).contains(&col) {
                 return false;
             }
             let (col, row) = (col as usize, row as usize);
@@ -302,7 +304,10 @@ mod tests {
     #[test]
     fn tint_follows_the_worst_state() {
         for state in ALL {
-            assert_eq!(rgb(tile_pixel(&render(Some(state), 0, 64))), tint(Some(state)));
+            assert_eq!(
+                rgb(tile_pixel(&render(Some(state), 0, 64))),
+                tint(Some(state))
+            );
         }
         assert_eq!(rgb(tile_pixel(&render(None, 0, 64))), GREY);
         let classes = [

@@ -9,5 +9,8 @@ pub enum CoreError {
     #[error("{0}")]
     Invalid(String),
     #[error("cannot watch {path}: {message}")]
-    Watch { path: std::path::PathBuf, message: String },
+    Watch {
+        path: std::path::PathBuf,
+        message: String,
+    },
 }

@@ -76,7 +76,9 @@ impl Patchbay {
         };
         let mut variables = VaultVariables::default();
         match self.vault.variable_names() {
-            Ok(infos) => variables.names = infos.into_iter().map(|i| i.name).collect::<BTreeSet<_>>(),
+            Ok(infos) => {
+                variables.names = infos.into_iter().map(|i| i.name).collect::<BTreeSet<_>>()
+            }
             Err(e) => store = unreadable(e),
         }
         if store == StoreHealth::Reachable && !variables.names.is_empty() {
@@ -112,6 +114,11 @@ impl Patchbay {
         Ok(self.vault.delete_variable(name)?)
     }
 
+    /// Discard every sealed secret, for a vault whose key was lost. Returns how many.
+    pub fn reset_vault(&self) -> Result<usize, CoreError> {
+        Ok(self.vault.discard_sealed_secrets()?)
+    }
+
     /// Delete a credential that no catalog entry claims. Refuses a key the catalog still computes,
     /// so a slip of the finger cannot log a working connector out.
     pub fn delete_unclaimed(&self, key: &CredentialKey) -> Result<bool, CoreError> {
@@ -121,10 +128,11 @@ impl Patchbay {
             .iter()
             .any(|u| u.credential_key == key.as_str())
         {
-            let claimed_by = report
-                .connectors
-                .iter()
-                .find(|c| c.credential.as_ref().is_some_and(|cr| cr.key == key.as_str()));
+            let claimed_by = report.connectors.iter().find(|c| {
+                c.credential
+                    .as_ref()
+                    .is_some_and(|cr| cr.key == key.as_str())
+            });
             return Err(CoreError::Invalid(match claimed_by {
                 Some(c) => format!(
                     "credential {key} belongs to the connector \"{}\"; it is not unclaimed",

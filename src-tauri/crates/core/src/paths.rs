@@ -141,8 +141,12 @@ fn default_catalog() -> CatalogSource {
 }
 
 fn absolute(path: PathBuf) -> Result<PathBuf, CoreError> {
-    std::path::absolute(&path)
-        .map_err(|e| CoreError::Invalid(format!("{}: cannot make the path absolute: {e}", path.display())))
+    std::path::absolute(&path).map_err(|e| {
+        CoreError::Invalid(format!(
+            "{}: cannot make the path absolute: {e}",
+            path.display()
+        ))
+    })
 }
 
 fn short_hash(path: &std::path::Path) -> String {

@@ -17,4 +17,4 @@ pub use report::{
     compute, CatalogSourceStatus, ConnectorStatus, CredentialSummary, MissingVariable,
     SecretStoreStatus, StatusReport, UnclaimedCredential, REPORT_VERSION,
 };
-pub use state::{ConnectorState, Action, ATTENTION_THRESHOLD, SEVERITY};
+pub use state::{Action, ConnectorState, ATTENTION_THRESHOLD, SEVERITY};

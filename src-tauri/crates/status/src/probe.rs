@@ -13,7 +13,9 @@ use std::collections::{BTreeSet, HashMap};
 pub enum StoreHealth {
     Reachable,
     /// Locked, no Secret Service, D-Bus down, or the vault key is missing. Never "missing".
-    Unreachable { message: String },
+    Unreachable {
+        message: String,
+    },
 }
 
 /// The `${VAR}` values kept in the vault. Names come from the database and are known even when
@@ -142,7 +144,8 @@ pub(crate) fn decide(
     }
 
     if !entry.is_oauth_capable() {
-        if uses.is_empty() {
+        // A literal credential header is still a configured credential.
+        if uses.is_empty() && entry.static_credential_headers().is_empty() {
             decision.state = ConnectorState::NoCredentialRequired;
             decision.detail = "Configures no credential; nothing to do.".into();
         } else {

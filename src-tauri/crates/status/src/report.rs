@@ -196,7 +196,11 @@ pub fn compute(catalog: &Catalog, signals: &LocalSignals) -> StatusReport {
         }
     }
 
-    connectors.sort_by(|a, b| b.severity.cmp(&a.severity).then_with(|| a.name.cmp(&b.name)));
+    connectors.sort_by(|a, b| {
+        b.severity
+            .cmp(&a.severity)
+            .then_with(|| a.name.cmp(&b.name))
+    });
 
     let mut unclaimed: Vec<UnclaimedCredential> = signals
         .credentials

@@ -180,6 +180,9 @@ fn an_unreachable_keychain_maps_to_store_unreachable() {
         out.status.success() && stdout.contains("CHILD-UNREACHABLE-OK"),
         "child failed:\n{stdout}\n{stderr}"
     );
+    if let Some(line) = stdout.lines().find(|l| l.contains("CHILD-UNREACHABLE-OK")) {
+        println!("{line}");
+    }
 
     // Nothing was deleted or rewritten: same key, same secret.
     assert_eq!(store().get(&account.0).unwrap().unwrap(), key_before);
