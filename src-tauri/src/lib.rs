@@ -42,6 +42,7 @@ impl AppState {
     /// Recompute the status, update the tray and tell the window; returns the new report.
     fn refresh(&self) -> StatusReport {
         let report = self.status();
+        tracing::debug!(need_attention = report.need_attention, "status refreshed");
         tray::update(&self.app, &report);
         if let Err(error) = self.app.emit(STATUS_EVENT, &report) {
             tracing::warn!("cannot emit {STATUS_EVENT}: {error}");

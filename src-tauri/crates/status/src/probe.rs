@@ -144,8 +144,10 @@ pub(crate) fn decide(
     }
 
     if !entry.is_oauth_capable() {
-        // A literal credential header is still a configured credential.
-        if uses.is_empty() && entry.static_credential_headers().is_empty() {
+        // A literal credential header is still a configured credential; a variable that
+        // always has a default (a root directory, a log level) is not one.
+        let needs_value = uses.iter().any(|u| !u.has_default);
+        if !needs_value && entry.static_credential_headers().is_empty() {
             decision.state = ConnectorState::NoCredentialRequired;
             decision.detail = "Configures no credential; nothing to do.".into();
         } else {

@@ -554,3 +554,17 @@ fn the_report_serializes_to_the_documented_shape_without_secrets() {
     let back: StatusReport = serde_json::from_value(json).unwrap();
     assert_eq!(back, report);
 }
+
+#[test]
+fn variables_that_always_have_a_default_configure_no_credential() {
+    let entry = stdio("fs", &[("ROOT", "${PATCHBAY_FS_ROOT:-.}")]);
+    let report = compute(&catalog(vec![entry]), &signals());
+    assert_eq!(state(&report, "fs"), ConnectorState::NoCredentialRequired);
+    let entry = stdio("tenant", &[("TENANT", "${TENANT}")]);
+    let mut s = signals();
+    s.env.insert("TENANT".into(), "acme".into());
+    assert_eq!(
+        state(&compute(&catalog(vec![entry]), &s), "tenant"),
+        ConnectorState::Ready
+    );
+}
