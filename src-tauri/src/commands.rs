@@ -1,5 +1,6 @@
 //! The commands the Connectors window may invoke (and nothing else: see build.rs and
-//! capabilities/). Each is one call into patchbay-core.
+//! capabilities/). Each is one call into patchbay-core. They are async so that they run off the
+//! main thread, which the tray and the webview need.
 
 use crate::{error::IpcError, AppState};
 use patchbay_catalog::CredentialKey;
@@ -11,13 +12,13 @@ pub const AUTHORIZE_NOT_AVAILABLE: &str = "Authorizing from Patchbay arrives wit
 
 /// The status of every connector (docs/status-json.md).
 #[tauri::command]
-pub fn get_status(state: State<'_, AppState>) -> StatusReport {
-    state.status()
+pub async fn get_status(state: State<'_, AppState>) -> Result<StatusReport, IpcError> {
+    Ok(state.status())
 }
 
 /// Delete a credential no catalog entry claims, then answer the new status.
 #[tauri::command]
-pub fn delete_unclaimed_credential(
+pub async fn delete_unclaimed_credential(
     state: State<'_, AppState>,
     credential_key: String,
 ) -> Result<StatusReport, IpcError> {
@@ -29,7 +30,7 @@ pub fn delete_unclaimed_credential(
 
 /// Start authorizing a connector: not available yet.
 #[tauri::command]
-pub fn start_authorization(name: String) -> Result<(), IpcError> {
+pub async fn start_authorization(name: String) -> Result<(), IpcError> {
     let _ = name;
     Err(IpcError::new("not_available", AUTHORIZE_NOT_AVAILABLE))
 }

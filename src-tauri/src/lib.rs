@@ -18,6 +18,8 @@ use tauri::{AppHandle, Emitter, Manager, RunEvent};
 
 /// The event carrying a fresh `StatusReport` to the Connectors window.
 pub const STATUS_EVENT: &str = "status-changed";
+/// The command-line flag that opens the Connectors window at startup.
+pub const SHOW_FLAG: &str = "--show";
 /// How often the status is recomputed even when no file changed (expiry-driven transitions).
 const TICK: Duration = Duration::from_secs(30);
 
@@ -26,6 +28,9 @@ pub struct AppState {
     core: Mutex<Patchbay>,
     app: AppHandle,
     watch: Mutex<Option<watch::Watch>>,
+    /// The last report pushed to the tray and the window, to skip pushes that change nothing
+    /// (rebuilding the tray menu closes it if it is open).
+    last: Mutex<Option<StatusReport>>,
 }
 
 impl AppState {
@@ -39,16 +44,40 @@ impl AppState {
         self.core().status()
     }
 
-    /// Recompute the status, update the tray and tell the window; returns the new report.
+    /// Recompute the status and, when it changed, update the tray and tell the window; returns
+    /// the new report. No lock is held while the tray updates: that runs on the main thread.
     fn refresh(&self) -> StatusReport {
         let report = self.status();
-        tracing::debug!(need_attention = report.need_attention, "status refreshed");
-        tray::update(&self.app, &report);
+        let previous = {
+            let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
+            if last.as_ref().is_some_and(|l| same_status(l, &report)) {
+                return report;
+            }
+            last.replace(report.clone())
+        };
+        tracing::debug!(need_attention = report.need_attention, "status changed");
+        if previous
+            .as_ref()
+            .is_none_or(|l| tray::Signature::of(l) != tray::Signature::of(&report))
+        {
+            tray::update(&self.app, &report);
+        }
         if let Err(error) = self.app.emit(STATUS_EVENT, &report) {
             tracing::warn!("cannot emit {STATUS_EVENT}: {error}");
         }
         report
     }
+}
+
+/// Equal but for when they were computed.
+fn same_status(a: &StatusReport, b: &StatusReport) -> bool {
+    a.version == b.version
+        && a.need_attention == b.need_attention
+        && a.worst == b.worst
+        && a.secret_store == b.secret_store
+        && a.catalog == b.catalog
+        && a.connectors == b.connectors
+        && a.unclaimed == b.unclaimed
 }
 
 fn setup(app: &mut tauri::App) -> Result<(), Box<dyn std::error::Error>> {
@@ -60,8 +89,13 @@ fn setup(app: &mut tauri::App) -> Result<(), Box<dyn std::error::Error>> {
         core: Mutex::new(core),
         app: handle.clone(),
         watch: Mutex::new(None),
+        last: Mutex::new(Some(report.clone())),
     });
     tray::create(&handle, &report)?;
+    // A tray app opens no window at startup, unless asked (a launcher entry, end-to-end tests).
+    if std::env::args().skip(1).any(|a| a == SHOW_FLAG) {
+        window::show_connectors(&handle, None);
+    }
 
     let on_change = handle.clone();
     let watcher = watch::watch(&paths, TICK, move || {

@@ -17,6 +17,26 @@ const CONNECTOR_PREFIX: &str = "connector:";
 /// Rendered at 64 px; the OS scales it to the tray's size.
 const ICON_SIZE: u32 = 64;
 
+/// What the tray shows of a report; the tray is only rebuilt when this changes.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Signature {
+    worst: Option<patchbay_status::ConnectorState>,
+    need_attention: usize,
+    tooltip: String,
+    items: Vec<(String, String)>,
+}
+
+impl Signature {
+    pub fn of(report: &StatusReport) -> Signature {
+        Signature {
+            worst: report.worst,
+            need_attention: report.need_attention,
+            tooltip: tooltip(report),
+            items: attention_items(report),
+        }
+    }
+}
+
 /// "Patchbay — 3 need attention" / "Patchbay — All 14 connectors are fine".
 pub fn tooltip(report: &StatusReport) -> String {
     format!("Patchbay — {}", report.headline())

@@ -32,7 +32,9 @@ export class ConnectorsWindow {
   private readonly rows = new Map<string, { el: HTMLLIElement; sig: string }>();
   private readonly confirmTimers = new Map<string, number>();
   private activeName: string | null = null;
-  private pendingFocus: string | null = null;
+  // A tray item that opens the window for the first time passes its row as ?focus=NAME,
+  // since an event sent before the page listens is lost.
+  private pendingFocus: string | null = new URLSearchParams(window.location.search).get("focus");
   private highlightTimer = 0;
 
   private readonly header = el("header", "header");

@@ -320,6 +320,17 @@ describe("live updates", () => {
   });
 });
 
+describe("opened from the tray", () => {
+  test("a window opened for a connector (?focus=NAME) lands on that row", async () => {
+    const page = await open("fixture=mixed&focus=slack", { viewport: { width: 900, height: 420 } });
+    await page.waitForFunction(() =>
+      document.activeElement?.closest("li[data-connector]")?.dataset.connector === "slack");
+    assert.equal(await focusedRow(page), "slack");
+    assert.match(await page.locator('li[data-connector="slack"]').getAttribute("class"), /row--highlight/);
+    await page.context.close();
+  });
+});
+
 describe("theme and CSP", () => {
   test("dark colour scheme changes the background", async () => {
     const page = await open("fixture=mixed");

@@ -77,15 +77,18 @@ pub fn watch(
     let mut debouncer = new_debouncer(DEBOUNCE, None, move |result: DebounceEventResult| {
         let Ok(events) = result else { return };
         let relevant = events.iter().any(|event| {
-            event
-                .paths
-                .iter()
-                .any(|p| match (p.parent(), p.file_name()) {
-                    (Some(dir), Some(name)) => {
-                        names.contains(&(dir.to_path_buf(), name.to_os_string()))
-                    }
-                    _ => false,
-                })
+            // Reading a file (as every status does) is an access event; reacting to it would
+            // recompute forever.
+            !event.kind.is_access()
+                && event
+                    .paths
+                    .iter()
+                    .any(|p| match (p.parent(), p.file_name()) {
+                        (Some(dir), Some(name)) => {
+                            names.contains(&(dir.to_path_buf(), name.to_os_string()))
+                        }
+                        _ => false,
+                    })
         });
         if relevant {
             callback();

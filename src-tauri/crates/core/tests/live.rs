@@ -230,3 +230,27 @@ fn only_an_unclaimed_credential_can_be_deleted_as_such() {
         .unwrap_err();
     assert!(err.to_string().contains("no unclaimed credential"), "{err}");
 }
+
+#[test]
+fn reading_the_status_does_not_wake_the_watch() {
+    let dir = tempfile::tempdir().unwrap();
+    let paths = paths(dir.path());
+    replace(&paths.user_catalog(), r#"{"mcpServers":{}}"#);
+    let patchbay = Patchbay::with_store(paths.clone(), Arc::new(MemoryStore::new())).unwrap();
+    // The first status creates the vault's key (a write, once per data directory).
+    patchbay.status();
+    let fired = Arc::new(AtomicUsize::new(0));
+    let counter = fired.clone();
+    let _watch = watch(&paths, Duration::from_secs(3600), move || {
+        counter.fetch_add(1, Ordering::SeqCst);
+    })
+    .unwrap();
+    std::thread::sleep(Duration::from_millis(400));
+    let before = fired.load(Ordering::SeqCst);
+    for _ in 0..3 {
+        patchbay.status();
+    }
+    // Longer than the debounce: a status that wakes the watch would have fired by now.
+    std::thread::sleep(Duration::from_millis(800));
+    assert_eq!(fired.load(Ordering::SeqCst), before, "status reads woke the watch");
+}
