@@ -10,6 +10,7 @@ mod window;
 
 pub use error::IpcError;
 
+use patchbay_core::tray_model::TrayModel;
 use patchbay_core::{watch, Patchbay, Paths};
 use patchbay_status::StatusReport;
 use std::sync::{Mutex, MutexGuard};
@@ -50,7 +51,7 @@ impl AppState {
         let report = self.status();
         let previous = {
             let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
-            if last.as_ref().is_some_and(|l| same_status(l, &report)) {
+            if last.as_ref().is_some_and(|l| l.same_as(&report)) {
                 return report;
             }
             last.replace(report.clone())
@@ -58,7 +59,7 @@ impl AppState {
         tracing::debug!(need_attention = report.need_attention, "status changed");
         if previous
             .as_ref()
-            .is_none_or(|l| tray::Signature::of(l) != tray::Signature::of(&report))
+            .is_none_or(|l| TrayModel::of(l) != TrayModel::of(&report))
         {
             tray::update(&self.app, &report);
         }
@@ -67,17 +68,6 @@ impl AppState {
         }
         report
     }
-}
-
-/// Equal but for when they were computed.
-fn same_status(a: &StatusReport, b: &StatusReport) -> bool {
-    a.version == b.version
-        && a.need_attention == b.need_attention
-        && a.worst == b.worst
-        && a.secret_store == b.secret_store
-        && a.catalog == b.catalog
-        && a.connectors == b.connectors
-        && a.unclaimed == b.unclaimed
 }
 
 fn setup(app: &mut tauri::App) -> Result<(), Box<dyn std::error::Error>> {

@@ -4,6 +4,7 @@
 
 use crate::window;
 use patchbay_core::badge;
+use patchbay_core::tray_model::TrayModel;
 use patchbay_status::StatusReport;
 use tauri::image::Image;
 use tauri::menu::{Menu, MenuItem, PredefinedMenuItem};
@@ -17,31 +18,6 @@ const CONNECTOR_PREFIX: &str = "connector:";
 /// Rendered at 64 px; the OS scales it to the tray's size.
 const ICON_SIZE: u32 = 64;
 
-/// What the tray shows of a report; the tray is only rebuilt when this changes.
-#[derive(Debug, PartialEq, Eq)]
-pub struct Signature {
-    worst: Option<patchbay_status::ConnectorState>,
-    need_attention: usize,
-    tooltip: String,
-    items: Vec<(String, String)>,
-}
-
-impl Signature {
-    pub fn of(report: &StatusReport) -> Signature {
-        Signature {
-            worst: report.worst,
-            need_attention: report.need_attention,
-            tooltip: tooltip(report),
-            items: attention_items(report),
-        }
-    }
-}
-
-/// "Patchbay — 3 need attention" / "Patchbay — All 14 connectors are fine".
-pub fn tooltip(report: &StatusReport) -> String {
-    format!("Patchbay — {}", report.headline())
-}
-
 /// The badge for this report; the app's icon if the image cannot be used.
 pub fn icon<R: Runtime>(app: &AppHandle<R>, report: &StatusReport) -> Option<Image<'static>> {
     let img = badge::render(report.worst, report.need_attention, ICON_SIZE);
@@ -52,37 +28,28 @@ pub fn icon<R: Runtime>(app: &AppHandle<R>, report: &StatusReport) -> Option<Ima
     }
 }
 
-/// The menu item id and label of each connector that needs attention, in report order.
-pub fn attention_items(report: &StatusReport) -> Vec<(String, String)> {
-    report
-        .connectors
-        .iter()
-        .filter(|c| c.needs_attention)
-        .map(|c| {
-            (
-                format!("{CONNECTOR_PREFIX}{}", c.name),
-                format!("{} — {}", c.title, c.label),
-            )
-        })
-        .collect()
-}
-
-fn menu<R: Runtime>(app: &AppHandle<R>, report: &StatusReport) -> tauri::Result<Menu<R>> {
+fn menu<R: Runtime>(app: &AppHandle<R>, model: &TrayModel) -> tauri::Result<Menu<R>> {
     let menu = Menu::new(app)?;
     // AppIndicator trays show no tooltip: the headline heads the menu instead.
     menu.append(&MenuItem::with_id(
         app,
         "headline",
-        report.headline(),
+        &model.headline,
         false,
         None::<&str>,
     )?)?;
     menu.append(&PredefinedMenuItem::separator(app)?)?;
-    let items = attention_items(report);
-    for (id, label) in &items {
-        menu.append(&MenuItem::with_id(app, id, label, true, None::<&str>)?)?;
+    for item in &model.items {
+        let id = format!("{CONNECTOR_PREFIX}{}", item.connector);
+        menu.append(&MenuItem::with_id(
+            app,
+            id,
+            &item.label,
+            true,
+            None::<&str>,
+        )?)?;
     }
-    if !items.is_empty() {
+    if !model.items.is_empty() {
         menu.append(&PredefinedMenuItem::separator(app)?)?;
     }
     menu.append(&MenuItem::with_id(
@@ -98,9 +65,10 @@ fn menu<R: Runtime>(app: &AppHandle<R>, report: &StatusReport) -> tauri::Result<
 
 /// Create the tray icon for the first report.
 pub fn create<R: Runtime>(app: &AppHandle<R>, report: &StatusReport) -> tauri::Result<TrayIcon<R>> {
+    let model = TrayModel::of(report);
     let mut builder = TrayIconBuilder::with_id(TRAY_ID)
-        .tooltip(tooltip(report))
-        .menu(&menu(app, report)?)
+        .tooltip(&model.tooltip)
+        .menu(&menu(app, &model)?)
         .show_menu_on_left_click(false)
         .on_menu_event(|app, event| {
             let id = event.id().as_ref();
@@ -135,10 +103,11 @@ pub fn update<R: Runtime>(app: &AppHandle<R>, report: &StatusReport) {
     let Some(tray) = app.tray_by_id(TRAY_ID) else {
         return;
     };
+    let model = TrayModel::of(report);
     let result = (|| -> tauri::Result<()> {
         tray.set_icon(icon(app, report))?;
-        tray.set_tooltip(Some(tooltip(report)))?;
-        tray.set_menu(Some(menu(app, report)?))?;
+        tray.set_tooltip(Some(&model.tooltip))?;
+        tray.set_menu(Some(menu(app, &model)?))?;
         Ok(())
     })();
     if let Err(error) = result {

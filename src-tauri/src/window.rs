@@ -16,10 +16,7 @@ pub fn show_connectors<R: Runtime>(app: &AppHandle<R>, focus: Option<&str>) {
         let _ = window.show();
         let _ = window.set_focus();
     } else {
-        let url = match focus {
-            Some(name) => format!("index.html?focus={}", encode(name)),
-            None => "index.html".to_owned(),
-        };
+        let url = patchbay_core::tray_model::connectors_page(focus);
         let built = WebviewWindowBuilder::new(app, LABEL, WebviewUrl::App(url.into()))
             .title(TITLE)
             .inner_size(900.0, 640.0)
@@ -33,26 +30,5 @@ pub fn show_connectors<R: Runtime>(app: &AppHandle<R>, focus: Option<&str>) {
     }
     if let Some(name) = focus {
         let _ = app.emit_to(LABEL, FOCUS_EVENT, name);
-    }
-}
-
-/// Percent-encode everything but unreserved URL characters.
-fn encode(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn encodes_names_for_the_query() {
-        assert_eq!(super::encode("notion"), "notion");
-        assert_eq!(super::encode("a b/é"), "a%20b%2F%C3%A9");
     }
 }

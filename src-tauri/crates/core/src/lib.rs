@@ -7,6 +7,7 @@ pub mod badge;
 pub mod error;
 pub mod patchbay;
 pub mod paths;
+pub mod tray_model;
 pub mod watch;
 
 pub use error::CoreError;

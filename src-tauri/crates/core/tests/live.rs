@@ -252,5 +252,9 @@ fn reading_the_status_does_not_wake_the_watch() {
     }
     // Longer than the debounce: a status that wakes the watch would have fired by now.
     std::thread::sleep(Duration::from_millis(800));
-    assert_eq!(fired.load(Ordering::SeqCst), before, "status reads woke the watch");
+    assert_eq!(
+        fired.load(Ordering::SeqCst),
+        before,
+        "status reads woke the watch"
+    );
 }

@@ -136,6 +136,17 @@ impl StatusReport {
         line
     }
 
+    /// Equal but for when they were computed: nothing to push to the tray or the window.
+    pub fn same_as(&self, other: &StatusReport) -> bool {
+        self.version == other.version
+            && self.need_attention == other.need_attention
+            && self.worst == other.worst
+            && self.secret_store == other.secret_store
+            && self.catalog == other.catalog
+            && self.connectors == other.connectors
+            && self.unclaimed == other.unclaimed
+    }
+
     pub fn connector(&self, name: &str) -> Option<&ConnectorStatus> {
         self.connectors.iter().find(|c| c.name == name)
     }
