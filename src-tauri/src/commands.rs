@@ -8,7 +8,7 @@ use patchbay_status::StatusReport;
 use tauri::State;
 
 /// What `start_authorization` answers until the OAuth flow lands.
-pub const AUTHORIZE_NOT_AVAILABLE: &str = "Authorizing from Patchbay arrives with the OAuth flow (issue 3). Until then, authorize with the agent's own client and Patchbay will pick up the credential.";
+pub const AUTHORIZE_NOT_AVAILABLE: &str = "This build of Patchbay shows status only: running the consent flow from here is not built yet.";
 
 /// The status of every connector (docs/status-json.md).
 #[tauri::command]

@@ -175,9 +175,8 @@ pub(crate) fn decide(
     let Some(row) = rows.get(key.as_str()) else {
         decision.state = ConnectorState::NeedsAuthorization;
         decision.detail = format!(
-            "No credential stored. Authorize Patchbay with {}: click Authorize, or run `patchbay authorize {}`.",
-            entry.display_title(),
-            entry.name
+            "No credential stored: {} needs you to authorize Patchbay on its consent screen.",
+            entry.display_title()
         );
         return decision;
     };
@@ -211,8 +210,8 @@ pub(crate) fn decide(
     } else {
         decision.state = ConnectorState::NeedsReauth;
         decision.detail = format!(
-            "The token lapsed and cannot be renewed. Re-authorize: click Re-authorize, or run `patchbay authorize {}`.",
-            entry.name
+            "The token lapsed and cannot be renewed: {} needs you to authorize Patchbay again.",
+            entry.display_title()
         );
     }
     decision
