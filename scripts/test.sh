@@ -27,10 +27,11 @@ step() { printf '\n==> %s\n' "$*"; }
 
 step "cargo fmt --check"
 cargo fmt --all --check
-step "cargo clippy"
-cargo clippy --workspace --all-targets --locked -- -D warnings
+# The tray app embeds ui/dist at compile time, so the UI is built before anything compiles it.
 step "ui build"
 npm --prefix ui run build
+step "cargo clippy"
+cargo clippy --workspace --all-targets --locked -- -D warnings
 step "cargo test"
 cargo test --workspace --locked
 step "ui tests"
