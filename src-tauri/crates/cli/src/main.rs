@@ -4,11 +4,16 @@
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
 use patchbay_catalog::CredentialKey;
-use patchbay_core::{Patchbay, Paths};
+use patchbay_core::{
+    Authorizer, AuthorizerOptions, Completion, CoreError, Patchbay, Paths, StartOptions,
+};
+use patchbay_oauth::OAuthError;
 use patchbay_vault::Secret;
 use std::io::{IsTerminal, Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
 
 mod table;
 
@@ -52,6 +57,17 @@ enum Command {
     Unclaimed {
         #[command(subcommand)]
         command: UnclaimedCommand,
+    },
+    /// Authorize Patchbay on a connector's consent screen (OAuth) and store the credential.
+    Authorize {
+        /// The connector's name in the catalog.
+        name: String,
+        /// Print the consent URL instead of opening the system browser (SSH, containers).
+        #[arg(long)]
+        no_browser: bool,
+        /// The loopback receiver's port.
+        #[arg(long, value_name = "N", default_value_t = patchbay_oauth::DEFAULT_PORT)]
+        port: u16,
     },
     /// Where Patchbay keeps its files.
     Paths,
@@ -193,6 +209,19 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        Command::Authorize {
+            name,
+            no_browser,
+            port,
+        } => {
+            let patchbay = Arc::new(open(cli.data_dir, cli.catalog)?);
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .context("cannot start the async runtime")?;
+            runtime.block_on(authorize(patchbay, &name, no_browser, port))?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Paths => {
             let paths = Paths::resolve(cli.data_dir)?.with_catalog_override(cli.catalog)?;
             writeln!(out, "user catalog:    {}", paths.user_catalog().display())?;
@@ -209,6 +238,77 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 paths.keychain_account
             )?;
             Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+/// How long `authorize` waits for the browser to come back to the receiver.
+const BROWSER_WAIT: Duration = Duration::from_secs(10 * 60);
+
+async fn authorize(patchbay: Arc<Patchbay>, name: &str, no_browser: bool, port: u16) -> Result<()> {
+    let auth = Authorizer::new(
+        patchbay,
+        AuthorizerOptions {
+            port,
+            ..AuthorizerOptions::default()
+        },
+    );
+    let result = authorize_once(&auth, name, no_browser).await;
+    // A registration the server forgot was dropped: register anew, once.
+    let result = match result {
+        Err(CoreError::OAuth(OAuthError::RegistrationForgotten { .. })) => {
+            eprintln!("The server no longer knows Patchbay's registration; registering again.");
+            authorize_once(&auth, name, no_browser).await
+        }
+        other => other,
+    };
+    auth.shutdown().await;
+    result?;
+    println!("Authorized {name}: the credential is stored in the vault.");
+    Ok(())
+}
+
+async fn authorize_once(auth: &Authorizer, name: &str, no_browser: bool) -> Result<(), CoreError> {
+    let started = auth
+        .start(
+            name,
+            StartOptions {
+                open_browser: !no_browser,
+            },
+        )
+        .await?;
+    if let Some(notice) = &started.notice {
+        eprintln!("{notice}");
+    }
+    if no_browser {
+        println!(
+            "Open this address in a browser and approve access:\n\n  {}\n",
+            started.authorize_url
+        );
+    } else {
+        println!(
+            "Opened the consent page in your browser. If it did not open, visit:\n\n  {}\n",
+            started.authorize_url
+        );
+    }
+    match &started.completion {
+        Completion::Receiver { .. } => {
+            println!("Waiting for the browser…");
+            auth.wait_for(name, BROWSER_WAIT).await
+        }
+        Completion::PasteBack { redirect_uri, why } => {
+            println!("Finish by pasting ({why}).");
+            println!(
+                "After approving, the browser goes to {redirect_uri}; paste that whole address (or just the code) here:"
+            );
+            let line = tokio::task::spawn_blocking(|| {
+                let mut line = String::new();
+                std::io::stdin().read_line(&mut line).map(|_| line)
+            })
+            .await
+            .map_err(|e| CoreError::Invalid(format!("cannot read standard input: {e}")))?
+            .map_err(|e| CoreError::Invalid(format!("cannot read standard input: {e}")))?;
+            auth.complete_pasted(name, &line).await
         }
     }
 }

@@ -10,7 +10,14 @@ fn help_lists_every_command() {
         .unwrap();
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
-    for command in ["status", "offered", "secret", "unclaimed", "paths"] {
+    for command in [
+        "status",
+        "offered",
+        "secret",
+        "unclaimed",
+        "authorize",
+        "paths",
+    ] {
         assert!(text.contains(command), "{command} missing from:\n{text}");
     }
 }
@@ -22,4 +29,31 @@ fn an_unknown_command_exits_with_two() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn authorize_refuses_a_server_the_catalog_does_not_have() {
+    let dir = tempfile::tempdir().unwrap();
+    let catalog = dir.path().join("catalog.json");
+    std::fs::write(
+        &catalog,
+        r#"{"mcpServers":{"local":{"type":"stdio","command":"true"}}}"#,
+    )
+    .unwrap();
+    for (name, expected) in [
+        ("elsewhere", "only catalog servers can be authorized"),
+        ("local", "local (stdio) server"),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_patchbay"))
+            .arg("--data-dir")
+            .arg(dir.path())
+            .arg("--catalog")
+            .arg(&catalog)
+            .args(["authorize", name, "--no-browser"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(expected), "{err}");
+    }
 }

@@ -8,6 +8,13 @@ pub enum CoreError {
     Vault(#[from] patchbay_vault::VaultError),
     #[error("{0}")]
     Invalid(String),
+    #[error(transparent)]
+    OAuth(#[from] patchbay_oauth::OAuthError),
+    #[error("no authorization of {connector} completed within {} seconds", .after.as_secs())]
+    WaitTimedOut {
+        connector: String,
+        after: std::time::Duration,
+    },
     #[error("cannot watch {path}: {message}")]
     Watch {
         path: std::path::PathBuf,

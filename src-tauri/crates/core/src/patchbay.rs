@@ -44,6 +44,20 @@ impl Patchbay {
         &self.vault
     }
 
+    /// "Now", from the injected clock.
+    pub fn now(&self) -> DateTime<Utc> {
+        (self.clock)()
+    }
+
+    /// A `${VAR}`'s value: the vault first, then the process environment. `None` when neither
+    /// has it (or the vault's keychain did not answer and the environment has none).
+    pub fn resolve_variable(&self, name: &str) -> Option<String> {
+        match self.vault.variable(name) {
+            Ok(Some(secret)) => Some(secret.expose().to_owned()),
+            Ok(None) | Err(_) => std::env::var(name).ok(),
+        }
+    }
+
     pub fn catalog(&self) -> Catalog {
         load(&self.paths.catalog_sources())
     }

@@ -72,6 +72,11 @@ impl Paths {
         self.config_dir.join(USER_CATALOG_FILE)
     }
 
+    /// The user's pre-registered OAuth clients (`oauth-clients.json`), beside the user catalog.
+    pub fn oauth_clients_file(&self) -> PathBuf {
+        self.config_dir.join(patchbay_oauth::CLIENTS_FILE)
+    }
+
     pub fn database(&self) -> PathBuf {
         self.data_dir.join(DATABASE_FILE)
     }

@@ -17,8 +17,9 @@ pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Append only: each entry runs once per database, in order (tracked in `user_version`).
 fn migrations() -> Migrations<'static> {
-    Migrations::new(vec![M::up(
-        r#"
+    Migrations::new(vec![
+        M::up(
+            r#"
 CREATE TABLE credentials (
     key               TEXT PRIMARY KEY NOT NULL,
     server_name       TEXT NOT NULL,
@@ -50,7 +51,46 @@ CREATE TABLE vault_meta (
     value BLOB NOT NULL
 ) STRICT;
 "#,
-    )])
+        ),
+        // OAuth: dynamic client registrations per authorization server, and flows waiting for
+        // their callback. Secrets (client secrets, PKCE verifiers) are sealed like tokens.
+        M::up(
+            r#"
+CREATE TABLE registrations (
+    issuer               TEXT NOT NULL,
+    redirect_uri         TEXT NOT NULL,
+    client_id            TEXT NOT NULL,
+    client_secret_sealed BLOB,
+    token_auth_method    TEXT,
+    created_at_ms        INTEGER NOT NULL,
+    PRIMARY KEY (issuer, redirect_uri)
+) STRICT;
+
+CREATE TABLE pending_flows (
+    state                  TEXT PRIMARY KEY NOT NULL,
+    connector              TEXT NOT NULL,
+    credential_key         TEXT NOT NULL,
+    server_url             TEXT NOT NULL,
+    issuer                 TEXT NOT NULL,
+    authorization_endpoint TEXT NOT NULL,
+    token_endpoint         TEXT NOT NULL,
+    client_id              TEXT NOT NULL,
+    client_secret_sealed   BLOB,
+    token_auth_method      TEXT NOT NULL,
+    client_registered      INTEGER NOT NULL,
+    verifier_sealed        BLOB NOT NULL,
+    redirect_uri           TEXT NOT NULL,
+    resource               TEXT,
+    scopes                 TEXT,
+    manual                 INTEGER NOT NULL,
+    iss_required           INTEGER NOT NULL,
+    created_at_ms          INTEGER NOT NULL,
+    expires_at_ms          INTEGER NOT NULL
+) STRICT;
+CREATE INDEX pending_flows_expiry ON pending_flows (expires_at_ms);
+"#,
+        ),
+    ])
 }
 
 pub(crate) const CANARY_KEY: &str = "canary";
@@ -99,7 +139,9 @@ fn restrict_permissions(_path: &Path) -> Result<(), VaultError> {
 /// losing it loses nothing).
 pub(crate) fn has_sealed(conn: &Connection) -> Result<bool, VaultError> {
     Ok(conn.query_row(
-        "SELECT EXISTS(SELECT 1 FROM variables) OR EXISTS(SELECT 1 FROM credentials)",
+        "SELECT EXISTS(SELECT 1 FROM variables) OR EXISTS(SELECT 1 FROM credentials)
+             OR EXISTS(SELECT 1 FROM registrations WHERE client_secret_sealed IS NOT NULL)
+             OR EXISTS(SELECT 1 FROM pending_flows)",
         [],
         |r| r.get(0),
     )?)

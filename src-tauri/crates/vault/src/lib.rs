@@ -8,12 +8,14 @@
 
 mod db;
 pub mod error;
+mod oauth;
 mod seal;
 pub mod secret;
 pub mod store;
 mod vault;
 
 pub use error::VaultError;
+pub use oauth::{PendingFlow, PendingFlowInfo, Registration};
 pub use secret::Secret;
 pub use store::{KeyringStore, MemoryStore, SecretStore, StoreError};
 pub use vault::{CredentialRow, TokenSet, VariableInfo, Vault, KEYCHAIN_SERVICE};

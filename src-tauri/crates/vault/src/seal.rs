@@ -21,6 +21,12 @@ pub(crate) enum Kind {
     AccessToken,
     RefreshToken,
     Canary,
+    /// A dynamically registered client's secret (name: issuer + redirect URI).
+    RegistrationSecret,
+    /// A pending flow's PKCE verifier (name: its state).
+    FlowVerifier,
+    /// A pending flow's client secret (name: its state).
+    FlowClientSecret,
 }
 
 impl Kind {
@@ -30,6 +36,9 @@ impl Kind {
             Kind::AccessToken => "credential.access",
             Kind::RefreshToken => "credential.refresh",
             Kind::Canary => "meta.canary",
+            Kind::RegistrationSecret => "registration.client_secret",
+            Kind::FlowVerifier => "pending_flow.verifier",
+            Kind::FlowClientSecret => "pending_flow.client_secret",
         }
     }
 }

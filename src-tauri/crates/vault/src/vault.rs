@@ -303,8 +303,13 @@ impl Vault {
     pub fn discard_sealed_secrets(&self) -> Result<usize, VaultError> {
         let mut conn = self.conn();
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let n =
-            tx.execute("DELETE FROM variables", [])? + tx.execute("DELETE FROM credentials", [])?;
+        let n = tx.execute("DELETE FROM variables", [])?
+            + tx.execute("DELETE FROM credentials", [])?
+            + tx.execute(
+                "DELETE FROM registrations WHERE client_secret_sealed IS NOT NULL",
+                [],
+            )?
+            + tx.execute("DELETE FROM pending_flows", [])?;
         tx.execute("DELETE FROM vault_meta WHERE key = ?1", [CANARY_KEY])?;
         tx.commit()?;
         *lock(&self.key) = None;
@@ -313,7 +318,7 @@ impl Vault {
 
     // ---- master key ----
 
-    fn master_key(&self) -> Result<MasterKey, VaultError> {
+    pub(crate) fn master_key(&self) -> Result<MasterKey, VaultError> {
         // Lock order: key, then conn. Nothing takes them the other way round.
         let mut cached = lock(&self.key);
         if let Some(key) = cached.as_ref() {
@@ -383,7 +388,7 @@ impl Vault {
         }
     }
 
-    fn conn(&self) -> MutexGuard<'_, Connection> {
+    pub(crate) fn conn(&self) -> MutexGuard<'_, Connection> {
         lock(&self.conn)
     }
 }

@@ -1,0 +1,405 @@
+//! Which client Patchbay is at an authorization server, in the order the MCP authorization spec
+//! gives: the catalog's `oauth.clientId` used verbatim; a pre-registered client from the user's
+//! `oauth-clients.json` (which may also give the endpoints and skip discovery); dynamic client
+//! registration (RFC 7591); otherwise a clear error saying what to configure.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use patchbay_vault::Secret;
+use serde_json::{json, Value};
+
+use crate::http::Http;
+use crate::OAuthError;
+
+/// The user's file of pre-registered clients, in the config directory.
+pub const CLIENTS_FILE: &str = "oauth-clients.json";
+
+/// One entry of `oauth-clients.json`. Debug redacts the secret.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PreRegistered {
+    pub client_id: String,
+    /// Literal, or `${VAR}` resolved vault-first then environment (kept unexpanded here).
+    pub client_secret: Option<Secret>,
+    pub authorization_endpoint: Option<String>,
+    pub token_endpoint: Option<String>,
+    pub scopes: Vec<String>,
+    pub redirect_uri: Option<String>,
+    pub manual: bool,
+    /// `Some("")` suppresses the resource indicator.
+    pub resource: Option<String>,
+}
+
+impl PreRegistered {
+    /// Both endpoints given: discovery is skipped.
+    pub fn endpoints(&self) -> Option<(&str, &str)> {
+        Some((
+            self.authorization_endpoint.as_deref()?,
+            self.token_endpoint.as_deref()?,
+        ))
+    }
+}
+
+/// Reads `<config_dir>/oauth-clients.json`: an empty map when the file does not exist, a clear
+/// error naming the file and the field when it is malformed.
+pub fn load_clients_file(path: &Path) -> Result<BTreeMap<String, PreRegistered>, OAuthError> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
+        Err(e) => {
+            return Err(file_error(path, "(file)", format!("cannot read it: {e}")));
+        }
+    };
+    parse_clients(&text, path)
+}
+
+fn file_error(path: &Path, field: &str, message: String) -> OAuthError {
+    OAuthError::ClientsFile {
+        path: path.display().to_string(),
+        field: field.to_string(),
+        message,
+    }
+}
+
+/// Parses the text of an `oauth-clients.json`.
+pub fn parse_clients(
+    text: &str,
+    path: &Path,
+) -> Result<BTreeMap<String, PreRegistered>, OAuthError> {
+    let value: Value = serde_json::from_str(text).map_err(|e| {
+        file_error(
+            path,
+            &format!("line {}, column {}", e.line(), e.column()),
+            format!("not valid JSON: {e}"),
+        )
+    })?;
+    let Value::Object(servers) = value else {
+        return Err(file_error(
+            path,
+            "(top level)",
+            "must be an object mapping server names to clients".into(),
+        ));
+    };
+    let mut out = BTreeMap::new();
+    for (name, entry) in servers {
+        let Value::Object(obj) = entry else {
+            return Err(file_error(path, &name, "must be an object".into()));
+        };
+        let field = |key: &str| format!("{name}.{key}");
+        let string = |key: &str| -> Result<Option<String>, OAuthError> {
+            match obj.get(key) {
+                None | Some(Value::Null) => Ok(None),
+                Some(Value::String(s)) => Ok(Some(s.clone())),
+                Some(_) => Err(file_error(path, &field(key), "must be a string".into())),
+            }
+        };
+        let url = |key: &str| -> Result<Option<String>, OAuthError> {
+            let value = string(key)?;
+            if let Some(v) = &value {
+                let ok = url::Url::parse(v)
+                    .map(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some())
+                    .unwrap_or(false);
+                if !ok {
+                    return Err(file_error(
+                        path,
+                        &field(key),
+                        "must be an http:// or https:// URL".into(),
+                    ));
+                }
+            }
+            Ok(value)
+        };
+        let known = [
+            "clientId",
+            "clientSecret",
+            "authorizationEndpoint",
+            "tokenEndpoint",
+            "scopes",
+            "redirectUri",
+            "manual",
+            "resource",
+        ];
+        if let Some(unknown) = obj.keys().find(|k| !known.contains(&k.as_str())) {
+            return Err(file_error(
+                path,
+                &field(unknown),
+                format!("unknown field; expected one of {}", known.join(", ")),
+            ));
+        }
+        let client_id = string("clientId")?
+            .filter(|s| !s.trim().is_empty())
+            .ok_or_else(|| file_error(path, &field("clientId"), "is required".into()))?;
+        let scopes = match obj.get("scopes") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Array(items)) => items
+                .iter()
+                .map(|s| {
+                    s.as_str().map(str::to_string).ok_or_else(|| {
+                        file_error(path, &field("scopes"), "must be a list of strings".into())
+                    })
+                })
+                .collect::<Result<_, _>>()?,
+            Some(Value::String(s)) => s.split_whitespace().map(str::to_string).collect(),
+            Some(_) => {
+                return Err(file_error(
+                    path,
+                    &field("scopes"),
+                    "must be a list of strings".into(),
+                ))
+            }
+        };
+        let manual = match obj.get("manual") {
+            None | Some(Value::Null) => false,
+            Some(Value::Bool(b)) => *b,
+            Some(_) => {
+                return Err(file_error(
+                    path,
+                    &field("manual"),
+                    "must be true or false".into(),
+                ))
+            }
+        };
+        let entry = PreRegistered {
+            client_id,
+            client_secret: string("clientSecret")?.map(Secret::new),
+            authorization_endpoint: url("authorizationEndpoint")?,
+            token_endpoint: url("tokenEndpoint")?,
+            scopes,
+            redirect_uri: url("redirectUri")?,
+            manual,
+            resource: string("resource")?,
+        };
+        if entry.authorization_endpoint.is_some() != entry.token_endpoint.is_some() {
+            return Err(file_error(
+                path,
+                &field("tokenEndpoint"),
+                "authorizationEndpoint and tokenEndpoint go together: give both or neither".into(),
+            ));
+        }
+        out.insert(name, entry);
+    }
+    Ok(out)
+}
+
+/// Expands `${VAR}` placeholders in a client secret with `resolve` (vault first, then the
+/// environment). A literal secret passes through.
+pub fn resolve_secret(
+    field: &str,
+    value: &Secret,
+    resolve: &dyn Fn(&str) -> Option<String>,
+) -> Result<Secret, OAuthError> {
+    patchbay_catalog::expand(value.expose(), resolve)
+        .map(Secret::new)
+        .map_err(|names| OAuthError::MissingVariable {
+            field: field.to_string(),
+            name: names.into_iter().next().unwrap_or_default(),
+        })
+}
+
+/// The client-authentication method at the token endpoint: `none` without a secret; with one,
+/// `client_secret_basic` unless the server lists only `client_secret_post` (RFC 6749 §2.3.1
+/// makes basic the one every server supports; RFC 8414 defaults the list to it).
+pub fn token_auth_method(has_secret: bool, supported: Option<&[String]>) -> &'static str {
+    if !has_secret {
+        return "none";
+    }
+    match supported {
+        Some(list)
+            if !list.iter().any(|m| m == "client_secret_basic")
+                && list.iter().any(|m| m == "client_secret_post") =>
+        {
+            "client_secret_post"
+        }
+        _ => "client_secret_basic",
+    }
+}
+
+/// A client obtained by dynamic registration. Debug redacts the secret.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Registered {
+    pub client_id: String,
+    pub client_secret: Option<Secret>,
+    pub token_auth_method: String,
+}
+
+/// Dynamic client registration (RFC 7591) as a native public client; a confidential one only
+/// when the server lists auth methods and `none` is not among them.
+pub async fn register(
+    http: &Http,
+    registration_endpoint: &str,
+    redirect_uri: &str,
+    auth_methods: Option<&[String]>,
+    scope: Option<&str>,
+) -> Result<Registered, OAuthError> {
+    let method = match auth_methods {
+        Some(list) if !list.is_empty() && !list.iter().any(|m| m == "none") => {
+            token_auth_method(true, Some(list))
+        }
+        _ => "none",
+    };
+    let mut body = json!({
+        "client_name": "Patchbay",
+        "application_type": "native",
+        "redirect_uris": [redirect_uri],
+        "grant_types": ["authorization_code", "refresh_token"],
+        "response_types": ["code"],
+        "token_endpoint_auth_method": method,
+    });
+    if let Some(scope) = scope {
+        body["scope"] = json!(scope);
+    }
+    let request = http
+        .client()
+        .post(registration_endpoint)
+        .header(reqwest::header::ACCEPT, "application/json")
+        .json(&body);
+    let answer = http.send(registration_endpoint, request).await?;
+    let failed = |message: String| OAuthError::Registration {
+        url: registration_endpoint.to_string(),
+        message,
+    };
+    if answer.status.is_server_error() {
+        return Err(crate::discovery::status_error(&answer));
+    }
+    let v = answer.json()?;
+    if !answer.status.is_success() {
+        let error = v.get("error").and_then(Value::as_str).unwrap_or("error");
+        let description = v
+            .get("error_description")
+            .and_then(Value::as_str)
+            .map(|d| format!(": {d}"))
+            .unwrap_or_default();
+        return Err(failed(format!(
+            "HTTP {} {error}{description}",
+            answer.status.as_u16()
+        )));
+    }
+    let client_id = v
+        .get("client_id")
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .ok_or_else(|| failed("the answer has no client_id".into()))?
+        .to_string();
+    let client_secret = v
+        .get("client_secret")
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .map(Secret::new);
+    let registered_method = v
+        .get("token_endpoint_auth_method")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    let token_auth_method = match (&client_secret, registered_method) {
+        (None, _) => "none".to_string(),
+        (Some(_), Some(m)) if m == "client_secret_post" || m == "client_secret_basic" => m,
+        (Some(_), _) => token_auth_method(true, auth_methods).to_string(),
+    };
+    Ok(Registered {
+        client_id,
+        client_secret,
+        token_auth_method,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p() -> &'static Path {
+        Path::new("/cfg/oauth-clients.json")
+    }
+
+    #[test]
+    fn clients_file_parses_every_field() {
+        let map = parse_clients(
+            r#"{ "slack": { "clientId": "1.2", "clientSecret": "${SLACK_SECRET}",
+                 "authorizationEndpoint": "https://slack.com/oauth/v2/authorize",
+                 "tokenEndpoint": "https://slack.com/api/oauth.v2.access",
+                 "scopes": ["a", "b"], "redirectUri": "http://localhost:3118/callback",
+                 "manual": true, "resource": "" } }"#,
+            p(),
+        )
+        .unwrap();
+        let slack = &map["slack"];
+        assert_eq!(slack.client_id, "1.2");
+        assert_eq!(
+            slack.client_secret.as_ref().unwrap().expose(),
+            "${SLACK_SECRET}"
+        );
+        assert_eq!(slack.scopes, vec!["a", "b"]);
+        assert!(slack.manual);
+        assert_eq!(slack.resource.as_deref(), Some(""));
+        assert!(slack.endpoints().is_some());
+        assert!(!format!("{slack:?}").contains("SLACK_SECRET"));
+    }
+
+    #[test]
+    fn a_bad_file_names_file_and_field() {
+        let cases = [
+            (r#"{ "x": { } }"#, "x.clientId"),
+            (r#"{ "x": { "clientId": 5 } }"#, "x.clientId"),
+            (
+                r#"{ "x": { "clientId": "c", "manual": "yes" } }"#,
+                "x.manual",
+            ),
+            (r#"{ "x": { "clientId": "c", "scopes": [1] } }"#, "x.scopes"),
+            (
+                r#"{ "x": { "clientId": "c", "tokenEndpoint": "ftp://t" } }"#,
+                "x.tokenEndpoint",
+            ),
+            (
+                r#"{ "x": { "clientId": "c", "tokenEndpoint": "https://t" } }"#,
+                "x.tokenEndpoint",
+            ),
+            (
+                r#"{ "x": { "clientId": "c", "clientSecrt": "s" } }"#,
+                "x.clientSecrt",
+            ),
+            (r#"{ "x": 1 }"#, "x"),
+            (r#"[]"#, "(top level)"),
+            (r#"{ "x": "#, "line 1"),
+        ];
+        for (text, field) in cases {
+            let err = parse_clients(text, p()).unwrap_err();
+            let msg = err.to_string();
+            assert!(msg.starts_with("/cfg/oauth-clients.json: "), "{msg}");
+            assert!(msg.contains(field), "{text}: {msg}");
+        }
+        assert!(
+            load_clients_file(Path::new("/nonexistent/oauth-clients.json"))
+                .unwrap()
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn auth_method_follows_the_servers_list() {
+        assert_eq!(token_auth_method(false, None), "none");
+        assert_eq!(token_auth_method(true, None), "client_secret_basic");
+        let post = vec!["client_secret_post".to_string()];
+        assert_eq!(token_auth_method(true, Some(&post)), "client_secret_post");
+        let both = vec![
+            "client_secret_post".to_string(),
+            "client_secret_basic".to_string(),
+        ];
+        assert_eq!(token_auth_method(true, Some(&both)), "client_secret_basic");
+    }
+
+    #[test]
+    fn secrets_expand_vault_first_placeholders() {
+        let resolve = |n: &str| (n == "S").then(|| "value".to_string());
+        assert_eq!(
+            resolve_secret("oauth.clientSecret", &Secret::new("${S}"), &resolve)
+                .unwrap()
+                .expose(),
+            "value"
+        );
+        let err = resolve_secret("oauth.clientSecret", &Secret::new("${NOPE}"), &resolve)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("NOPE") && err.contains("oauth.clientSecret"),
+            "{err}"
+        );
+    }
+}
