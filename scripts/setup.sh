@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what building and testing Patchbay needs on Debian 12 / Ubuntu, and nothing that is
 # already there: apt packages (skipped entirely when dpkg has them all), Node and npm, the Rust
-# components rustfmt and clippy, and ui/node_modules. Safe to run again and again.
+# components rustfmt and clippy, ui/node_modules, and tests/node/node_modules (the MCP SDK's example
+# OAuth server the end-to-end tests run on loopback). Safe to run again and again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -57,4 +58,8 @@ fi
 if [ ! -d ui/node_modules ]; then
   echo "setup: npm ci in ui/"
   npm --prefix ui ci --no-audit --no-fund
+fi
+if [ ! -d tests/node/node_modules ]; then
+  echo "setup: npm ci in tests/node/"
+  npm --prefix tests/node ci --no-audit --no-fund
 fi

@@ -9,6 +9,7 @@ fn main() {
             "get_status",
             "delete_unclaimed_credential",
             "start_authorization",
+            "complete_authorization",
         ]));
     if let Err(error) = tauri_build::try_build(attributes) {
         panic!("tauri-build failed: {error:#}");

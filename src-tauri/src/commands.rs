@@ -4,11 +4,9 @@
 
 use crate::{error::IpcError, AppState};
 use patchbay_catalog::CredentialKey;
+use patchbay_core::{StartOptions, Started};
 use patchbay_status::StatusReport;
 use tauri::State;
-
-/// What `start_authorization` answers until the OAuth flow lands.
-pub const AUTHORIZE_NOT_AVAILABLE: &str = "This build of Patchbay shows status only: running the consent flow from here is not built yet.";
 
 /// The status of every connector (docs/status-json.md).
 #[tauri::command]
@@ -28,9 +26,25 @@ pub async fn delete_unclaimed_credential(
     Ok(state.refresh())
 }
 
-/// Start authorizing a connector: not available yet.
+/// Start authorizing a catalog connector: the consent page opens in the system browser; the
+/// answer says how the flow finishes (the receiver, or a paste into `complete_authorization`).
 #[tauri::command]
-pub async fn start_authorization(name: String) -> Result<(), IpcError> {
-    let _ = name;
-    Err(IpcError::new("not_available", AUTHORIZE_NOT_AVAILABLE))
+pub async fn start_authorization(
+    state: State<'_, AppState>,
+    name: String,
+) -> Result<Started, IpcError> {
+    let open_browser = StartOptions { open_browser: true };
+    Ok(state.authorizer().start(&name, open_browser).await?)
+}
+
+/// Finish a paste-back flow from the redirected address (or the bare code), then answer the new
+/// status.
+#[tauri::command]
+pub async fn complete_authorization(
+    state: State<'_, AppState>,
+    name: String,
+    pasted: String,
+) -> Result<StatusReport, IpcError> {
+    state.authorizer().complete_pasted(&name, &pasted).await?;
+    Ok(state.refresh())
 }

@@ -1,38 +1,25 @@
 //! Errors at the IPC edge: what the Connectors window receives from a failed command,
-//! `{ "kind": "...", "message": "..." }`, never a secret value.
+//! `{ "kind": "...", "message": "..." }`, never a secret value. The kinds are patchbay-core's
+//! (`CoreError::kind`).
 
 use patchbay_core::CoreError;
 use serde::Serialize;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct IpcError {
-    /// A stable machine-readable kind: `no_home`, `secret_store`, `invalid`, `watch`,
-    /// `not_available`, `internal`.
+    /// A stable machine-readable kind: `no_home`, `secret_store`, `invalid`, `not_authorizable`,
+    /// `invalid_input`, `oauth`, `timed_out`, `watch`.
     pub kind: &'static str,
     /// An English sentence for the user.
     pub message: String,
 }
 
-impl IpcError {
-    pub fn new(kind: &'static str, message: impl Into<String>) -> IpcError {
-        IpcError {
-            kind,
-            message: message.into(),
-        }
-    }
-}
-
 impl From<CoreError> for IpcError {
     fn from(error: CoreError) -> IpcError {
-        let kind = match &error {
-            CoreError::NoHome => "no_home",
-            CoreError::Vault(_) => "secret_store",
-            CoreError::Invalid(_) => "invalid",
-            CoreError::Watch { .. } => "watch",
-            #[allow(unreachable_patterns)]
-            _ => "internal",
-        };
-        IpcError::new(kind, error.to_string())
+        IpcError {
+            kind: error.kind(),
+            message: error.to_string(),
+        }
     }
 }
 
@@ -48,10 +35,10 @@ mod tests {
 
     #[test]
     fn serializes_as_kind_and_message() {
-        let e = IpcError::from(CoreError::Invalid("bad key".into()));
+        let e = IpcError::from(CoreError::NotAuthorizable("x cannot be authorized".into()));
         assert_eq!(
             serde_json::to_value(&e).unwrap(),
-            serde_json::json!({ "kind": "invalid", "message": "bad key" })
+            serde_json::json!({ "kind": "not_authorizable", "message": "x cannot be authorized" })
         );
     }
 }

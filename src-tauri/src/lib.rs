@@ -1,7 +1,10 @@
-//! Patchbay's tray app: a thin Tauri shell over patchbay-core. It keeps one `Patchbay`, shows
-//! the status as a tray badge and menu, opens the Connectors window on demand, serves that
-//! window three commands (`commands`), and pushes `status-changed` whenever the catalogs or the
-//! vault change (patchbay-core's watcher) or a token's expiry passes (its 30 s tick).
+//! Patchbay's tray app: a thin Tauri shell over patchbay-core. It keeps one `Patchbay` and one
+//! `Authorizer`, shows the status as a tray badge and menu, opens the Connectors window on
+//! demand, serves that window four commands (`commands`), and pushes `status-changed` whenever
+//! the catalogs or the vault change (patchbay-core's watcher; a completed authorization writes
+//! the vault) or a token's expiry passes (its 30 s tick). `patchbay://authorize/NAME` links
+//! (parsed by `patchbay_core::deeplink`) and the tray's "Authorize …" items open the window at
+//! that row and start the same flow as its button.
 
 mod commands;
 mod error;
@@ -10,12 +13,13 @@ mod window;
 
 pub use error::IpcError;
 
+use patchbay_core::deeplink::{self, DeepLink, DeepLinkError};
 use patchbay_core::tray_model::TrayModel;
-use patchbay_core::{watch, Patchbay, Paths};
+use patchbay_core::{watch, Authorizer, AuthorizerOptions, Patchbay, Paths};
 use patchbay_status::StatusReport;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tauri::{AppHandle, Emitter, Manager, RunEvent};
+use tauri::{AppHandle, Emitter, Manager, RunEvent, Runtime};
 
 /// The event carrying a fresh `StatusReport` to the Connectors window.
 pub const STATUS_EVENT: &str = "status-changed";
@@ -24,9 +28,11 @@ pub const SHOW_FLAG: &str = "--show";
 /// How often the status is recomputed even when no file changed (expiry-driven transitions).
 const TICK: Duration = Duration::from_secs(30);
 
-/// The app's state: the one core facade, and the handle that keeps the watcher alive.
+/// The app's state: the one core facade, the one Authorizer over it, and the handle that keeps
+/// the watcher alive.
 pub struct AppState {
-    core: Mutex<Patchbay>,
+    core: Arc<Patchbay>,
+    authorizer: Authorizer,
     app: AppHandle,
     watch: Mutex<Option<watch::Watch>>,
     /// The last report pushed to the tray and the window, to skip pushes that change nothing
@@ -35,10 +41,12 @@ pub struct AppState {
 }
 
 impl AppState {
-    fn core(&self) -> MutexGuard<'_, Patchbay> {
-        self.core
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    fn core(&self) -> &Patchbay {
+        &self.core
+    }
+
+    fn authorizer(&self) -> &Authorizer {
+        &self.authorizer
     }
 
     fn status(&self) -> StatusReport {
@@ -72,19 +80,44 @@ impl AppState {
 
 fn setup(app: &mut tauri::App) -> Result<(), Box<dyn std::error::Error>> {
     let paths = Paths::resolve(None)?;
-    let core = Patchbay::open(paths.clone())?;
+    let core = Arc::new(Patchbay::open(paths.clone())?);
     let report = core.status();
     let handle = app.handle().clone();
     app.manage(AppState {
-        core: Mutex::new(core),
+        authorizer: Authorizer::new(core.clone(), AuthorizerOptions::default()),
+        core,
         app: handle.clone(),
         watch: Mutex::new(None),
         last: Mutex::new(Some(report.clone())),
     });
     tray::create(&handle, &report)?;
-    // A tray app opens no window at startup, unless asked (a launcher entry, end-to-end tests).
-    if std::env::args().skip(1).any(|a| a == SHOW_FLAG) {
+    // A tray app opens no window at startup, unless asked (a launcher entry, end-to-end tests)
+    // or started by the OS for a link (Linux, Windows: the link is an argument; a second launch
+    // forwards its arguments through the single-instance plugin, see `run`).
+    if let Some(link) = deeplink::from_args(std::env::args()) {
+        open_link(&handle, link);
+    } else if std::env::args().skip(1).any(|a| a == SHOW_FLAG) {
         window::show_connectors(&handle, None);
+    }
+    #[cfg(target_os = "linux")]
+    {
+        // Registers patchbay:// with the desktop (a .desktop handler and xdg-mime), so that a
+        // link works without an installed package.
+        use tauri_plugin_deep_link::DeepLinkExt;
+        if let Err(error) = app.deep_link().register_all() {
+            tracing::warn!("cannot register the patchbay:// link handler: {error}");
+        }
+    }
+    #[cfg(target_os = "macos")]
+    {
+        // macOS delivers links as events, not arguments.
+        use tauri_plugin_deep_link::DeepLinkExt;
+        let on_link = handle.clone();
+        app.deep_link().on_open_url(move |event| {
+            for url in event.urls() {
+                open_link(&on_link, deeplink::parse(url.as_str()));
+            }
+        });
     }
 
     let on_change = handle.clone();
@@ -100,6 +133,18 @@ fn setup(app: &mut tauri::App) -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
+/// Act on a `patchbay://` link: open the window at the row and start authorizing it. A link that
+/// does not parse is logged (never echoed) and only shows the window.
+fn open_link<R: Runtime>(app: &AppHandle<R>, link: Result<DeepLink, DeepLinkError>) {
+    match link {
+        Ok(DeepLink::Authorize { connector }) => window::authorize(app, &connector),
+        Err(error) => {
+            tracing::warn!("ignoring a patchbay:// link: {error}");
+            window::show_connectors(app, None);
+        }
+    }
+}
+
 /// Run the tray app until "Quit".
 pub fn run() {
     tracing_subscriber::fmt()
@@ -111,14 +156,20 @@ pub fn run() {
         .init();
 
     let built = tauri::Builder::default()
-        // First, so that a second launch only focuses the running one's window.
-        .plugin(tauri_plugin_single_instance::init(|app, _argv, _cwd| {
-            window::show_connectors(app, None);
-        }))
+        // First, so that a second launch only focuses the running one's window, or hands it
+        // the link it was started with.
+        .plugin(tauri_plugin_single_instance::init(
+            |app, argv, _cwd| match deeplink::from_args(&argv) {
+                Some(link) => open_link(app, link),
+                None => window::show_connectors(app, None),
+            },
+        ))
+        .plugin(tauri_plugin_deep_link::init())
         .invoke_handler(tauri::generate_handler![
             commands::get_status,
             commands::delete_unclaimed_credential,
             commands::start_authorization,
+            commands::complete_authorization,
         ])
         .setup(setup)
         .build(tauri::generate_context!("../tauri.conf.json"));
@@ -129,14 +180,18 @@ pub fn run() {
             std::process::exit(1);
         }
     };
-    app.run(|_app, event| {
+    app.run(|app, event| match event {
         // Closing the Connectors window must not quit a tray app; "Quit" calls exit(0), which
         // carries a code.
-        if let RunEvent::ExitRequested {
+        RunEvent::ExitRequested {
             code: None, api, ..
-        } = event
-        {
-            api.prevent_exit();
+        } => api.prevent_exit(),
+        // Stop the loopback receiver if a flow is still pending.
+        RunEvent::Exit => {
+            if let Some(state) = app.try_state::<AppState>() {
+                tauri::async_runtime::block_on(state.authorizer.shutdown());
+            }
         }
+        _ => {}
     });
 }

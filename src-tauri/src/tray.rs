@@ -1,10 +1,12 @@
 //! The tray icon: the badge image from patchbay-core, a tooltip with the headline, and a menu
-//! listing what needs attention, then "Open Connectors" and "Quit". Left-click opens the window
-//! on Windows and macOS; on Linux (AppIndicator) every click shows the menu.
+//! listing what needs attention ("Authorize Notion…" starts that connector's authorization in the
+//! Connectors window; the other lines open the window at their row), then "Open Connectors" and
+//! "Quit". Left-click opens the window on Windows and macOS; on Linux (AppIndicator) every click
+//! shows the menu.
 
 use crate::window;
 use patchbay_core::badge;
-use patchbay_core::tray_model::TrayModel;
+use patchbay_core::tray_model::{TrayItem, TrayModel};
 use patchbay_status::StatusReport;
 use tauri::image::Image;
 use tauri::menu::{Menu, MenuItem, PredefinedMenuItem};
@@ -14,7 +16,6 @@ use tauri::{AppHandle, Runtime};
 pub const TRAY_ID: &str = "patchbay";
 const OPEN: &str = "open";
 const QUIT: &str = "quit";
-const CONNECTOR_PREFIX: &str = "connector:";
 /// Rendered at 64 px; the OS scales it to the tray's size.
 const ICON_SIZE: u32 = 64;
 
@@ -40,10 +41,9 @@ fn menu<R: Runtime>(app: &AppHandle<R>, model: &TrayModel) -> tauri::Result<Menu
     )?)?;
     menu.append(&PredefinedMenuItem::separator(app)?)?;
     for item in &model.items {
-        let id = format!("{CONNECTOR_PREFIX}{}", item.connector);
         menu.append(&MenuItem::with_id(
             app,
-            id,
+            item.id(),
             &item.label,
             true,
             None::<&str>,
@@ -75,11 +75,11 @@ pub fn create<R: Runtime>(app: &AppHandle<R>, report: &StatusReport) -> tauri::R
             match id {
                 OPEN => window::show_connectors(app, None),
                 QUIT => app.exit(0),
-                _ => {
-                    if let Some(name) = id.strip_prefix(CONNECTOR_PREFIX) {
-                        window::show_connectors(app, Some(name));
-                    }
-                }
+                _ => match TrayItem::parse_id(id) {
+                    Some((name, true)) => window::authorize(app, name),
+                    Some((name, false)) => window::show_connectors(app, Some(name)),
+                    None => {}
+                },
             }
         })
         .on_tray_icon_event(|tray, event| {

@@ -5,7 +5,7 @@ import { toBackendError } from "./backend";
 import { now } from "./clock";
 import { el } from "./format";
 import { icon } from "./icons";
-import type { BackendError, StatusReport } from "./types";
+import type { BackendError, ConnectorStateId, StartedFlow, StatusReport } from "./types";
 import {
   buildBanners,
   buildRow,
@@ -15,8 +15,12 @@ import {
   secretCommand,
   setDeleteButton,
   summaryText,
+  type PasteFlow,
   type RowUi,
 } from "./view";
+
+const RECEIVER_TEXT = "Finish in your browser. This row updates by itself once Patchbay has the credential.";
+const NO_ROW: RowUi = { notice: null, pending: false, flow: null };
 
 const CONFIRM_MS = 4000;
 const HIGHLIGHT_MS = 2400;
@@ -35,7 +39,11 @@ export class ConnectorsWindow {
   // A tray item that opens the window for the first time passes its row as ?focus=NAME,
   // since an event sent before the page listens is lost.
   private pendingFocus: string | null = new URLSearchParams(window.location.search).get("focus");
+  // ... and the tray's "Authorize …" items and patchbay://authorize/NAME links add &authorize=1.
+  private pendingAuthorize = new URLSearchParams(window.location.search).get("authorize") === "1";
   private highlightTimer = 0;
+  /** A request to authorize a connector the catalog does not have (a stale tray item or link). */
+  private requestError: string | null = null;
 
   private readonly header = el("header", "header");
   private readonly summary = el("p", "summary");
@@ -61,6 +69,7 @@ export class ConnectorsWindow {
     await Promise.all([
       this.backend.onStatusChanged((r) => this.render(r)),
       this.backend.onFocusConnector((name) => this.focusConnector(name)),
+      this.backend.onAuthorizeConnector((name) => this.requestAuthorize(name)),
     ]);
     await this.load();
     window.setInterval(() => this.tick(), TICK_MS);
@@ -84,6 +93,8 @@ export class ConnectorsWindow {
     this.list.addEventListener("keydown", (e) => this.onListKey(e));
     this.list.addEventListener("focusin", (e) => this.onListFocus(e));
     this.list.addEventListener("click", (e) => this.onListClick(e));
+    this.list.addEventListener("submit", (e) => this.onListSubmit(e));
+    this.list.addEventListener("input", (e) => this.onListInput(e));
 
     const connectors = el("section", "connectors");
     connectors.setAttribute("aria-label", "Connectors");
@@ -180,7 +191,7 @@ export class ConnectorsWindow {
     this.summary.replaceChildren(icon(s.ok ? "ready" : "warning", "icon summary__icon"), s.text);
     this.summary.className = `summary ${s.ok ? "summary--ok" : "summary--attention"}`;
     this.sources.replaceChildren(buildSources(r.catalog.sources));
-    this.banners.replaceChildren(...buildBanners(r));
+    this.banners.replaceChildren(...buildBanners(r), ...this.requestBanner());
 
     this.renderRows(r, t);
     this.renderEmpty(r);
@@ -193,7 +204,9 @@ export class ConnectorsWindow {
     if (this.pendingFocus) {
       const name = this.pendingFocus;
       this.pendingFocus = null;
-      this.focusConnector(name);
+      if (this.pendingAuthorize) this.requestAuthorize(name);
+      else this.focusConnector(name);
+      this.pendingAuthorize = false;
     }
   }
 
@@ -204,10 +217,12 @@ export class ConnectorsWindow {
       seen.add(c.name);
       let ui = this.rowUi.get(c.name);
       if (ui?.notice && ui.notice.forState !== c.state) ui = { ...ui, notice: null };
-      if (ui && c.action !== "authorize" && c.action !== "reauthorize") ui = { ...ui, pending: false };
+      if (ui?.flow && ui.flow.forState !== c.state) ui = { ...ui, flow: null };
+      if (ui && c.action !== "authorize" && c.action !== "reauthorize") ui = { ...ui, pending: false, flow: null };
       if (ui) this.rowUi.set(c.name, ui);
-      const state: RowUi = ui ?? { notice: null, pending: false };
-      const sig = JSON.stringify([c, state]);
+      const state: RowUi = ui ?? NO_ROW;
+      // What is typed into the paste field does not rebuild the row (the field keeps its caret).
+      const sig = JSON.stringify([c, { ...state, flow: state.flow && { ...state.flow, draft: null } }]);
       let entry = this.rows.get(c.name);
       if (!entry || entry.sig !== sig) {
         const fresh = buildRow(c, state, t);
@@ -388,7 +403,7 @@ export class ConnectorsWindow {
     for (const row of this.rowEls()) {
       const on = row === active;
       row.tabIndex = on ? 0 : -1;
-      for (const c of row.querySelectorAll<HTMLElement>("button, a[href]")) c.tabIndex = on ? 0 : -1;
+      for (const c of row.querySelectorAll<HTMLElement>("button, a[href], input")) c.tabIndex = on ? 0 : -1;
     }
   }
 
@@ -402,6 +417,14 @@ export class ConnectorsWindow {
     const target = e.target as HTMLElement;
     const row = target.closest<HTMLLIElement>("li[data-connector]");
     if (!row) return;
+    if (target.closest(".flow")) {
+      // Inside the paste-back panel the keys are the field's and the buttons'; Escape closes it.
+      if (e.key === "Escape") {
+        e.preventDefault();
+        this.closeFlow(row.dataset.connector!);
+      }
+      return;
+    }
     const rows = this.rowEls();
     const i = rows.indexOf(row);
     let next: HTMLLIElement | undefined;
@@ -426,6 +449,11 @@ export class ConnectorsWindow {
         }
         return;
       case "Escape": {
+        if (this.rowUi.get(row.dataset.connector!)?.flow) {
+          e.preventDefault();
+          this.closeFlow(row.dataset.connector!);
+          return;
+        }
         const close = row.querySelector<HTMLButtonElement>("[data-control=dismiss]");
         if (close) {
           e.preventDefault();
@@ -455,35 +483,167 @@ export class ConnectorsWindow {
       this.rows.get(name)?.el.focus();
       return;
     }
+    if (btn.dataset.control === "copy-link") {
+      void this.copy(btn, name, btn.dataset.copy ?? "", c.state);
+      return;
+    }
+    if (btn.dataset.control === "cancel") {
+      this.closeFlow(name);
+      return;
+    }
     if (btn.dataset.control !== "primary" || btn.getAttribute("aria-disabled") === "true") return;
     if (c.action === "authorize" || c.action === "reauthorize") void this.authorize(name, c.state);
     else if (c.action === "set_variable") void this.copy(btn, name, secretCommand(c) ?? "", c.state);
     else if (c.action === "edit_catalog" && c.source) void this.copy(btn, name, c.source, c.state);
   }
 
+  private onListSubmit(e: SubmitEvent): void {
+    const form = (e.target as HTMLElement).closest<HTMLFormElement>("form[data-control=paste-form]");
+    const row = form?.closest<HTMLLIElement>("li[data-connector]");
+    if (!form || !row) return;
+    e.preventDefault();
+    void this.completePaste(row.dataset.connector!);
+  }
+
+  private onListInput(e: Event): void {
+    const input = e.target as HTMLInputElement;
+    if (input.dataset.control !== "pasted") return;
+    const name = input.closest<HTMLLIElement>("li[data-connector]")?.dataset.connector;
+    const flow = name ? this.rowUi.get(name)?.flow : null;
+    if (flow) flow.draft = input.value;
+  }
+
   private updateRowUi(name: string, patch: Partial<RowUi>): void {
-    const cur = this.rowUi.get(name) ?? { notice: null, pending: false };
+    const cur = this.rowUi.get(name) ?? NO_ROW;
     this.rowUi.set(name, { ...cur, ...patch });
     if (this.report) this.render(this.report);
   }
 
+  private updateFlow(name: string, patch: Partial<PasteFlow>): void {
+    const flow = this.rowUi.get(name)?.flow;
+    if (flow) this.updateRowUi(name, { flow: { ...flow, ...patch } });
+  }
+
+  private closeFlow(name: string): void {
+    this.updateRowUi(name, { flow: null });
+    const row = this.rows.get(name)?.el;
+    (row?.querySelector<HTMLElement>("[data-control=primary]") ?? row)?.focus();
+  }
+
+  private focusPasteField(name: string): void {
+    this.rows.get(name)?.el.querySelector<HTMLInputElement>("[data-control=pasted]")?.focus();
+  }
+
+  /** The tray or a link asks to authorize `name`: as if its Authorize button were pressed. */
+  requestAuthorize(name: string): void {
+    if (!this.report) {
+      this.pendingFocus = name;
+      this.pendingAuthorize = true;
+      return;
+    }
+    const c = this.report.connectors.find((x) => x.name === name);
+    if (!c) {
+      this.requestError = `There is no connector named “${name}” in the catalog, so Patchbay cannot authorize it.`;
+      this.render(this.report);
+      return;
+    }
+    this.focusConnector(name);
+    if (c.action === "authorize" || c.action === "reauthorize") {
+      void this.authorize(name, c.state);
+    } else {
+      this.updateRowUi(name, {
+        notice: { tone: "info", text: `${c.title || c.name} does not need authorizing now (${c.label}).`, forState: c.state },
+      });
+    }
+  }
+
+  private requestBanner(): HTMLElement[] {
+    if (!this.requestError) return [];
+    const b = el("div", "banner banner--error");
+    b.dataset.banner = "request-error";
+    b.setAttribute("role", "alert");
+    b.append(icon("warning", "icon banner__icon"));
+    const body = el("div", "banner__body");
+    body.append(el("p", "banner__title", this.requestError));
+    const close = el("button", "notice__close");
+    close.type = "button";
+    close.setAttribute("aria-label", "Dismiss");
+    close.title = "Dismiss";
+    close.append(icon("close", "icon"));
+    close.addEventListener("click", () => {
+      this.requestError = null;
+      if (this.report) this.render(this.report);
+    });
+    b.append(body, close);
+    return [b];
+  }
+
   // ---- actions --------------------------------------------------------------------------
 
-  private async authorize(name: string, state: StatusReport["connectors"][number]["state"]): Promise<void> {
-    this.updateRowUi(name, { pending: true, notice: null });
+  private async authorize(name: string, state: ConnectorStateId): Promise<void> {
+    this.updateRowUi(name, { pending: true, notice: null, flow: null });
+    let started: StartedFlow;
     try {
-      await this.backend.startAuthorization(name);
-      this.updateRowUi(name, {
-        pending: false,
-        notice: {
-          tone: "info",
-          text: "Finish in your browser. This row updates by itself once Patchbay has the credential.",
-          forState: state,
-        },
-      });
+      started = await this.backend.startAuthorization(name);
     } catch (err) {
       const e = toBackendError(err);
       this.updateRowUi(name, { pending: false, notice: { tone: "error", text: e.message, kind: e.kind, forState: state } });
+      return;
+    }
+    const notice = started.notice ?? null;
+    if (started.completion === "paste_back") {
+      this.updateRowUi(name, {
+        pending: false,
+        flow: {
+          url: started.authorize_url,
+          why: started.why ?? null,
+          notice,
+          draft: "",
+          error: null,
+          busy: false,
+          forState: state,
+        },
+      });
+      this.announce("Approve access in your browser, then paste the address you land on");
+      this.focusPasteField(name);
+      return;
+    }
+    this.updateRowUi(name, {
+      pending: false,
+      notice: {
+        tone: "info",
+        text: RECEIVER_TEXT,
+        detail: notice,
+        // Something went wrong on the way to the browser: let the user get there by hand.
+        link: notice ? started.authorize_url : null,
+        forState: state,
+      },
+    });
+  }
+
+  private async completePaste(name: string): Promise<void> {
+    const flow = this.rowUi.get(name)?.flow;
+    if (!flow || flow.busy) return;
+    const pasted = this.rows.get(name)?.el.querySelector<HTMLInputElement>("[data-control=pasted]")?.value ?? flow.draft;
+    if (pasted.trim() === "") {
+      this.updateFlow(name, {
+        draft: pasted,
+        error: { kind: "invalid_input", message: "Paste the address your browser landed on after approving, or the code." },
+      });
+      this.focusPasteField(name);
+      return;
+    }
+    this.updateFlow(name, { draft: pasted, busy: true, error: null });
+    try {
+      const report = await this.backend.completeAuthorization(name, pasted);
+      this.updateRowUi(name, { flow: null, pending: false });
+      const c = report.connectors.find((x) => x.name === name);
+      this.announce(`${c?.title || name} authorized`);
+      this.render(report);
+      this.rows.get(name)?.el.focus({ preventScroll: true });
+    } catch (err) {
+      this.updateFlow(name, { busy: false, error: toBackendError(err) });
+      this.focusPasteField(name);
     }
   }
 
@@ -491,7 +651,7 @@ export class ConnectorsWindow {
     btn: HTMLButtonElement,
     name: string,
     text: string,
-    state: StatusReport["connectors"][number]["state"],
+    state: ConnectorStateId,
   ): Promise<void> {
     const ok = await copyText(text);
     if (ok) {

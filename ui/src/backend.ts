@@ -3,15 +3,19 @@
 
 import { invoke } from "@tauri-apps/api/core";
 import { listen } from "@tauri-apps/api/event";
-import type { BackendError, StatusReport } from "./types";
+import type { BackendError, StartedFlow, StatusReport } from "./types";
 
 export interface Backend {
   getStatus(): Promise<StatusReport>;
   deleteUnclaimedCredential(credentialKey: string): Promise<StatusReport>;
-  /** Starts the OAuth flow (opens the browser). Rejects with a BackendError. */
-  startAuthorization(name: string): Promise<void>;
+  /** Starts the OAuth flow (Patchbay opens the browser). Rejects with a BackendError. */
+  startAuthorization(name: string): Promise<StartedFlow>;
+  /** Finishes a paste-back flow from the pasted address or code; answers the new report. */
+  completeAuthorization(name: string, pasted: string): Promise<StatusReport>;
   onStatusChanged(cb: (report: StatusReport) => void): Promise<() => void>;
   onFocusConnector(cb: (name: string) => void): Promise<() => void>;
+  /** The tray or a patchbay://authorize/NAME link asks the window to authorize a connector. */
+  onAuthorizeConnector(cb: (name: string) => void): Promise<() => void>;
 }
 
 declare global {
@@ -41,11 +45,11 @@ function tauriBackend(): Backend {
     getStatus: () => invoke<StatusReport>("get_status"),
     deleteUnclaimedCredential: (credentialKey) =>
       invoke<StatusReport>("delete_unclaimed_credential", { credentialKey }),
-    startAuthorization: async (name) => {
-      await invoke("start_authorization", { name });
-    },
+    startAuthorization: (name) => invoke<StartedFlow>("start_authorization", { name }),
+    completeAuthorization: (name, pasted) => invoke<StatusReport>("complete_authorization", { name, pasted }),
     onStatusChanged: (cb) => listen<StatusReport>("status-changed", (e) => cb(e.payload)),
     onFocusConnector: (cb) => listen<string>("focus-connector", (e) => cb(e.payload)),
+    onAuthorizeConnector: (cb) => listen<string>("authorize-connector", (e) => cb(e.payload)),
   };
 }
 

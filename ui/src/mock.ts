@@ -5,10 +5,15 @@
 //   fixture=<name>     which fixture to serve
 //   fail=get_status    the first get_status rejects (to show the error state and Retry)
 //   now=<iso>|real     the clock; default: the fixture's generated_at (stable screenshots)
+//   start=receiver|paste_back|port_taken
+//                      what start_authorization answers (default receiver)
+//
+// complete_authorization succeeds by default: the connector turns ready in the report it
+// answers (and emits). Script other results with `nextResult` / `failNext`.
 
 import { setClock } from "./clock";
 import type { Backend } from "./backend";
-import type { BackendError, StatusReport } from "./types";
+import type { BackendError, StartedFlow, StatusReport } from "./types";
 
 const fixtures = import.meta.glob<StatusReport>("./fixtures/*.json", { import: "default" });
 
@@ -19,8 +24,14 @@ export interface PatchbayMock {
   report: StatusReport | null;
   emitStatus(report: StatusReport): void;
   focusConnector(name: string): void;
+  /** What the tray or a patchbay://authorize/NAME link sends the window. */
+  authorizeConnector(name: string): void;
   /** The next call of `cmd` rejects with `error`. */
   failNext(cmd: string, error: BackendError | string): void;
+  /** The next call of `cmd` resolves with `value` (e.g. a StartedFlow, or a report). */
+  nextResult(cmd: string, value: unknown): void;
+  /** A StartedFlow as the real backend answers it, for `connector` and `completion`. */
+  startedFlow(connector: string, completion?: "receiver" | "paste_back" | "port_taken"): StartedFlow;
   /** Replace a command's behaviour; the handler's return value (or throw) is the result. */
   setHandler(cmd: string, handler: Handler | null): void;
   setNow(iso: string | number): void;
@@ -50,7 +61,9 @@ export async function createMockBackend(params: URLSearchParams): Promise<Backen
 
   const statusListeners = new Set<(r: StatusReport) => void>();
   const focusListeners = new Set<(n: string) => void>();
+  const authorizeListeners = new Set<(n: string) => void>();
   const failures = new Map<string, (BackendError | string)[]>();
+  const results = new Map<string, unknown[]>();
   const handlers = new Map<string, Handler>();
   if (params.get("fail") === "get_status") {
     failures.set("get_status", [
@@ -73,11 +86,20 @@ export async function createMockBackend(params: URLSearchParams): Promise<Backen
     focusConnector(n) {
       for (const cb of focusListeners) cb(n);
     },
+    authorizeConnector(n) {
+      for (const cb of authorizeListeners) cb(n);
+    },
     failNext(cmd, error) {
       const list = failures.get(cmd) ?? [];
       list.push(error);
       failures.set(cmd, list);
     },
+    nextResult(cmd, value) {
+      const list = results.get(cmd) ?? [];
+      list.push(clone(value));
+      results.set(cmd, list);
+    },
+    startedFlow: (connector, completion = "receiver") => startedFlow(connector, completion),
     setHandler(cmd, handler) {
       if (handler) handlers.set(cmd, handler);
       else handlers.delete(cmd);
@@ -95,6 +117,8 @@ export async function createMockBackend(params: URLSearchParams): Promise<Backen
     await new Promise((r) => setTimeout(r, 0));
     const queued = failures.get(cmd);
     if (queued && queued.length > 0) throw queued.shift();
+    const scripted = results.get(cmd);
+    if (scripted && scripted.length > 0) return scripted.shift() as T;
     const h = handlers.get(cmd);
     if (h) return (await h(args)) as T;
     return fallback();
@@ -107,7 +131,22 @@ export async function createMockBackend(params: URLSearchParams): Promise<Backen
         report = { ...report, unclaimed: report.unclaimed.filter((u) => u.credential_key !== credentialKey) };
         return clone(report);
       }),
-    startAuthorization: (name) => call("start_authorization", { name }, () => undefined),
+    startAuthorization: (name) =>
+      call("start_authorization", { name }, () => startedFlow(name, params.get("start") ?? "receiver")),
+    completeAuthorization: (name, pasted) =>
+      call("complete_authorization", { name, pasted }, () => {
+        report = {
+          ...report,
+          connectors: report.connectors.map((c) =>
+            c.name === name
+              ? { ...c, state: "ready" as const, label: "Ready", severity: 0, needs_attention: false, blocks_start: false, action: null, detail: "Authorized." }
+              : c,
+          ),
+        };
+        report.need_attention = report.connectors.filter((c) => c.needs_attention).length;
+        mock.emitStatus(report);
+        return clone(report);
+      }),
     onStatusChanged: async (cb) => {
       statusListeners.add(cb);
       return () => statusListeners.delete(cb);
@@ -116,5 +155,38 @@ export async function createMockBackend(params: URLSearchParams): Promise<Backen
       focusListeners.add(cb);
       return () => focusListeners.delete(cb);
     },
+    onAuthorizeConnector: async (cb) => {
+      authorizeListeners.add(cb);
+      return () => authorizeListeners.delete(cb);
+    },
   };
+}
+
+function startedFlow(connector: string, completion: string): StartedFlow {
+  const url = `https://auth.example.com/authorize?response_type=code&client_id=patchbay-${connector}&state=st4te&code_challenge=abc&code_challenge_method=S256`;
+  const expires_at = new Date(Date.parse("2026-11-30T09:10:00Z")).toISOString();
+  if (completion === "paste_back") {
+    return {
+      connector,
+      authorize_url: url,
+      completion: "paste_back",
+      redirect_uri: "https://app.example.com/oauth/callback",
+      why: "the client's registered redirect is https://app.example.com/oauth/callback, not Patchbay's receiver",
+      notice: null,
+      expires_at,
+    };
+  }
+  if (completion === "port_taken") {
+    const why = "port 3118 on 127.0.0.1 is in use by another program (node, pid 4242), so the browser cannot come back to Patchbay";
+    return {
+      connector,
+      authorize_url: url,
+      completion: "paste_back",
+      redirect_uri: "http://127.0.0.1:3118/callback",
+      why,
+      notice: why,
+      expires_at,
+    };
+  }
+  return { connector, authorize_url: url, completion: "receiver", redirect_uri: "http://127.0.0.1:3118/callback", notice: null, expires_at };
 }

@@ -80,3 +80,18 @@ export interface BackendError {
   kind: string;
   message: string;
 }
+
+/** What `start_authorization` answers: how the flow that just started finishes. */
+export interface StartedFlow {
+  connector: string;
+  /** The consent page; the Authorizer has already opened it in the system browser. */
+  authorize_url: string;
+  /** `receiver`: the browser comes back to Patchbay by itself. `paste_back`: paste the address. */
+  completion: "receiver" | "paste_back";
+  redirect_uri: string;
+  /** For paste_back: why the flow does not come back by itself. */
+  why?: string | null;
+  /** Something the user should know (the port was taken, the browser did not open). */
+  notice?: string | null;
+  expires_at: string;
+}

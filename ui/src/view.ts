@@ -2,7 +2,7 @@
 
 import { agoText, absoluteText, appendRich, el, expiryText, parseTime } from "./format";
 import { icon } from "./icons";
-import type { CatalogSource, Connector, ConnectorStateId, StatusReport, UnclaimedCredential } from "./types";
+import type { BackendError, CatalogSource, Connector, ConnectorStateId, StatusReport, UnclaimedCredential } from "./types";
 
 export const STATE_LABELS: Record<ConnectorStateId, string> = {
   ready: "Ready",
@@ -20,14 +20,34 @@ export interface RowNotice {
   tone: "error" | "info";
   text: string;
   kind?: string;
+  /** A second line: what the backend said beside (the browser did not open, ...). */
+  detail?: string | null;
+  /** An address to show as selectable text with a Copy button. */
+  link?: string | null;
   /** The row's state when the notice was raised; a state change clears it. */
+  forState: ConnectorStateId;
+}
+
+/** An authorization that finishes by pasting the redirected address (or the code). */
+export interface PasteFlow {
+  url: string;
+  why: string | null;
+  notice: string | null;
+  /** What the user has typed so far (kept across re-renders of the row). */
+  draft: string;
+  error: BackendError | null;
+  busy: boolean;
+  /** The row's state when the flow started; a state change closes the panel. */
   forState: ConnectorStateId;
 }
 
 export interface RowUi {
   notice: RowNotice | null;
   pending: boolean;
+  flow: PasteFlow | null;
 }
+
+export const PASTE_LABEL = "Paste the address you landed on, or the code";
 
 /** A DOM-id-safe token for a connector or credential name. */
 export function idFor(prefix: string, name: string): string {
@@ -149,6 +169,7 @@ export function buildRow(c: Connector, ui: RowUi, nowMs: number): HTMLLIElement 
   }
 
   if (ui.notice) main.append(buildNotice(ui.notice, id));
+  if (ui.flow) main.append(buildPasteFlow(c, ui.flow, id));
 
   const side = el("div", "row__side");
   side.append(badge(c.state, c.label || STATE_LABELS[c.state] || c.state, `${id}-badge`));
@@ -188,7 +209,11 @@ function buildNotice(n: RowNotice, id: string): HTMLDivElement {
   const text = el("p", "notice__text");
   appendRich(text, n.text);
   if (n.kind) text.dataset.kind = n.kind;
-  box.append(text);
+  const body = el("div", "notice__body");
+  body.append(text);
+  if (n.detail) body.append(el("p", "notice__detail", n.detail));
+  if (n.link) body.append(buildLinkLine(n.link, `${id}-notice-link`));
+  box.append(body);
   const close = el("button", "notice__close");
   close.type = "button";
   close.dataset.control = "dismiss";
@@ -196,6 +221,76 @@ function buildNotice(n: RowNotice, id: string): HTMLDivElement {
   close.title = "Dismiss";
   close.append(icon("close", "icon"));
   box.append(close);
+  return box;
+}
+
+/** An address as selectable text with a Copy button (the window cannot open URLs itself). */
+function buildLinkLine(url: string, id: string): HTMLDivElement {
+  const line = el("div", "linkline");
+  const code = el("code", "linkline__url", url);
+  code.id = id;
+  const copy = el("button", "btn linkline__copy", "Copy");
+  copy.type = "button";
+  copy.dataset.control = "copy-link";
+  copy.dataset.copy = url;
+  copy.setAttribute("aria-label", "Copy the authorization address");
+  copy.setAttribute("aria-describedby", id);
+  line.append(code, copy);
+  return line;
+}
+
+/** The paste-back panel: why, the authorize link, and the field for the redirected address. */
+function buildPasteFlow(c: Connector, f: PasteFlow, id: string): HTMLElement {
+  const box = el("section", "flow");
+  box.id = `${id}-flow`;
+  box.dataset.flow = "paste_back";
+  box.setAttribute("aria-label", `Finish authorizing ${c.title || c.name}`);
+  if (f.notice) {
+    const n = el("p", "flow__notice");
+    n.append(icon("warning", "icon notice__icon"), el("span", "", f.notice));
+    box.append(n);
+  }
+  if (f.why && f.why !== f.notice) box.append(el("p", "flow__why", `Patchbay cannot receive the answer by itself: ${f.why}.`));
+  box.append(el("p", "flow__step", "1. Open this address in your browser and approve access:"));
+  box.append(buildLinkLine(f.url, `${id}-flow-url`));
+  const form = el("form", "flow__form");
+  form.dataset.control = "paste-form";
+  form.noValidate = true;
+  const label = el("label", "flow__label", `2. ${PASTE_LABEL}`);
+  label.htmlFor = `${id}-pasted`;
+  const line = el("div", "flow__line");
+  const input = el("input", "flow__input");
+  input.id = `${id}-pasted`;
+  input.type = "text";
+  input.name = "pasted";
+  input.value = f.draft;
+  input.autocomplete = "off";
+  input.spellcheck = false;
+  input.dataset.control = "pasted";
+  input.placeholder = "https://…?code=…&state=…";
+  if (f.error) {
+    input.setAttribute("aria-invalid", "true");
+    input.setAttribute("aria-describedby", `${id}-flow-error`);
+  }
+  const complete = el("button", "btn btn--primary", f.busy ? "Completing…" : "Complete");
+  complete.type = "submit";
+  complete.dataset.control = "complete";
+  if (f.busy) complete.setAttribute("aria-disabled", "true");
+  const cancel = el("button", "btn", "Cancel");
+  cancel.type = "button";
+  cancel.dataset.control = "cancel";
+  line.append(input, complete, cancel);
+  form.append(label, line);
+  if (f.error) {
+    const err = el("div", "notice notice--error flow__error");
+    err.id = `${id}-flow-error`;
+    err.setAttribute("role", "alert");
+    const text = el("p", "notice__text", f.error.message);
+    text.dataset.kind = f.error.kind;
+    err.append(icon("warning", "icon notice__icon"), text);
+    form.append(err);
+  }
+  box.append(form);
   return box;
 }
 

@@ -209,6 +209,184 @@ describe("actions", () => {
   });
 });
 
+describe("authorization flow", () => {
+  const notionRow = (page) => page.locator('li[data-connector="notion"]');
+  const clickAuthorize = (page, name = "notion") => page.click(`li[data-connector="${name}"] [data-control=primary]`);
+
+  test("receiver: the row says to finish in the browser, with no panel", async () => {
+    const page = await open("fixture=mixed");
+    await clickAuthorize(page);
+    const notice = notionRow(page).locator(".notice--info");
+    await notice.waitFor();
+    assert.match(await notice.textContent(), /Finish in your browser\. This row updates by itself/);
+    assert.equal(await notice.getAttribute("role"), "status");
+    assert.equal(await page.locator(".flow").count(), 0);
+    assert.equal(await notice.locator(".linkline").count(), 0, "no link when the browser opened");
+    assert.deepEqual(await calls(page, "start_authorization"), [{ name: "notion" }]);
+    assert.deepEqual(page.errors, []);
+    await page.context.close();
+  });
+
+  test("receiver with a notice (no browser): shows the notice and the link to copy", async () => {
+    const page = await open("fixture=mixed");
+    await page.context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: server.url });
+    const started = await page.evaluate(() => {
+      const s = window.__patchbayMock.startedFlow("notion", "receiver");
+      s.notice = "No browser could be opened: xdg-open is not installed";
+      window.__patchbayMock.nextResult("start_authorization", s);
+      return s;
+    });
+    await clickAuthorize(page);
+    const notice = notionRow(page).locator(".notice--info");
+    await notice.waitFor();
+    assert.match(await notice.textContent(), /Finish in your browser/);
+    assert.equal(await notice.locator(".notice__detail").textContent(), started.notice);
+    assert.equal(await notice.locator(".linkline__url").textContent(), started.authorize_url);
+    await notice.locator("[data-control=copy-link]").click();
+    await page.waitForFunction(() => document.querySelector("[data-control=copy-link]").textContent === "Copied");
+    assert.equal(await page.evaluate(() => navigator.clipboard.readText()), started.authorize_url);
+    await page.context.close();
+  });
+
+  test("paste-back: the panel takes the pasted address, completes, and re-renders from the answer", async () => {
+    const page = await open("fixture=mixed&start=paste_back");
+    await page.context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: server.url });
+    await clickAuthorize(page);
+    const panel = notionRow(page).locator(".flow");
+    await panel.waitFor();
+    const started = await page.evaluate(() => window.__patchbayMock.startedFlow("notion", "paste_back"));
+    assert.match(await panel.locator(".flow__why").textContent(), /not Patchbay's receiver/);
+    assert.equal(await panel.locator(".flow__notice").count(), 0);
+    // the link is text to select or copy, never something the webview would navigate to
+    assert.equal(await panel.locator(".linkline__url").textContent(), started.authorize_url);
+    assert.equal(await page.locator("li[data-connector] a[href]").count(), 0);
+    await panel.locator("[data-control=copy-link]").click();
+    await page.waitForFunction(() => document.querySelector(".flow [data-control=copy-link]").textContent === "Copied");
+    assert.equal(await page.evaluate(() => navigator.clipboard.readText()), started.authorize_url);
+
+    // the labelled field has the focus after the panel opened (and again after Copy, by Tab)
+    const field = page.getByLabel("Paste the address you landed on, or the code");
+    assert.equal(await field.getAttribute("data-control"), "pasted");
+    await field.focus();
+    const pasted = "https://app.example.com/oauth/callback?code=c0de&state=st4te";
+    await field.fill(pasted);
+
+    // a status-changed that touches the row meanwhile keeps what was typed
+    const touched = structuredClone(MIXED);
+    touched.connectors.find((c) => c.name === "notion").detail = "Still waiting.";
+    await page.evaluate((r) => window.__patchbayMock.emitStatus(r), touched);
+    assert.equal(await page.textContent('li[data-connector="notion"] .row__detail'), "Still waiting.");
+    assert.equal(await field.inputValue(), pasted);
+
+    // the answer is what the window renders: notion ready with the backend's detail
+    const answer = structuredClone(MIXED);
+    const n = answer.connectors.find((c) => c.name === "notion");
+    Object.assign(n, { state: "ready", label: "Ready", severity: 0, needs_attention: false, blocks_start: false, action: null, detail: "Authorized by paste." });
+    answer.need_attention -= 1;
+    await page.evaluate((r) => window.__patchbayMock.nextResult("complete_authorization", r), answer);
+    await panel.locator("[data-control=complete]").click();
+    await page.waitForFunction(() => document.querySelector('li[data-connector="notion"]').dataset.state === "ready");
+    assert.deepEqual(await calls(page, "complete_authorization"), [{ name: "notion", pasted }]);
+    assert.equal(await page.textContent('li[data-connector="notion"] .row__detail'), "Authorized by paste.");
+    assert.equal(await page.locator(".flow").count(), 0);
+    assert.equal(await page.textContent(".summary"), "5 need attention, listed first");
+    assert.deepEqual(page.errors, []);
+    await page.context.close();
+  });
+
+  test("paste-back: an error shows inline, keeps the text, and Escape closes the panel", async () => {
+    const page = await open("fixture=mixed&start=paste_back");
+    await clickAuthorize(page);
+    const panel = notionRow(page).locator(".flow");
+    await panel.waitFor();
+    assert.equal(await page.evaluate(() => document.activeElement?.dataset.control), "pasted");
+    await page.evaluate(() =>
+      window.__patchbayMock.failNext("complete_authorization", {
+        kind: "oauth",
+        message: "the token endpoint refused the code: invalid_grant (code expired)",
+      }),
+    );
+    // typed and submitted from the keyboard; arrow keys stay in the field
+    await page.keyboard.type("c0de");
+    await page.keyboard.press("ArrowLeft");
+    assert.equal(await focusedRow(page), "notion");
+    await page.keyboard.press("Enter");
+    const err = panel.locator(".flow__error");
+    await err.waitFor();
+    assert.equal(await err.getAttribute("role"), "alert");
+    assert.match(await err.textContent(), /invalid_grant \(code expired\)/);
+    assert.equal(await err.locator("[data-kind]").getAttribute("data-kind"), "oauth");
+    const field = panel.locator("[data-control=pasted]");
+    assert.equal(await field.inputValue(), "c0de");
+    assert.equal(await field.getAttribute("aria-invalid"), "true");
+    assert.equal(await page.evaluate(() => document.activeElement?.dataset.control), "pasted");
+    assert.deepEqual(await calls(page, "complete_authorization"), [{ name: "notion", pasted: "c0de" }]);
+    assert.equal(await notionRow(page).getAttribute("data-state"), "needs_authorization");
+
+    // an empty field is refused without a call
+    await field.fill("");
+    await page.keyboard.press("Enter");
+    await page.waitForFunction(() => /Paste the address/.test(document.querySelector(".flow__error")?.textContent ?? ""));
+    assert.equal((await calls(page, "complete_authorization")).length, 1);
+
+    // Tab reaches Complete and Cancel; Escape closes and gives the focus back to Authorize
+    await page.keyboard.press("Tab");
+    assert.equal(await page.evaluate(() => document.activeElement?.dataset.control), "complete");
+    await page.keyboard.press("Tab");
+    assert.equal(await page.evaluate(() => document.activeElement?.dataset.control), "cancel");
+    await page.keyboard.press("Escape");
+    assert.equal(await page.locator(".flow").count(), 0);
+    assert.equal(await page.evaluate(() => document.activeElement?.dataset.control), "primary");
+    assert.equal(await focusedRow(page), "notion");
+
+    // Cancel by keyboard as well
+    await page.keyboard.press("Enter");
+    await panel.waitFor();
+    await page.keyboard.press("Tab");
+    await page.keyboard.press("Tab");
+    assert.equal(await page.evaluate(() => document.activeElement?.dataset.control), "cancel");
+    await page.keyboard.press("Enter");
+    assert.equal(await page.locator(".flow").count(), 0);
+    assert.deepEqual(page.errors, []);
+    await page.context.close();
+  });
+
+  test("paste-back because the port is taken: the notice says so", async () => {
+    const page = await open("fixture=mixed&start=port_taken");
+    await clickAuthorize(page, "figma");
+    const panel = page.locator('li[data-connector="figma"] .flow');
+    await panel.waitFor();
+    assert.match(await panel.locator(".flow__notice").textContent(), /port 3118 on 127\.0\.0\.1 is in use by another program \(node, pid 4242\)/);
+    assert.equal(await panel.locator(".flow__why").count(), 0, "the reason is not repeated");
+    assert.deepEqual(await calls(page, "start_authorization"), [{ name: "figma" }]);
+    await page.context.close();
+  });
+
+  test("the tray or a link asks the window to authorize a row", async () => {
+    let page = await open("fixture=mixed", { viewport: { width: 900, height: 420 } });
+    await page.evaluate(() => window.__patchbayMock.authorizeConnector("figma"));
+    await page.locator('li[data-connector="figma"] .notice--info').waitFor();
+    assert.deepEqual(await calls(page, "start_authorization"), [{ name: "figma" }]);
+    assert.equal(await focusedRow(page), "figma");
+    // a row with nothing to authorize only says so
+    await page.evaluate(() => window.__patchbayMock.authorizeConnector("slack"));
+    assert.match(await page.textContent('li[data-connector="slack"] .notice--info'), /does not need authorizing now/);
+    // a name the catalog does not have: a banner, no call
+    await page.evaluate(() => window.__patchbayMock.authorizeConnector("nope"));
+    assert.match(await page.textContent('[data-banner="request-error"]'), /no connector named “nope”/);
+    assert.equal((await calls(page, "start_authorization")).length, 1);
+    await page.click('[data-banner="request-error"] button');
+    assert.equal(await page.locator('[data-banner="request-error"]').count(), 0);
+    await page.context.close();
+
+    // a window opened for the request carries it in its URL
+    page = await open("fixture=mixed&focus=notion&authorize=1&start=paste_back");
+    await page.locator('li[data-connector="notion"] .flow').waitFor();
+    assert.deepEqual(await calls(page, "start_authorization"), [{ name: "notion" }]);
+    await page.context.close();
+  });
+});
+
 describe("keyboard", () => {
   test("arrow keys, Home and End move between rows; Enter runs the row's action; Tab reaches its buttons", async () => {
     const page = await open("fixture=mixed");
@@ -365,6 +543,12 @@ describe("theme and CSP", () => {
       await page.evaluate(() => window.__patchbayMock.focusConnector(window.__patchbayMock.report.connectors[0]?.name ?? ""));
       assert.deepEqual(await page.evaluate(() => window.__cspViolations), [], name);
     }
+    // the paste-back panel too
+    await page.goto(`${server.url}?fixture=mixed&start=port_taken`);
+    await page.waitForSelector("#app:not([aria-busy])");
+    await page.click('li[data-connector="notion"] [data-control=primary]');
+    await page.waitForSelector(".flow [data-control=pasted]");
+    assert.deepEqual(await page.evaluate(() => window.__cspViolations), [], "paste-back panel");
     assert.deepEqual(messages.filter((m) => /Content.Security.Policy|Refused to/i.test(m)), []);
     assert.ok((await page.locator("li[data-connector]").count()) > 0, "the app's scripts ran");
     await context.close();

@@ -49,9 +49,10 @@ pub struct StartOptions {
     pub open_browser: bool,
 }
 
-/// How a started flow will finish.
+/// How a started flow will finish. Serialized into [`Started`] as `completion: "receiver" |
+/// "paste_back"` beside `redirect_uri` (and `why` for paste-back).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
+#[serde(tag = "completion", rename_all = "snake_case")]
 pub enum Completion {
     /// The browser comes back to our receiver; nothing to do but approve.
     Receiver { redirect_uri: String },
@@ -59,11 +60,14 @@ pub enum Completion {
     PasteBack { redirect_uri: String, why: String },
 }
 
-/// A started authorization.
+/// A started authorization. What the window receives from `start_authorization`:
+/// `{ connector, authorize_url, completion: "receiver" | "paste_back", redirect_uri, why?,
+/// notice, expires_at }`.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Started {
     pub connector: String,
     pub authorize_url: String,
+    #[serde(flatten)]
     pub completion: Completion,
     /// Something the user should know (the port was taken, the browser did not open).
     pub notice: Option<String>,
@@ -109,13 +113,14 @@ impl Authorizer {
     pub async fn start(&self, name: &str, opts: StartOptions) -> Result<Started, CoreError> {
         let inner = &self.inner;
         let patchbay = &inner.patchbay;
+        tracing::info!(connector = name, "starting an authorization");
         let entry = authorizable_entry(patchbay, name)?;
         let resolve = |var: &str| patchbay.resolve_variable(var);
         let credential_key = match entry.credential_key(&resolve) {
             Ok(Some(key)) => key,
             Ok(None) => return Err(not_authorizable(name, "it is not a remote server")),
             Err(missing) => {
-                return Err(CoreError::Invalid(format!(
+                return Err(CoreError::NotAuthorizable(format!(
                     "{name} needs {} before it can be authorized; store it with `patchbay secret set {}`",
                     missing.join(", "),
                     missing[0]
@@ -126,7 +131,9 @@ impl Authorizer {
             entry.transport.url().expect("remote entries have a URL"),
             &resolve,
         )
-        .map_err(|missing| CoreError::Invalid(format!("{name} needs {}", missing.join(", "))))?;
+        .map_err(|missing| {
+            CoreError::NotAuthorizable(format!("{name} needs {}", missing.join(", ")))
+        })?;
         let clients_path = patchbay.paths.oauth_clients_file();
         let clients = patchbay_oauth::load_clients_file(&clients_path)?;
         let clients_file = clients_path.display().to_string();
@@ -196,7 +203,8 @@ impl Authorizer {
         let inner = &self.inner;
         let vault = inner.patchbay.vault();
         let now = inner.patchbay.now();
-        let mut params = pasteback::parse(pasted).map_err(|e| CoreError::Invalid(e.to_string()))?;
+        let mut params =
+            pasteback::parse(pasted).map_err(|e| CoreError::InvalidInput(e.to_string()))?;
         match &params.state {
             None if params.error.is_none() => {
                 let states = vault.pending_states_for(connector, now)?;
@@ -208,7 +216,7 @@ impl Authorizer {
                         )))
                     }
                     _ => {
-                        return Err(CoreError::Invalid(format!(
+                        return Err(CoreError::InvalidInput(format!(
                             "{} authorizations of {connector} are pending; paste the full redirected address so its state picks the right one",
                             states.len()
                         )))
@@ -337,6 +345,11 @@ impl Inner {
     }
 
     async fn stop_receiver_if_idle(&self) {
+        // Hold the receiver lock while deciding: `start` stores its flow before it takes this
+        // lock in `ensure_receiver`, so either we see the new flow here or it restarts the
+        // receiver after us. Deciding first and locking second could stop a receiver that a
+        // flow started in between is waiting on.
+        let mut guard = self.receiver.lock().await;
         let now = self.patchbay.now();
         let idle = self
             .patchbay
@@ -349,7 +362,7 @@ impl Inner {
             })
             .unwrap_or(false);
         if idle {
-            if let Some(r) = self.receiver.lock().await.take() {
+            if let Some(r) = guard.take() {
                 r.shutdown().await;
             }
         }
@@ -383,13 +396,13 @@ fn page(result: Result<token::Completed, CoreError>) -> CallbackOutcome {
 }
 
 fn not_authorizable(name: &str, why: &str) -> CoreError {
-    CoreError::Invalid(format!("{name} cannot be authorized: {why}"))
+    CoreError::NotAuthorizable(format!("{name} cannot be authorized: {why}"))
 }
 
 /// The catalog entry `name`, when Patchbay may run an OAuth flow for it.
 fn authorizable_entry(patchbay: &Patchbay, name: &str) -> Result<ServerEntry, CoreError> {
     match patchbay.catalog().get(name) {
-        None => Err(CoreError::Invalid(format!(
+        None => Err(CoreError::NotAuthorizable(format!(
             "no connector named {name} in the catalog; only catalog servers can be authorized"
         ))),
         Some(CatalogItem::Invalid(invalid)) => Err(not_authorizable(
@@ -419,4 +432,52 @@ fn authorizable_entry(patchbay: &Patchbay, name: &str) -> Result<ServerEntry, Co
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn started(completion: Completion, notice: Option<&str>) -> serde_json::Value {
+        serde_json::to_value(Started {
+            connector: "notion".into(),
+            authorize_url: "https://as.example/authorize?state=s".into(),
+            completion,
+            notice: notice.map(str::to_owned),
+            expires_at: "2026-11-30T09:10:00Z".parse().unwrap(),
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn a_started_flow_serializes_flat_for_the_window() {
+        let receiver = started(
+            Completion::Receiver {
+                redirect_uri: "http://127.0.0.1:3118/callback".into(),
+            },
+            None,
+        );
+        assert_eq!(
+            receiver,
+            serde_json::json!({
+                "connector": "notion",
+                "authorize_url": "https://as.example/authorize?state=s",
+                "completion": "receiver",
+                "redirect_uri": "http://127.0.0.1:3118/callback",
+                "notice": null,
+                "expires_at": "2026-11-30T09:10:00Z",
+            })
+        );
+        let paste = started(
+            Completion::PasteBack {
+                redirect_uri: "https://app.example/cb".into(),
+                why: "the redirect is not Patchbay's receiver".into(),
+            },
+            Some("port 3118 is taken"),
+        );
+        assert_eq!(paste["completion"], "paste_back");
+        assert_eq!(paste["redirect_uri"], "https://app.example/cb");
+        assert_eq!(paste["why"], "the redirect is not Patchbay's receiver");
+        assert_eq!(paste["notice"], "port 3118 is taken");
+    }
 }

@@ -1,10 +1,12 @@
 //! Patchbay's application core: where data lives (`paths`), the facade every surface calls
 //! (`Patchbay`: status, offered, secrets, unclaimed credentials), live watching of the catalogs and
-//! the vault (`watch`), the tray badge image (`badge`), and the OAuth flow's driver (`authorize`). The tray app and the CLI are thin
+//! the vault (`watch`), the tray badge image (`badge`), the OAuth flow's driver (`authorize`) and `patchbay://` links
+//! (`deeplink`). The tray app and the CLI are thin
 //! layers over this crate; it knows nothing of Tauri.
 
 pub mod authorize;
 pub mod badge;
+pub mod deeplink;
 pub mod error;
 pub mod patchbay;
 pub mod paths;

@@ -1,14 +1,58 @@
 //! What the tray and the window's URL show of a status report, as plain data: the shell only
 //! copies it onto the platform's tray, so everything here is testable without a display.
 
-use patchbay_status::{ConnectorState, StatusReport};
+use patchbay_status::{Action, ConnectorState, StatusReport};
+
+/// What clicking a connector's menu line does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TrayAction {
+    /// Open the Connectors window at the row.
+    Open,
+    /// Open the window at the row and start authorizing (needs_authorization).
+    Authorize,
+    /// The same for a connector that needs re-authorizing (needs_reauth).
+    Reauthorize,
+}
+
+impl TrayAction {
+    /// Whether the click starts an authorization.
+    pub fn authorizes(self) -> bool {
+        matches!(self, TrayAction::Authorize | TrayAction::Reauthorize)
+    }
+}
 
 /// One menu line for a connector that needs attention.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TrayItem {
     pub connector: String,
-    /// "Notion — Needs authorization".
+    /// "Authorize Notion…", "Re-authorize Figma…", or "GitHub — Missing configuration".
     pub label: String,
+    pub action: TrayAction,
+}
+
+const OPEN_PREFIX: &str = "connector:";
+const AUTHORIZE_PREFIX: &str = "authorize:";
+
+impl TrayItem {
+    /// The menu item's id, which [`TrayItem::parse_id`] reads back on a click.
+    pub fn id(&self) -> String {
+        let prefix = if self.action.authorizes() {
+            AUTHORIZE_PREFIX
+        } else {
+            OPEN_PREFIX
+        };
+        format!("{prefix}{}", self.connector)
+    }
+
+    /// A clicked menu id: the connector and whether to authorize it. `None` for ids that are
+    /// not a connector's (Open Connectors, Quit).
+    pub fn parse_id(id: &str) -> Option<(&str, bool)> {
+        if let Some(name) = id.strip_prefix(AUTHORIZE_PREFIX) {
+            Some((name, true))
+        } else {
+            id.strip_prefix(OPEN_PREFIX).map(|name| (name, false))
+        }
+    }
 }
 
 /// Everything the tray shows. The shell rebuilds the tray only when this changes (rebuilding a
@@ -35,19 +79,36 @@ impl TrayModel {
                 .connectors
                 .iter()
                 .filter(|c| c.needs_attention)
-                .map(|c| TrayItem {
-                    connector: c.name.clone(),
-                    label: format!("{} — {}", c.title, c.label),
+                .map(|c| {
+                    let (action, label) = match c.action {
+                        Some(Action::Authorize) => {
+                            (TrayAction::Authorize, format!("Authorize {}…", c.title))
+                        }
+                        Some(Action::Reauthorize) => (
+                            TrayAction::Reauthorize,
+                            format!("Re-authorize {}…", c.title),
+                        ),
+                        _ => (TrayAction::Open, format!("{} — {}", c.title, c.label)),
+                    };
+                    TrayItem {
+                        connector: c.name.clone(),
+                        label,
+                        action,
+                    }
                 })
                 .collect(),
         }
     }
 }
 
-/// The Connectors window's page, focused on one connector when given: a window created for a
-/// connector cannot have listened for the focus event yet, so the name rides in the URL.
-pub fn connectors_page(focus: Option<&str>) -> String {
+/// The Connectors window's page, focused on one connector when given, and asked to start
+/// authorizing it when `authorize`: a window created for a connector cannot have listened for
+/// the focus or authorize event yet, so the request rides in the URL.
+pub fn connectors_page(focus: Option<&str>, authorize: bool) -> String {
     match focus {
+        Some(name) if authorize => {
+            format!("index.html?focus={}&authorize=1", percent_encode(name))
+        }
         Some(name) => format!("index.html?focus={}", percent_encode(name)),
         None => "index.html".to_owned(),
     }
@@ -119,14 +180,58 @@ mod tests {
         assert_eq!(model.need_attention, 2);
         assert_eq!(model.tooltip, "Patchbay — 2 need attention");
         let labels: Vec<&str> = model.items.iter().map(|i| i.label.as_str()).collect();
+        assert_eq!(labels, vec!["Authorize b title…", "Authorize c title…"]);
+        assert!(model
+            .items
+            .iter()
+            .all(|i| i.action == TrayAction::Authorize));
+        assert_eq!(model.worst, Some(ConnectorState::NeedsAuthorization));
+    }
+
+    #[test]
+    fn the_action_follows_the_rows_action() {
+        let mut r = report(&[("figma", true), ("github", true), ("notion", true)]);
+        let [figma, github, notion] = &mut r.connectors[..] else {
+            panic!("three rows");
+        };
+        notion.title = "Notion".into();
+        figma.title = "Figma".into();
+        figma.state = ConnectorState::NeedsReauth;
+        figma.label = "Needs re-auth".into();
+        figma.action = Some(Action::Reauthorize);
+        github.title = "GitHub".into();
+        github.state = ConnectorState::MissingConfiguration;
+        github.label = "Missing configuration".into();
+        github.action = Some(Action::SetVariable);
+        let model = TrayModel::of(&r);
+        let items: Vec<(&str, &str, TrayAction)> = model
+            .items
+            .iter()
+            .map(|i| (i.connector.as_str(), i.label.as_str(), i.action))
+            .collect();
         assert_eq!(
-            labels,
+            items,
             vec![
-                "b title — Needs authorization",
-                "c title — Needs authorization"
+                ("figma", "Re-authorize Figma…", TrayAction::Reauthorize),
+                ("github", "GitHub — Missing configuration", TrayAction::Open),
+                ("notion", "Authorize Notion…", TrayAction::Authorize),
             ]
         );
-        assert_eq!(model.worst, Some(ConnectorState::NeedsAuthorization));
+        // A click finds its way back to the connector and the action.
+        let ids: Vec<String> = model.items.iter().map(TrayItem::id).collect();
+        assert_eq!(
+            ids,
+            ["authorize:figma", "connector:github", "authorize:notion"]
+        );
+        assert_eq!(TrayItem::parse_id(&ids[0]), Some(("figma", true)));
+        assert_eq!(TrayItem::parse_id(&ids[1]), Some(("github", false)));
+        assert_eq!(TrayItem::parse_id(&ids[2]), Some(("notion", true)));
+        assert_eq!(TrayItem::parse_id("open"), None);
+        assert_eq!(TrayItem::parse_id("quit"), None);
+        // A change of action is a change of the model (the menu is rebuilt).
+        let mut other = r.clone();
+        other.connectors[2].action = Some(Action::Reauthorize);
+        assert_ne!(TrayModel::of(&other), model);
     }
 
     #[test]
@@ -138,10 +243,18 @@ mod tests {
 
     #[test]
     fn the_page_url_carries_the_focused_connector_encoded() {
-        assert_eq!(connectors_page(None), "index.html");
-        assert_eq!(connectors_page(Some("notion")), "index.html?focus=notion");
+        assert_eq!(connectors_page(None, false), "index.html");
+        assert_eq!(connectors_page(None, true), "index.html");
         assert_eq!(
-            connectors_page(Some("a b/é&x")),
+            connectors_page(Some("notion"), false),
+            "index.html?focus=notion"
+        );
+        assert_eq!(
+            connectors_page(Some("notion"), true),
+            "index.html?focus=notion&authorize=1"
+        );
+        assert_eq!(
+            connectors_page(Some("a b/é&x"), false),
             "index.html?focus=a%20b%2F%C3%A9%26x"
         );
     }

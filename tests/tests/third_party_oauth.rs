@@ -1,0 +1,561 @@
+//! `patchbay authorize` run as a process against a third-party authorization server: the official
+//! MCP TypeScript SDK's example `simpleStreamableHttp.js --oauth` (npm `@modelcontextprotocol/sdk`,
+//! installed in tests/node by scripts/setup.sh), an OAuth-protected streamable-HTTP MCP server with
+//! a separate authorization server (RFC 9728 and 8414 metadata, dynamic registration, PKCE S256,
+//! an `/authorize` that auto-approves with a 302 to the redirect URI), run as shipped through
+//! tests/node/sdk-oauth-server.mjs, which keeps both on 127.0.0.1, on free ports (MCP_PORT,
+//! MCP_AUTH_PORT).
+//!
+//! The "browser" is tests/support/follow-browser.sh (curl following the 302 to our receiver), or
+//! the test itself with `--no-browser`. Then the connector must read Ready, and its access token
+//! must be in the keychain-backed vault and nowhere else: no file under the data directory, no
+//! output of the CLI.
+
+use patchbay_e2e::{json, require_keychain, state_of, Sandbox};
+use std::io::{BufRead, BufReader, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// How long the SDK server may take to listen, and one `patchbay authorize` to finish.
+const STARTUP: Duration = Duration::from_secs(30);
+const AUTHORIZE: Duration = Duration::from_secs(60);
+
+fn tests_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).to_path_buf()
+}
+
+/// A port nobody listens on now (the OS's pick, released at once).
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port()
+}
+
+/// The SDK's example server, killed on drop. Its output goes to files outside the data directory.
+struct SdkServer {
+    child: Child,
+    logs: tempfile::TempDir,
+    mcp_port: u16,
+    auth_port: u16,
+}
+
+impl SdkServer {
+    fn start() -> SdkServer {
+        let node_dir = tests_dir().join("node");
+        let example = node_dir.join(
+            "node_modules/@modelcontextprotocol/sdk/dist/esm/examples/server/simpleStreamableHttp.js",
+        );
+        assert!(
+            example.is_file(),
+            "{} is missing: run scripts/setup.sh (it runs `npm ci` in tests/node)",
+            example.display()
+        );
+        let logs = tempfile::tempdir().expect("tempdir");
+        let (mcp_port, auth_port) = {
+            // Both held at once, so they differ.
+            let bind = || TcpListener::bind("127.0.0.1:0").expect("a free port");
+            let (a, b) = (bind(), bind());
+            (
+                a.local_addr().unwrap().port(),
+                b.local_addr().unwrap().port(),
+            )
+        };
+        let file = |name: &str| std::fs::File::create(logs.path().join(name)).expect("log file");
+        let child = Command::new("node")
+            .current_dir(&node_dir)
+            .args(["sdk-oauth-server.mjs", "--oauth"])
+            .env("MCP_PORT", mcp_port.to_string())
+            .env("MCP_AUTH_PORT", auth_port.to_string())
+            .stdin(Stdio::null())
+            .stdout(file("stdout"))
+            .stderr(file("stderr"))
+            .spawn()
+            .expect("start node (is Node.js installed? scripts/setup.sh installs it)");
+        let mut server = SdkServer {
+            child,
+            logs,
+            mcp_port,
+            auth_port,
+        };
+        server.wait_listening();
+        server
+    }
+
+    fn wait_listening(&mut self) {
+        let deadline = Instant::now() + STARTUP;
+        let listening = |port: u16| {
+            TcpStream::connect_timeout(&([127, 0, 0, 1], port).into(), Duration::from_secs(1))
+                .is_ok()
+        };
+        loop {
+            if let Some(status) = self.child.try_wait().expect("try_wait") {
+                panic!(
+                    "the SDK server exited ({status}) before listening; its stderr:\n{}",
+                    self.output()
+                );
+            }
+            if listening(self.mcp_port) && listening(self.auth_port) {
+                return;
+            }
+            if Instant::now() > deadline {
+                panic!(
+                    "the SDK server did not listen on 127.0.0.1:{} and :{} within {STARTUP:?}; its output:\n{}",
+                    self.mcp_port,
+                    self.auth_port,
+                    self.output()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    fn output(&self) -> String {
+        let read =
+            |name: &str| std::fs::read_to_string(self.logs.path().join(name)).unwrap_or_default();
+        format!("{}{}", read("stderr"), read("stdout"))
+    }
+
+    /// The MCP endpoint, as the SDK names it in its metadata (`resource`).
+    fn mcp_url(&self) -> String {
+        format!("http://localhost:{}/mcp", self.mcp_port)
+    }
+
+    fn issuer(&self) -> String {
+        format!("http://localhost:{}/", self.auth_port)
+    }
+
+    /// The HTTP status the MCP endpoint answers an `initialize` carrying `token` with. The header
+    /// goes through curl's stdin, not its arguments.
+    fn initialize_status(&self, token: &str) -> String {
+        let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"patchbay-e2e","version":"0"}}}"#;
+        let mut curl = Command::new("curl")
+            .args([
+                "-sS",
+                "--max-time",
+                "20",
+                "-o",
+                "/dev/null",
+                "-w",
+                "%{http_code}",
+            ])
+            .args(["-X", "POST", "-H", "@-"])
+            .args(["-H", "Content-Type: application/json"])
+            .args(["-H", "Accept: application/json, text/event-stream"])
+            .args(["--data", body, &self.mcp_url()])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("curl");
+        curl.stdin
+            .take()
+            .unwrap()
+            .write_all(format!("Authorization: Bearer {token}\n").as_bytes())
+            .unwrap();
+        let out = curl.wait_with_output().unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+}
+
+impl Drop for SdkServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A running `patchbay` whose stdout is read line by line as it comes.
+struct Running {
+    child: Child,
+    lines: mpsc::Receiver<String>,
+    stdout: Option<JoinHandle<String>>,
+    stderr: Option<JoinHandle<String>>,
+}
+
+struct Finished {
+    status: ExitStatus,
+    stdout: String,
+    stderr: String,
+}
+
+impl Running {
+    fn spawn(mut cmd: Command) -> Running {
+        let mut child = cmd
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn patchbay");
+        let (tx, lines) = mpsc::channel();
+        let out = child.stdout.take().unwrap();
+        let stdout = std::thread::spawn(move || {
+            let mut all = String::new();
+            for line in BufReader::new(out).lines() {
+                let Ok(line) = line else { break };
+                all.push_str(&line);
+                all.push('\n');
+                let _ = tx.send(line);
+            }
+            all
+        });
+        let err = child.stderr.take().unwrap();
+        let stderr = std::thread::spawn(move || std::io::read_to_string(err).unwrap_or_default());
+        Running {
+            child,
+            lines,
+            stdout: Some(stdout),
+            stderr: Some(stderr),
+        }
+    }
+
+    /// The consent URL the CLI prints (the first line that is an http address).
+    fn authorize_url(&mut self) -> String {
+        let deadline = Instant::now() + AUTHORIZE;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) if line.trim_start().starts_with("http") => {
+                    return line.trim().to_string()
+                }
+                Ok(_) => continue,
+                Err(e) => {
+                    let done = self.kill();
+                    panic!(
+                        "no authorize URL on stdout ({e}); stdout:\n{}\nstderr:\n{}",
+                        done.stdout, done.stderr
+                    );
+                }
+            }
+        }
+    }
+
+    fn paste(&mut self, text: &str) {
+        let mut stdin = self.child.stdin.take().expect("stdin is piped");
+        stdin.write_all(text.as_bytes()).expect("write stdin");
+        stdin.write_all(b"\n").expect("write stdin");
+    }
+
+    fn collect(&mut self, status: ExitStatus) -> Finished {
+        Finished {
+            status,
+            stdout: self.stdout.take().unwrap().join().unwrap(),
+            stderr: self.stderr.take().unwrap().join().unwrap(),
+        }
+    }
+
+    fn kill(&mut self) -> Finished {
+        let _ = self.child.kill();
+        let status = self.child.wait().expect("wait");
+        self.collect(status)
+    }
+
+    /// Waits for the exit, up to [`AUTHORIZE`]; kills it and fails past that.
+    fn finish(mut self) -> Finished {
+        let deadline = Instant::now() + AUTHORIZE;
+        loop {
+            if let Some(status) = self.child.try_wait().expect("try_wait") {
+                return self.collect(status);
+            }
+            if Instant::now() > deadline {
+                let done = self.kill();
+                panic!(
+                    "`patchbay authorize` did not finish within {AUTHORIZE:?}; stdout:\n{}\nstderr:\n{}",
+                    done.stdout, done.stderr
+                );
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// `patchbay authorize NAME --port PORT --catalog CATALOG [extra]`.
+fn authorize(sandbox: &Sandbox, catalog: &Path, name: &str, extra: &[&str]) -> Command {
+    let mut cmd = sandbox.command();
+    let port = free_port().to_string();
+    cmd.args(["authorize", name, "--port", &port, "--catalog"])
+        .arg(catalog)
+        .args(extra);
+    cmd
+}
+
+fn assert_succeeded(name: &str, done: &Finished) {
+    assert!(
+        done.status.success(),
+        "`patchbay authorize {name}` failed ({}); stdout:\n{}\nstderr:\n{}",
+        done.status,
+        done.stdout,
+        done.stderr
+    );
+    assert!(
+        done.stdout.contains(&format!(
+            "Authorized {name}: the credential is stored in the vault."
+        )),
+        "{}",
+        done.stdout
+    );
+}
+
+/// Follows a consent URL one step, as a browser would: the SDK approves at once with a 302.
+/// Returns the redirect's Location.
+fn consent(url: &str) -> String {
+    let out = Command::new("curl")
+        .args(["-sS", "--max-time", "20", "-o", "/dev/null"])
+        .args(["-w", "%{http_code} %{redirect_url}", url])
+        .output()
+        .expect("curl");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let (code, location) = text.split_once(' ').unwrap_or((&text, ""));
+    assert_eq!(
+        code,
+        "302",
+        "the SDK's /authorize should approve with a redirect: {text} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    location.to_string()
+}
+
+/// Every file under `dir`, recursively.
+fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).expect("read_dir") {
+            let path = entry.expect("entry").path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                files.push(path);
+            }
+        }
+    }
+    files
+}
+
+fn contains(haystack: &[u8], needle: &str) -> bool {
+    haystack
+        .windows(needle.len())
+        .any(|w| w == needle.as_bytes())
+}
+
+/// For each authorized connector: `status --json` reads Ready with the issuer and an expiry, the
+/// vault gives back an access token the MCP server accepts, and that token appears in no file
+/// under the data directory and in none of `outputs`.
+fn assert_stored_in_the_vault_only(
+    sandbox: &Sandbox,
+    catalog: &Path,
+    server: &SdkServer,
+    names: &[&str],
+    outputs: &[String],
+) {
+    let status = sandbox.run(&["status", "--json", "--catalog", catalog.to_str().unwrap()]);
+    let report = json(&status);
+    let status_text = String::from_utf8_lossy(&status.stdout).into_owned();
+    let rows = report["connectors"].as_array().expect("connectors");
+
+    let core = sandbox.core(Some(catalog.to_path_buf()));
+    let vault = core.vault();
+    let stored = vault.credential_rows().expect("credential rows");
+    let files = files_under(sandbox.path());
+    assert!(
+        files.iter().any(|f| f.ends_with("patchbay.sqlite3")),
+        "{files:?}"
+    );
+
+    for name in names {
+        assert_eq!(state_of(&report, name), "ready", "{report:#}");
+        let row = rows.iter().find(|r| r["name"] == *name).unwrap();
+        let credential = &row["credential"];
+        assert_eq!(credential["issuer"], server.issuer(), "{row:#}");
+        let expires: chrono::DateTime<chrono::Utc> = credential["expires_at"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no expiry: {row:#}"))
+            .parse()
+            .expect("an RFC 3339 expiry");
+        let left = expires - chrono::Utc::now();
+        assert!(
+            left > chrono::Duration::minutes(50) && left <= chrono::Duration::minutes(61),
+            "the SDK issues one-hour tokens; this one expires in {left}"
+        );
+        // The SDK's demo provider issues no refresh token: the credential is one-shot.
+        assert_eq!(credential["has_refresh_token"], false, "{row:#}");
+        assert_eq!(row["one_shot"], true, "{row:#}");
+
+        let key = credential["key"].as_str().expect("credential key");
+        let row = stored
+            .iter()
+            .find(|r| r.credential_key.as_str() == key)
+            .unwrap_or_else(|| panic!("no vault row {key}"));
+        assert_eq!(row.issuer.as_deref(), Some(server.issuer().as_str()));
+        assert!(row.expires_at.is_some());
+        let tokens = vault
+            .credential_tokens(&row.credential_key)
+            .expect("read the vault")
+            .unwrap_or_else(|| panic!("no tokens for {key}"));
+        let token = tokens.access_token.expose();
+        assert!(!token.is_empty());
+        assert!(tokens.refresh_token.is_none());
+        assert_eq!(
+            server.initialize_status(token),
+            "200",
+            "the MCP server refuses the stored token of {name}"
+        );
+
+        for file in &files {
+            let bytes = std::fs::read(file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+            assert!(
+                !contains(&bytes, token),
+                "the access token of {name} is in plain text in {}",
+                file.display()
+            );
+        }
+        for text in outputs.iter().chain([&status_text]) {
+            assert!(
+                !text.contains(token),
+                "the access token of {name} reached the CLI's output"
+            );
+        }
+    }
+}
+
+fn write_catalog(sandbox: &Sandbox, servers: serde_json::Value) -> PathBuf {
+    sandbox.write(
+        "catalog.json",
+        &serde_json::json!({ "mcpServers": servers }).to_string(),
+    )
+}
+
+#[test]
+fn authorize_opens_the_browser_and_the_receiver_stores_the_sdk_servers_token() {
+    require_keychain!();
+    let server = SdkServer::start();
+    let sandbox = Sandbox::new(true);
+    let catalog = write_catalog(
+        &sandbox,
+        serde_json::json!({ "sdk": { "type": "http", "url": server.mcp_url() } }),
+    );
+    let before = json(&sandbox.run(&["status", "--json", "--catalog", catalog.to_str().unwrap()]));
+    assert_eq!(state_of(&before, "sdk"), "needs_authorization");
+
+    let support = tests_dir().join("support");
+    let path = std::env::join_paths(std::iter::once(support).chain(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    )))
+    .unwrap();
+    let mut cmd = authorize(&sandbox, &catalog, "sdk", &[]);
+    cmd.env("BROWSER", "follow-browser.sh").env("PATH", path);
+    let done = Running::spawn(cmd).finish();
+    assert_succeeded("sdk", &done);
+    assert!(
+        done.stdout.contains("Waiting for the browser"),
+        "{}",
+        done.stdout
+    );
+
+    assert_stored_in_the_vault_only(
+        &sandbox,
+        &catalog,
+        &server,
+        &["sdk"],
+        &[done.stdout, done.stderr],
+    );
+}
+
+#[test]
+fn no_browser_prints_the_url_and_completes_by_receiver_or_by_paste_back() {
+    require_keychain!();
+    let server = SdkServer::start();
+    let sandbox = Sandbox::new(true);
+    // Nobody serves this redirect: the browser would land on an error page whose address the
+    // user pastes.
+    let elsewhere = format!("http://127.0.0.1:{}/oauth/done", free_port());
+    let catalog = write_catalog(
+        &sandbox,
+        serde_json::json!({
+            "sdk": { "type": "http", "url": server.mcp_url() },
+            "sdk-manual": { "type": "http", "url": server.mcp_url(), "oauth": { "manual": true } },
+            "sdk-elsewhere": { "type": "http", "url": server.mcp_url(), "oauth": { "redirectUri": elsewhere } }
+        }),
+    );
+    let mut outputs = Vec::new();
+
+    // The receiver still runs: the test is the browser, following the printed URL to it.
+    let mut running = Running::spawn(authorize(&sandbox, &catalog, "sdk", &["--no-browser"]));
+    let url = running.authorize_url();
+    assert!(url.starts_with(&server.issuer()), "{url}");
+    let followed = Command::new("curl")
+        .args([
+            "-sS",
+            "-L",
+            "--max-time",
+            "20",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_code}",
+            &url,
+        ])
+        .output()
+        .expect("curl");
+    assert_eq!(
+        String::from_utf8_lossy(&followed.stdout),
+        "200",
+        "the receiver's page"
+    );
+    let done = running.finish();
+    assert_succeeded("sdk", &done);
+    outputs.extend([done.stdout, done.stderr]);
+
+    // Paste-back forced by `manual`: the whole redirected address on stdin.
+    let mut cmd = authorize(&sandbox, &catalog, "sdk-manual", &["--no-browser"]);
+    cmd.stdin(Stdio::piped());
+    let mut running = Running::spawn(cmd);
+    let location = consent(&running.authorize_url());
+    assert!(location.contains("/callback?code="), "{location}");
+    running.paste(&location);
+    let done = running.finish();
+    assert_succeeded("sdk-manual", &done);
+    assert!(done.stdout.contains("manual: true"), "{}", done.stdout);
+    outputs.extend([done.stdout, done.stderr]);
+
+    // Paste-back because the redirect is not the receiver's: the bare code on stdin.
+    let mut cmd = authorize(&sandbox, &catalog, "sdk-elsewhere", &["--no-browser"]);
+    cmd.stdin(Stdio::piped());
+    let mut running = Running::spawn(cmd);
+    let location = consent(&running.authorize_url());
+    assert!(location.starts_with(&elsewhere), "{location}");
+    let code = url_param(&location, "code");
+    running.paste(&code);
+    let done = running.finish();
+    assert_succeeded("sdk-elsewhere", &done);
+    outputs.extend([done.stdout, done.stderr]);
+
+    assert_stored_in_the_vault_only(
+        &sandbox,
+        &catalog,
+        &server,
+        &["sdk", "sdk-manual", "sdk-elsewhere"],
+        &outputs,
+    );
+}
+
+/// One query parameter of a URL (the SDK's codes are UUIDs: no decoding needed).
+fn url_param(url: &str, name: &str) -> String {
+    let query = url.split_once('?').map(|(_, q)| q).unwrap_or("");
+    query
+        .split('&')
+        .find_map(|pair| pair.strip_prefix(&format!("{name}=")))
+        .unwrap_or_else(|| panic!("no {name} in {url}"))
+        .to_string()
+}
