@@ -92,6 +92,12 @@ struct Inner {
 
 impl Authorizer {
     pub fn new(patchbay: Arc<Patchbay>, options: AuthorizerOptions) -> Authorizer {
+        // Flows abandoned by an earlier run drop their sealed verifiers and secrets now, not
+        // only when the next authorization starts. Best effort: a locked store keeps them
+        // (sealed) until the next sweep.
+        if let Err(error) = patchbay.vault().sweep_expired_flows(patchbay.now()) {
+            tracing::warn!("cannot sweep expired authorizations: {error}");
+        }
         Authorizer {
             inner: Arc::new(Inner {
                 patchbay,

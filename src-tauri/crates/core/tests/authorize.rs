@@ -741,3 +741,22 @@ async fn starting_a_flow_sweeps_expired_ones() {
     );
     assert_eq!(vault.sweep_expired_flows(r.now()).unwrap(), 0);
 }
+
+#[tokio::test]
+async fn a_new_authorizer_sweeps_flows_abandoned_by_an_earlier_run() {
+    let r = rig(Config::default()).await;
+    r.auth.start("fx", StartOptions::default()).await.unwrap();
+    let t0 = r.now();
+    let patchbay = r.auth.patchbay().clone();
+    assert_eq!(patchbay.vault().pending_flows(t0).unwrap().len(), 1);
+    // Still pending: a new Authorizer (the app restarting) keeps it.
+    let _same_run = Authorizer::new(patchbay.clone(), AuthorizerOptions::default());
+    assert_eq!(patchbay.vault().pending_flows(t0).unwrap().len(), 1);
+    r.advance(chrono::Duration::minutes(11));
+    let _next_run = Authorizer::new(patchbay.clone(), AuthorizerOptions::default());
+    assert_eq!(
+        patchbay.vault().pending_flows(t0).unwrap().len(),
+        0,
+        "the expired flow and its sealed verifier are gone"
+    );
+}
