@@ -760,3 +760,94 @@ async fn a_new_authorizer_sweeps_flows_abandoned_by_an_earlier_run() {
         "the expired flow and its sealed verifier are gone"
     );
 }
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn with_receiver(r: &Rig, port: u16) -> Authorizer {
+    Authorizer::new(
+        r.auth.patchbay().clone(),
+        AuthorizerOptions {
+            port,
+            http_timeout: Duration::from_secs(2),
+            use_receiver: true,
+            ..AuthorizerOptions::default()
+        },
+    )
+}
+
+#[tokio::test]
+async fn the_receiver_completes_the_flow_and_stops_when_nothing_is_pending() {
+    let r = rig(Config::default()).await;
+    let port = free_port();
+    let auth = with_receiver(&r, port);
+    let started = auth.start("fx", StartOptions::default()).await.unwrap();
+    assert_eq!(
+        started.completion,
+        Completion::Receiver {
+            redirect_uri: format!("http://127.0.0.1:{port}/callback")
+        }
+    );
+    assert!(started.notice.is_none());
+    assert!(auth.receiver_running().await);
+
+    // A callback with a state nobody issued gets a clear page and leaves the real flow alone.
+    let stray = reqwest::get(format!(
+        "http://127.0.0.1:{port}/callback?code=x&state=forged"
+    ))
+    .await
+    .unwrap();
+    assert_eq!(stray.status(), 400);
+
+    // The browser: follow the consent redirect all the way to our receiver.
+    let page = reqwest::get(&started.authorize_url).await.unwrap();
+    assert_eq!(page.status(), 200, "the receiver's success page");
+    auth.wait_for("fx", Duration::from_secs(5)).await.unwrap();
+    assert_eq!(
+        auth.patchbay().status().connector("fx").unwrap().state,
+        ConnectorState::Ready
+    );
+    // Nothing pending any more: the port is released.
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while auth.receiver_running().await {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the receiver kept listening"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    std::net::TcpListener::bind(("127.0.0.1", port)).expect("the port is free again");
+}
+
+#[tokio::test]
+async fn a_taken_port_falls_back_to_paste_back_and_never_moves() {
+    let r = rig(Config::default()).await;
+    let squatter = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = squatter.local_addr().unwrap().port();
+    let auth = with_receiver(&r, port);
+    let started = auth.start("fx", StartOptions::default()).await.unwrap();
+    let notice = started.notice.clone().expect("a notice about the port");
+    assert!(notice.contains(&port.to_string()), "{notice}");
+    assert!(notice.contains("in use"), "{notice}");
+    match &started.completion {
+        // Same redirect (the one registered), completed by pasting instead.
+        Completion::PasteBack { redirect_uri, .. } => {
+            assert_eq!(redirect_uri, &format!("http://127.0.0.1:{port}/callback"))
+        }
+        other => panic!("expected paste-back, got {other:?}"),
+    }
+    assert!(!auth.receiver_running().await);
+    let location = consent(&started.authorize_url).await;
+    assert!(location.starts_with(&format!("http://127.0.0.1:{port}/callback?")));
+    auth.complete_pasted("fx", &location).await.unwrap();
+    assert_eq!(
+        auth.patchbay().status().connector("fx").unwrap().state,
+        ConnectorState::Ready
+    );
+    drop(squatter);
+}
