@@ -75,7 +75,12 @@ impl Sandbox {
 
     pub fn command(&self) -> Command {
         let mut cmd = Command::new(patchbay_bin());
+        // The runtimes' homes are the sandbox's too, so no test reads or writes a developer's
+        // own Claude Code or Codex files.
         cmd.env("PATCHBAY_DATA_DIR", self.path())
+            .env("CLAUDE_CONFIG_DIR", self.path().join("claude"))
+            .env("CODEX_HOME", self.path().join("codex"))
+            .env_remove("CLAUDE_SECURESTORAGE_CONFIG_DIR")
             .env_remove("GITHUB_TOKEN")
             .env_remove("PATCHBAY_DEFAULT_CATALOG")
             .stdin(Stdio::null());

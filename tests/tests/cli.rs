@@ -303,6 +303,8 @@ fn row(key: &CredentialKey, expires_in: Option<Duration>, one_shot: bool) -> Cre
         client_id: Some("client-1".into()),
         scope: None,
         updated_at: Utc::now(),
+        rotated_by: None,
+        rotated_at: None,
     }
 }
 

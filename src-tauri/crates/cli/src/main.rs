@@ -4,10 +4,13 @@
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
 use patchbay_catalog::CredentialKey;
+use patchbay_core::bridges::Added;
 use patchbay_core::{
-    Authorizer, AuthorizerOptions, Completion, CoreError, Patchbay, Paths, StartOptions,
+    Authorizer, AuthorizerOptions, Bridges, Completion, CoreError, Patchbay, Paths, StartOptions,
 };
 use patchbay_oauth::OAuthError;
+use patchbay_runtimes::reconcile::runtime_id;
+use patchbay_runtimes::{Runtime, WriteOutcome};
 use patchbay_vault::Secret;
 use std::io::{IsTerminal, Read, Write};
 use std::path::PathBuf;
@@ -71,6 +74,47 @@ enum Command {
     },
     /// Where Patchbay keeps its files.
     Paths,
+    /// The agent runtimes found (Claude Code, Codex) and the connectors bridged to each.
+    Runtimes {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Put connectors' credentials where the runtimes read them.
+    Bridge {
+        #[command(subcommand)]
+        command: BridgeCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum BridgeCommand {
+    /// Configure the catalog connector NAME in a runtime, as its own `mcp add` would.
+    Add {
+        name: String,
+        #[arg(long, value_enum)]
+        runtime: RuntimeArg,
+    },
+    /// Adopt what the runtimes rotated, then write every stored credential through to every
+    /// runtime it is bridged to.
+    Sync {
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum RuntimeArg {
+    Claude,
+    Codex,
+}
+
+impl From<RuntimeArg> for Runtime {
+    fn from(r: RuntimeArg) -> Runtime {
+        match r {
+            RuntimeArg::Claude => Runtime::ClaudeCode,
+            RuntimeArg::Codex => Runtime::Codex,
+        }
+    }
 }
 
 #[derive(Subcommand)]
@@ -125,7 +169,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
     let mut out = std::io::stdout().lock();
     match cli.command {
         Command::Status { json } => {
-            let report = open(cli.data_dir, cli.catalog)?.status();
+            // Adopts what a runtime rotated first, and fills in each connector's bridges.
+            let report = Bridges::new(Arc::new(open(cli.data_dir, cli.catalog)?)).status();
             if json {
                 serde_json::to_writer_pretty(&mut out, &report)?;
                 writeln!(out)?;
@@ -222,6 +267,129 @@ fn run(cli: Cli) -> Result<ExitCode> {
             runtime.block_on(authorize(patchbay, &name, no_browser, port))?;
             Ok(ExitCode::SUCCESS)
         }
+        Command::Runtimes { json } => {
+            let bridges = Bridges::new(Arc::new(open(cli.data_dir, cli.catalog)?));
+            let runtimes = bridges.runtimes();
+            if json {
+                serde_json::to_writer_pretty(&mut out, &runtimes)?;
+                writeln!(out)?;
+                return Ok(ExitCode::SUCCESS);
+            }
+            if runtimes.is_empty() {
+                writeln!(out, "No home directory: no runtime can be found.")?;
+            }
+            for r in runtimes {
+                writeln!(
+                    out,
+                    "{} ({}){}",
+                    r.display_name,
+                    if r.found { "found" } else { "not found" },
+                    r.error.map(|e| format!(": {e}")).unwrap_or_default()
+                )?;
+                for config in &r.config {
+                    writeln!(out, "  config:      {}", config.display())?;
+                }
+                writeln!(out, "  credentials: {}", r.credential_store)?;
+                writeln!(out, "  servers:     {} remote", r.servers)?;
+                if r.bridges.is_empty() {
+                    writeln!(out, "  bridged:     none")?;
+                }
+                for b in r.bridges {
+                    writeln!(
+                        out,
+                        "  bridged:     {} as \"{}\" ({})",
+                        b.connector,
+                        b.server_name,
+                        b.credential_key
+                            .map(|k| k.0)
+                            .unwrap_or_else(|| "key unknown: a ${VAR} does not resolve".into())
+                    )?;
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Bridge { command } => {
+            let bridges = Bridges::new(Arc::new(open(cli.data_dir, cli.catalog)?));
+            match command {
+                BridgeCommand::Add { name, runtime } => {
+                    let runtime = Runtime::from(runtime);
+                    match bridges.add(&name, runtime)? {
+                        Added::Added => {
+                            writeln!(out, "Added {name} to {}.", runtime.display_name())?
+                        }
+                        Added::AlreadyPresent => {
+                            writeln!(out, "{} already has {name}.", runtime.display_name())?
+                        }
+                    }
+                    if let Some(done) = bridges.write_through(&name)? {
+                        let written = done
+                            .outcomes
+                            .iter()
+                            .filter(|(_, _, o)| matches!(o, Ok(WriteOutcome::Written)))
+                            .count();
+                        if written > 0 {
+                            writeln!(out, "Wrote its stored credential there.")?;
+                        }
+                    }
+                }
+                BridgeCommand::Sync { json } => {
+                    let adopted = bridges.adopt_all();
+                    let synced = bridges.sync()?;
+                    let mut failed = false;
+                    let mut lines = Vec::new();
+                    for a in &adopted {
+                        lines.push(serde_json::json!({
+                            "connector_key": a.vault_key.as_str(),
+                            "runtime": runtime_id(a.runtime),
+                            "outcome": "adopted",
+                        }));
+                    }
+                    for (connector, done) in &synced {
+                        for (runtime, key, outcome) in &done.outcomes {
+                            let (what, error) = match outcome {
+                                Ok(WriteOutcome::Written) => ("written", None),
+                                Ok(WriteOutcome::KeptFresher) => ("kept_fresher", None),
+                                Err(e) => {
+                                    failed = true;
+                                    ("failed", Some(e.to_string()))
+                                }
+                            };
+                            lines.push(serde_json::json!({
+                                "connector": connector,
+                                "runtime": runtime_id(*runtime),
+                                "credential_key": key.as_str(),
+                                "outcome": what,
+                                "error": error,
+                            }));
+                        }
+                    }
+                    if json {
+                        serde_json::to_writer_pretty(&mut out, &lines)?;
+                        writeln!(out)?;
+                    } else if lines.is_empty() {
+                        writeln!(out, "Nothing to bridge: no stored credential belongs to a connector a runtime has configured.")?;
+                    } else {
+                        for l in &lines {
+                            writeln!(
+                                out,
+                                "{} {} {} {}",
+                                l["runtime"].as_str().unwrap_or(""),
+                                l["connector"]
+                                    .as_str()
+                                    .or(l["connector_key"].as_str())
+                                    .unwrap_or(""),
+                                l["outcome"].as_str().unwrap_or(""),
+                                l["error"].as_str().unwrap_or("")
+                            )?;
+                        }
+                    }
+                    if failed {
+                        return Ok(ExitCode::from(1));
+                    }
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Paths => {
             let paths = Paths::resolve(cli.data_dir)?.with_catalog_override(cli.catalog)?;
             writeln!(out, "user catalog:    {}", paths.user_catalog().display())?;
@@ -247,12 +415,13 @@ const BROWSER_WAIT: Duration = Duration::from_secs(10 * 60);
 
 async fn authorize(patchbay: Arc<Patchbay>, name: &str, no_browser: bool, port: u16) -> Result<()> {
     let auth = Authorizer::new(
-        patchbay,
+        patchbay.clone(),
         AuthorizerOptions {
             port,
             ..AuthorizerOptions::default()
         },
     );
+    auth.set_bridges(Arc::new(Bridges::new(patchbay)));
     let result = authorize_once(&auth, name, no_browser).await;
     // A registration the server forgot was dropped: register anew, once.
     let result = match result {

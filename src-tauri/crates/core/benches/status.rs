@@ -81,6 +81,8 @@ fn setup(n: usize) -> Setup {
             client_id: None,
             scope: None,
             updated_at: now,
+            rotated_by: None,
+            rotated_at: None,
         };
         let tokens = TokenSet {
             access_token: Secret::new(format!("at-{i}")),

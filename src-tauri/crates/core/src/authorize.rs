@@ -88,6 +88,9 @@ struct Inner {
     /// The last outcome per connector, for `wait_for`; bumped `changed` on every write.
     outcomes: Mutex<HashMap<String, Result<(), String>>>,
     changed: watch::Sender<u64>,
+    /// Runtime bridges: when set, a stored credential is written through to every runtime the
+    /// connector is bridged to (issue 4).
+    bridges: Mutex<Option<Arc<crate::Bridges>>>,
 }
 
 impl Authorizer {
@@ -106,12 +109,19 @@ impl Authorizer {
                 receiver: tokio::sync::Mutex::new(None),
                 outcomes: Mutex::new(HashMap::new()),
                 changed: watch::channel(0).0,
+                bridges: Mutex::new(None),
             }),
         }
     }
 
     pub fn patchbay(&self) -> &Arc<Patchbay> {
         &self.inner.patchbay
+    }
+
+    /// Write every credential an authorization stores through to the runtimes its connector is
+    /// bridged to (Claude Code, Codex). Off until set, so tests never touch a real home.
+    pub fn set_bridges(&self, bridges: Arc<crate::Bridges>) {
+        *lock(&self.inner.bridges) = Some(bridges);
     }
 
     /// Starts authorizing the catalog connector `name`: discovery, client, PKCE, the pending
@@ -333,6 +343,19 @@ impl Inner {
             None => None,
         };
         let result = token::complete(&self.http, vault, params, now).await;
+        // Runtime bridges (issue 4): the new credential goes where the runtimes read it. Best
+        // effort: the authorization itself succeeded either way.
+        if let Ok(done) = &result {
+            let bridges = lock(&self.bridges).clone();
+            if let Some(bridges) = bridges {
+                if let Err(e) = bridges.write_through(&done.connector) {
+                    tracing::warn!(
+                        connector = done.connector,
+                        "cannot bridge the credential: {e}"
+                    );
+                }
+            }
+        }
         if let Some(connector) = connector {
             let recorded = match &result {
                 Ok(_) => Ok(()),

@@ -6,6 +6,7 @@
 
 pub mod authorize;
 pub mod badge;
+pub mod bridges;
 pub mod deeplink;
 pub mod error;
 pub mod patchbay;
@@ -14,6 +15,7 @@ pub mod tray_model;
 pub mod watch;
 
 pub use authorize::{Authorizer, AuthorizerOptions, Completion, StartOptions, Started};
+pub use bridges::Bridges;
 pub use error::CoreError;
 pub use patchbay::Patchbay;
 pub use paths::Paths;

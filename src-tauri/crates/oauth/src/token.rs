@@ -270,6 +270,8 @@ pub fn store(
         client_id: Some(flow.client_id.clone()),
         scope: tokens.scope.clone().or_else(|| flow.scopes.clone()),
         updated_at: now,
+        rotated_by: None,
+        rotated_at: None,
     };
     vault.put_credential(
         &row,

@@ -14,7 +14,7 @@ pub mod state;
 pub use offered::{Offered, OfferedServer, RosterLine};
 pub use probe::{LocalSignals, StoreHealth, VaultVariables};
 pub use report::{
-    compute, CatalogSourceStatus, ConnectorStatus, CredentialSummary, MissingVariable,
-    SecretStoreStatus, StatusReport, UnclaimedCredential, REPORT_VERSION,
+    compute, BridgeSummary, CatalogSourceStatus, ConnectorStatus, CredentialSummary,
+    MissingVariable, SecretStoreStatus, StatusReport, UnclaimedCredential, REPORT_VERSION,
 };
 pub use state::{Action, ConnectorState, ATTENTION_THRESHOLD, SEVERITY};

@@ -29,6 +29,26 @@ pub struct CredentialSummary {
     pub issuer: Option<String>,
     #[serde(with = "rfc3339")]
     pub updated_at: DateTime<Utc>,
+    /// The runtime (`claude_code`, `codex`) whose rotated pair Patchbay adopted last; `null` when
+    /// Patchbay obtained the stored pair itself.
+    #[serde(default)]
+    pub last_rotated_by: Option<String>,
+    #[serde(default, with = "rfc3339_opt")]
+    pub last_rotated_at: Option<DateTime<Utc>>,
+}
+
+/// One runtime server a connector is bridged to (filled by the core's runtime bridges; empty
+/// when none is configured or the report was computed without them).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BridgeSummary {
+    /// `claude_code` or `codex`.
+    pub runtime: String,
+    /// The runtime's own name for the server (it decides the key).
+    pub server_name: String,
+    /// The key the runtime files the credential under.
+    pub credential_key: String,
+    /// Whether the runtime's credential store holds an entry under that key.
+    pub in_store: bool,
 }
 
 impl From<&CredentialRow> for CredentialSummary {
@@ -39,6 +59,8 @@ impl From<&CredentialRow> for CredentialSummary {
             has_refresh_token: row.has_refresh_token,
             issuer: row.issuer.clone(),
             updated_at: row.updated_at,
+            last_rotated_by: row.rotated_by.clone(),
+            last_rotated_at: row.rotated_at,
         }
     }
 }
@@ -64,6 +86,9 @@ pub struct ConnectorStatus {
     pub one_shot_note: Option<String>,
     pub credential: Option<CredentialSummary>,
     pub source: String,
+    /// The runtime servers this connector is bridged to (docs/status-json.md).
+    #[serde(default)]
+    pub bridges: Vec<BridgeSummary>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -296,6 +321,7 @@ fn row_for_state(entry: &ServerEntry, state: ConnectorState, detail: String) -> 
         one_shot_note: None,
         credential: None,
         source: entry.source.display().to_string(),
+        bridges: Vec::new(),
     }
 }
 
@@ -321,6 +347,7 @@ fn invalid_row(name: &str, error: &str, source: &str) -> ConnectorStatus {
         one_shot_note: None,
         credential: None,
         source: source.to_owned(),
+        bridges: Vec::new(),
     }
 }
 

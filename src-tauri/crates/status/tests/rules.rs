@@ -101,6 +101,8 @@ fn credential(
         client_id: None,
         scope: None,
         updated_at: now() - Duration::days(1),
+        rotated_by: None,
+        rotated_at: None,
     }
 }
 

@@ -90,6 +90,14 @@ CREATE TABLE pending_flows (
 CREATE INDEX pending_flows_expiry ON pending_flows (expires_at_ms);
 "#,
         ),
+        // Runtime bridges: who rotated the stored pair when a runtime (Claude Code, Codex)
+        // refreshed it and Patchbay adopted it. NULL when Patchbay obtained the pair itself.
+        M::up(
+            r#"
+ALTER TABLE credentials ADD COLUMN rotated_by TEXT;
+ALTER TABLE credentials ADD COLUMN rotated_at_ms INTEGER;
+"#,
+        ),
     ])
 }
 

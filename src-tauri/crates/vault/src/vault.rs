@@ -31,6 +31,12 @@ pub struct CredentialRow {
     pub client_id: Option<String>,
     pub scope: Option<String>,
     pub updated_at: DateTime<Utc>,
+    /// The runtime (`claude_code`, `codex`) that rotated the stored pair, when Patchbay adopted it
+    /// from that runtime's store; `None` when Patchbay obtained the pair itself. Set only by
+    /// `put_adopted_credential`; `put_credential` ignores the value and clears it.
+    pub rotated_by: Option<String>,
+    /// When the adoption happened; set and cleared with `rotated_by`.
+    pub rotated_at: Option<DateTime<Utc>>,
 }
 
 /// The secret half of a credential. Debug prints `[redacted]` for both tokens.
@@ -178,7 +184,7 @@ impl Vault {
         let conn = self.conn();
         let mut stmt = conn.prepare(
             "SELECT key, server_name, server_url, expires_at_ms, has_refresh_token, one_shot,
-                    issuer, client_id, scope, updated_at_ms
+                    issuer, client_id, scope, updated_at_ms, rotated_by, rotated_at_ms
              FROM credentials ORDER BY key",
         )?;
         let raw: Vec<RawRow> = stmt
@@ -194,6 +200,8 @@ impl Vault {
                     client_id: r.get(7)?,
                     scope: r.get(8)?,
                     updated_at_ms: r.get(9)?,
+                    rotated_by: r.get(10)?,
+                    rotated_at_ms: r.get(11)?,
                 })
             })?
             .collect::<Result<_, _>>()?;
@@ -204,6 +212,45 @@ impl Vault {
     /// one (RFC 6749 §6: the server may omit it on refresh). `has_refresh_token` and `one_shot`
     /// are derived from what is stored afterwards, not taken from `row`.
     pub fn put_credential(&self, row: &CredentialRow, tokens: &TokenSet) -> Result<(), VaultError> {
+        self.upsert_credential(row, tokens, None)
+    }
+
+    /// Like `put_credential`, for a pair a runtime rotated and Patchbay adopted: records
+    /// `rotated_by` (the runtime's id, e.g. `claude_code`) and `rotated_at` on the row.
+    pub fn put_adopted_credential(
+        &self,
+        row: &CredentialRow,
+        tokens: &TokenSet,
+        rotated_by: &str,
+        rotated_at: DateTime<Utc>,
+    ) -> Result<(), VaultError> {
+        self.upsert_credential(row, tokens, Some((rotated_by, rotated_at)))
+    }
+
+    /// Retires a credential the provider no longer honours: drops the refresh token and
+    /// force-expires the access token (`expires_at = now`), so nothing presents it again and
+    /// the connector reads as needing authorization. `false` when no such credential is stored.
+    /// Needs no keychain.
+    pub fn retire_credential(
+        &self,
+        key: &CredentialKey,
+        now: DateTime<Utc>,
+    ) -> Result<bool, VaultError> {
+        let n = self.conn().execute(
+            "UPDATE credentials SET refresh_sealed = NULL, has_refresh_token = 0, one_shot = 1,
+                 expires_at_ms = ?2, updated_at_ms = ?2, rotated_by = NULL, rotated_at_ms = NULL
+             WHERE key = ?1",
+            params![key.as_str(), to_ms(now)],
+        )?;
+        Ok(n > 0)
+    }
+
+    fn upsert_credential(
+        &self,
+        row: &CredentialRow,
+        tokens: &TokenSet,
+        rotated: Option<(&str, DateTime<Utc>)>,
+    ) -> Result<(), VaultError> {
         let key = self.master_key()?;
         let name = row.credential_key.as_str();
         let access = key.seal_secret(Kind::AccessToken, name, &tokens.access_token);
@@ -230,15 +277,16 @@ impl Vault {
         tx.execute(
             "INSERT INTO credentials (key, server_name, server_url, expires_at_ms,
                  has_refresh_token, one_shot, issuer, client_id, scope, updated_at_ms,
-                 access_sealed, refresh_sealed)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
+                 access_sealed, refresh_sealed, rotated_by, rotated_at_ms)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)
              ON CONFLICT(key) DO UPDATE SET
                  server_name = excluded.server_name, server_url = excluded.server_url,
                  expires_at_ms = excluded.expires_at_ms,
                  has_refresh_token = excluded.has_refresh_token, one_shot = excluded.one_shot,
                  issuer = excluded.issuer, client_id = excluded.client_id,
                  scope = excluded.scope, updated_at_ms = excluded.updated_at_ms,
-                 access_sealed = excluded.access_sealed, refresh_sealed = excluded.refresh_sealed",
+                 access_sealed = excluded.access_sealed, refresh_sealed = excluded.refresh_sealed,
+                 rotated_by = excluded.rotated_by, rotated_at_ms = excluded.rotated_at_ms",
             params![
                 name,
                 row.server_name,
@@ -252,6 +300,8 @@ impl Vault {
                 to_ms(row.updated_at),
                 access,
                 refresh,
+                rotated.map(|(by, _)| by),
+                rotated.map(|(_, at)| to_ms(at)),
             ],
         )?;
         tx.commit()?;
@@ -469,6 +519,8 @@ struct RawRow {
     client_id: Option<String>,
     scope: Option<String>,
     updated_at_ms: i64,
+    rotated_by: Option<String>,
+    rotated_at_ms: Option<i64>,
 }
 
 impl RawRow {
@@ -480,6 +532,11 @@ impl RawRow {
                 .map(|ms| from_ms(ms, &what))
                 .transpose()?,
             updated_at: from_ms(self.updated_at_ms, &what)?,
+            rotated_at: self
+                .rotated_at_ms
+                .map(|ms| from_ms(ms, &what))
+                .transpose()?,
+            rotated_by: self.rotated_by,
             credential_key: CredentialKey(self.key),
             server_name: self.server_name,
             server_url: self.server_url,
@@ -539,6 +596,8 @@ mod tests {
             client_id: Some("client-1".into()),
             scope: Some("read write".into()),
             updated_at: t(1_700_000_000_000),
+            rotated_by: None,
+            rotated_at: None,
         }
     }
 
@@ -699,6 +758,56 @@ mod tests {
             .unwrap();
         let toks = v.credential_tokens(&key).unwrap().unwrap();
         assert_eq!(toks.refresh_token.unwrap().expose(), "ref2");
+    }
+
+    #[test]
+    fn adoption_records_who_rotated_and_our_own_write_clears_it() {
+        let f = Fixture::new();
+        let v = f.vault();
+        let key = CredentialKey("n|1".into());
+        v.put_credential(&row("n|1"), &tokens("a1", Some("r1")))
+            .unwrap();
+        assert_eq!(v.credential_rows().unwrap()[0].rotated_by, None);
+        let mut r = row("n|1");
+        r.rotated_by = Some("ignored".into()); // ignored: the argument decides
+        v.put_adopted_credential(&r, &tokens("a2", Some("r2")), "claude_code", t(42))
+            .unwrap();
+        let got = &v.credential_rows().unwrap()[0];
+        assert_eq!(got.rotated_by.as_deref(), Some("claude_code"));
+        assert_eq!(got.rotated_at, Some(t(42)));
+        assert_eq!(
+            v.credential_tokens(&key)
+                .unwrap()
+                .unwrap()
+                .refresh_token
+                .unwrap()
+                .expose(),
+            "r2"
+        );
+        v.put_credential(&row("n|1"), &tokens("a3", None)).unwrap();
+        let got = &v.credential_rows().unwrap()[0];
+        assert_eq!((got.rotated_by.clone(), got.rotated_at), (None, None));
+    }
+
+    #[test]
+    fn retiring_drops_the_refresh_token_and_expires_the_access_token() {
+        let f = Fixture::new();
+        let v = f.vault();
+        let key = CredentialKey("n|1".into());
+        assert!(!v.retire_credential(&key, t(5)).unwrap());
+        v.put_adopted_credential(&row("n|1"), &tokens("a1", Some("r1")), "codex", t(1))
+            .unwrap();
+        assert!(v.retire_credential(&key, t(5)).unwrap());
+        let got = &v.credential_rows().unwrap()[0];
+        assert!(!got.has_refresh_token && got.one_shot);
+        assert_eq!(got.expires_at, Some(t(5)));
+        assert_eq!(got.rotated_by, None);
+        assert!(v
+            .credential_tokens(&key)
+            .unwrap()
+            .unwrap()
+            .refresh_token
+            .is_none());
     }
 
     #[test]

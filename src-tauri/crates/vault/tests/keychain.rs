@@ -70,6 +70,8 @@ fn row(key: &str) -> CredentialRow {
         client_id: None,
         scope: None,
         updated_at: Utc::now(),
+        rotated_by: None,
+        rotated_at: None,
     }
 }
 

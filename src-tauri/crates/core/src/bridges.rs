@@ -1,0 +1,558 @@
+//! Runtime bridges in the core: which runtimes are installed (Claude Code, Codex; their
+//! `CLAUDE_CONFIG_DIR` / `CODEX_HOME` honoured), which catalog connectors each one has configured
+//! (matched by URL; the runtime's own server name decides the key), writing our credentials
+//! through to them, adopting what they rotated, and "Add to Claude Code / Codex".
+
+use crate::{CoreError, Patchbay};
+use patchbay_catalog::{CatalogItem, CredentialKey, ServerEntry, Transport};
+use patchbay_runtimes::claude::{add_server, AddServerOutcome, ClaudeFileStore, ClaudeServerSpec};
+use patchbay_runtimes::codex::codex_store;
+use patchbay_runtimes::config::{
+    match_catalog, read_claude_servers, read_codex_config, CodexStoreMode, RuntimePaths,
+};
+use patchbay_runtimes::reconcile::{
+    runtime_id, Adoption, BridgeKey, Reconciled, Reconciler, Target, WriteThrough,
+};
+use patchbay_runtimes::watch::{watch, KeysFn, StoreWatch, Watched};
+use patchbay_runtimes::{Runtime, RuntimeError, RuntimeStore, WriteOutcome};
+use patchbay_status::{BridgeSummary, StatusReport};
+use patchbay_vault::Vault;
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// A runtime as found on this machine.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct RuntimeFound {
+    pub runtime: Runtime,
+    pub display_name: &'static str,
+    /// Whether any of its files exist.
+    pub found: bool,
+    /// Its server config files (`.claude.json`; Codex's `config.toml`).
+    pub config: Vec<PathBuf>,
+    /// Where it keeps MCP credentials (Codex in keyring mode: the keyring service).
+    pub credential_store: String,
+    /// Remote servers configured in it.
+    pub servers: usize,
+    /// Its config could not be read (the bridges of this runtime are then unknown).
+    pub error: Option<String>,
+    pub bridges: Vec<Bridged>,
+}
+
+/// A catalog connector configured in a runtime.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Bridged {
+    /// The catalog's name.
+    pub connector: String,
+    pub runtime: Runtime,
+    /// The runtime's name for the server.
+    pub server_name: String,
+    /// The key the runtime files the credential under (`None`: a `${VAR}` did not resolve).
+    pub credential_key: Option<CredentialKey>,
+    /// The key the vault files our credential under (`None`: not computable now).
+    pub vault_key: Option<CredentialKey>,
+}
+
+impl Bridged {
+    fn key(&self) -> Option<BridgeKey> {
+        Some(BridgeKey {
+            vault: self.vault_key.clone()?,
+            runtime: self.credential_key.clone()?,
+        })
+    }
+}
+
+/// What adding a connector to a runtime did.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Added {
+    Added,
+    AlreadyPresent,
+}
+
+/// The bridges over a shared [`Patchbay`]. Cheap to build; re-reads the runtimes' configs on
+/// every call (they change under us).
+pub struct Bridges {
+    patchbay: Arc<Patchbay>,
+    paths: Option<RuntimePaths>,
+    reconciler: Arc<Reconciler>,
+}
+
+impl Bridges {
+    /// Runtime paths from the process environment (`HOME`, `CLAUDE_CONFIG_DIR`, `CODEX_HOME`).
+    pub fn new(patchbay: Arc<Patchbay>) -> Bridges {
+        Bridges::with_paths(patchbay, RuntimePaths::from_env())
+    }
+
+    /// `None`: no home directory, so no runtime can be found.
+    pub fn with_paths(patchbay: Arc<Patchbay>, paths: Option<RuntimePaths>) -> Bridges {
+        Bridges {
+            patchbay,
+            paths,
+            reconciler: Arc::new(Reconciler::new()),
+        }
+    }
+
+    pub fn paths(&self) -> Option<&RuntimePaths> {
+        self.paths.as_ref()
+    }
+
+    fn vault(&self) -> &Vault {
+        self.patchbay.vault()
+    }
+
+    fn catalog_servers(&self) -> Vec<ServerEntry> {
+        self.patchbay
+            .catalog()
+            .items
+            .into_iter()
+            .filter_map(|i| match i {
+                CatalogItem::Server(e) => Some(e),
+                CatalogItem::Invalid(_) => None,
+            })
+            .collect()
+    }
+
+    fn codex_mode(&self, paths: &RuntimePaths) -> CodexStoreMode {
+        read_codex_config(paths)
+            .map(|c| c.store_mode)
+            .unwrap_or_default()
+    }
+
+    /// Every runtime, found or not, with the connectors bridged to it.
+    pub fn runtimes(&self) -> Vec<RuntimeFound> {
+        let Some(paths) = &self.paths else {
+            return Vec::new();
+        };
+        let catalog = self.catalog_servers();
+        let resolve = |v: &str| self.patchbay.resolve_variable(v);
+        let vault_keys: BTreeMap<String, Option<CredentialKey>> = catalog
+            .iter()
+            .map(|e| {
+                (
+                    e.name.as_str().to_owned(),
+                    e.credential_key(&resolve).ok().flatten(),
+                )
+            })
+            .collect();
+        let bridged = |servers: &[patchbay_runtimes::config::RuntimeServer]| -> Vec<Bridged> {
+            match_catalog(servers, catalog.iter())
+                .into_iter()
+                .map(|b| Bridged {
+                    vault_key: vault_keys.get(&b.catalog_name).cloned().flatten(),
+                    connector: b.catalog_name,
+                    runtime: b.runtime_server.runtime,
+                    server_name: b.runtime_server.name,
+                    credential_key: b.runtime_server.credential_key,
+                })
+                .collect()
+        };
+
+        let claude = read_claude_servers(paths, None, &resolve);
+        let claude_found = paths.claude_json.exists()
+            || paths.claude_config_dir.exists()
+            || paths.claude_credentials.exists();
+        let (claude_servers, claude_error) = match claude {
+            Ok(s) => (s, None),
+            Err(e) => (Vec::new(), Some(e.to_string())),
+        };
+        let codex = read_codex_config(paths);
+        let (codex_config, codex_error) = match codex {
+            Ok(c) => (c, None),
+            Err(e) => (Default::default(), Some(e.to_string())),
+        };
+        vec![
+            RuntimeFound {
+                runtime: Runtime::ClaudeCode,
+                display_name: Runtime::ClaudeCode.display_name(),
+                found: claude_found,
+                config: vec![paths.claude_json.clone()],
+                credential_store: paths.claude_credentials.display().to_string(),
+                servers: claude_servers.len(),
+                error: claude_error,
+                bridges: bridged(&claude_servers),
+            },
+            RuntimeFound {
+                runtime: Runtime::Codex,
+                display_name: Runtime::Codex.display_name(),
+                found: paths.codex_home.exists(),
+                config: vec![paths.codex_config()],
+                credential_store: match codex_config.store_mode {
+                    CodexStoreMode::Keyring => format!(
+                        "keyring service \"{}\"",
+                        patchbay_runtimes::codex::CODEX_KEYRING_SERVICE
+                    ),
+                    mode => format!(
+                        "{}{}",
+                        paths.codex_credentials().display(),
+                        if mode == CodexStoreMode::Auto {
+                            " (or the OS keyring when it answers)"
+                        } else {
+                            ""
+                        }
+                    ),
+                },
+                servers: codex_config.servers.len(),
+                error: codex_error,
+                bridges: bridged(&codex_config.servers),
+            },
+        ]
+    }
+
+    /// Every bridge of every runtime.
+    pub fn bridged(&self) -> Vec<Bridged> {
+        self.runtimes()
+            .into_iter()
+            .flat_map(|r| r.bridges)
+            .collect()
+    }
+
+    /// The credential store of `runtime`. `known_keys`: the keys a keyring store reports.
+    fn store(
+        &self,
+        runtime: Runtime,
+        known_keys: Vec<CredentialKey>,
+    ) -> Option<Box<dyn RuntimeStore>> {
+        let paths = self.paths.as_ref()?;
+        Some(match runtime {
+            Runtime::ClaudeCode => Box::new(ClaudeFileStore::new(paths)),
+            Runtime::Codex => codex_store(paths, self.codex_mode(paths), known_keys),
+        })
+    }
+
+    fn stores_for(&self, bridges: &[Bridged]) -> HashMap<Runtime, Box<dyn RuntimeStore>> {
+        let mut out = HashMap::new();
+        for runtime in [Runtime::ClaudeCode, Runtime::Codex] {
+            let keys: Vec<CredentialKey> = bridges
+                .iter()
+                .filter(|b| b.runtime == runtime)
+                .filter_map(|b| b.credential_key.clone())
+                .collect();
+            if keys.is_empty() {
+                continue;
+            }
+            if let Some(store) = self.store(runtime, keys) {
+                out.insert(runtime, store);
+            }
+        }
+        out
+    }
+
+    /// Write the connector's stored credential through to every runtime it is bridged to
+    /// (reconciling first). `Ok(None)` when it is bridged nowhere or has no key.
+    pub fn write_through(&self, connector: &str) -> Result<Option<WriteThrough>, CoreError> {
+        let bridges: Vec<Bridged> = self
+            .bridged()
+            .into_iter()
+            .filter(|b| b.connector == connector && b.key().is_some())
+            .collect();
+        let Some(vault_key) = bridges.first().and_then(|b| b.vault_key.clone()) else {
+            return Ok(None);
+        };
+        let stores = self.stores_for(&bridges);
+        let runtime_keys: Vec<(Runtime, CredentialKey)> = bridges
+            .iter()
+            .filter_map(|b| Some((b.runtime, b.credential_key.clone()?)))
+            .collect();
+        let targets: Vec<Target<'_>> = runtime_keys
+            .iter()
+            .filter_map(|(runtime, key)| {
+                Some(Target {
+                    store: stores.get(runtime)?.as_ref(),
+                    runtime_key: key,
+                })
+            })
+            .collect();
+        let done = self
+            .reconciler
+            .write_through(self.vault(), &vault_key, &targets, self.patchbay.now())
+            .map_err(|e| CoreError::Invalid(e.to_string()))?;
+        Ok(Some(done))
+    }
+
+    /// Write every stored credential through to every runtime it is bridged to.
+    pub fn sync(&self) -> Result<Vec<(String, WriteThrough)>, CoreError> {
+        let stored: std::collections::BTreeSet<CredentialKey> = self
+            .vault()
+            .credential_rows()?
+            .into_iter()
+            .map(|r| r.credential_key)
+            .collect();
+        let mut connectors: Vec<String> = self
+            .bridged()
+            .into_iter()
+            .filter(|b| b.vault_key.as_ref().is_some_and(|k| stored.contains(k)))
+            .map(|b| b.connector)
+            .collect();
+        connectors.sort();
+        connectors.dedup();
+        let mut out = Vec::new();
+        for connector in connectors {
+            if let Some(done) = self.write_through(&connector)? {
+                out.push((connector, done));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Reconcile every bridged credential now: adopt whatever a runtime rotated.
+    pub fn adopt_all(&self) -> Vec<Adoption> {
+        let bridges = self.bridged();
+        let stores = self.stores_for(&bridges);
+        let now = self.patchbay.now();
+        let mut adopted = Vec::new();
+        for bridge in &bridges {
+            let (Some(key), Some(store)) = (bridge.key(), stores.get(&bridge.runtime)) else {
+                continue;
+            };
+            match self
+                .reconciler
+                .reconcile(self.vault(), store.as_ref(), &key, now)
+            {
+                Ok(Reconciled::Adopted(a)) => adopted.push(a),
+                Ok(_) => {}
+                Err(e) => tracing::warn!(connector = bridge.connector, "cannot reconcile: {e}"),
+            }
+        }
+        adopted
+    }
+
+    /// Fill each connector's `bridges` in a status report.
+    pub fn annotate(&self, report: &mut StatusReport) {
+        let bridges = self.bridged();
+        let stores = self.stores_for(&bridges);
+        for bridge in bridges {
+            let Some(row) = report
+                .connectors
+                .iter_mut()
+                .find(|c| c.name == bridge.connector)
+            else {
+                continue;
+            };
+            let in_store = match (&bridge.credential_key, stores.get(&bridge.runtime)) {
+                (Some(key), Some(store)) => matches!(store.read(key), Ok(Some(_))),
+                _ => false,
+            };
+            row.bridges.push(BridgeSummary {
+                runtime: runtime_id(bridge.runtime).to_owned(),
+                server_name: bridge.server_name,
+                credential_key: bridge.credential_key.map(|k| k.0).unwrap_or_default(),
+                in_store,
+            });
+        }
+    }
+
+    /// The status report with adoptions made first and the bridges filled in.
+    pub fn status(&self) -> StatusReport {
+        self.adopt_all();
+        let mut report = self.patchbay.status();
+        self.annotate(&mut report);
+        report
+    }
+
+    /// Watch every runtime's credential store and adopt what it rotates; `on_adopted` runs on
+    /// the watcher's thread (the app pushes `status-changed` from it). Bridges are re-read on
+    /// every change.
+    pub fn watch(
+        self: &Arc<Self>,
+        vault: Arc<Vault>,
+        on_adopted: impl Fn(Vec<Adoption>) + Send + 'static,
+    ) -> Result<StoreWatch, CoreError> {
+        let Some(paths) = self.paths.clone() else {
+            return Err(CoreError::Invalid(
+                "no home directory: no runtime to watch".into(),
+            ));
+        };
+        let mut watched = Vec::new();
+        for runtime in [Runtime::ClaudeCode, Runtime::Codex] {
+            let this = self.clone();
+            let keys: KeysFn = Arc::new(move |_vault: &Vault, _store: &dyn RuntimeStore| {
+                this.bridged()
+                    .into_iter()
+                    .filter(|b| b.runtime == runtime)
+                    .filter_map(|b| b.key())
+                    .collect()
+            });
+            let store: Arc<dyn RuntimeStore> = match runtime {
+                Runtime::ClaudeCode => Arc::new(ClaudeFileStore::new(&paths)),
+                Runtime::Codex => {
+                    Arc::from(codex_store(&paths, self.codex_mode(&paths), Vec::new()))
+                }
+            };
+            watched.push(Watched { store, keys });
+        }
+        let patchbay = self.patchbay.clone();
+        watch(
+            vault,
+            self.reconciler.clone(),
+            watched,
+            Arc::new(move || patchbay.now()),
+            on_adopted,
+        )
+        .map_err(|e| CoreError::Watch {
+            path: e.path,
+            message: e.message,
+        })
+    }
+
+    /// "Add to Claude Code" / "Add to Codex": configure the catalog connector `name` in the
+    /// runtime the way its own `mcp add` would, under the catalog's name.
+    pub fn add(&self, name: &str, runtime: Runtime) -> Result<Added, CoreError> {
+        let paths = self.paths.as_ref().ok_or_else(|| {
+            CoreError::Invalid("no home directory: cannot find the runtimes".into())
+        })?;
+        let entry = self
+            .catalog_servers()
+            .into_iter()
+            .find(|e| e.name.as_str() == name)
+            .ok_or_else(|| {
+                CoreError::Invalid(format!("no valid connector named {name} in the catalog"))
+            })?;
+        let (kind, url, headers) = match &entry.transport {
+            Transport::Stdio { .. } => {
+                return Err(CoreError::Invalid(format!(
+                    "{name} is a local (stdio) server; only remote servers are bridged"
+                )))
+            }
+            Transport::StreamableHttp { url, headers } => ("http", url, headers),
+            Transport::Sse { url, headers } => ("sse", url, headers),
+        };
+        match runtime {
+            Runtime::ClaudeCode => {
+                let spec = ClaudeServerSpec {
+                    name: name.to_owned(),
+                    kind: kind.to_owned(),
+                    url: url.clone(),
+                    headers: headers.clone(),
+                };
+                match add_server(paths, &spec).map_err(runtime_error)? {
+                    AddServerOutcome::Added => Ok(Added::Added),
+                    AddServerOutcome::AlreadyPresent => Ok(Added::AlreadyPresent),
+                    AddServerOutcome::Conflict { existing } => Err(CoreError::Invalid(format!(
+                        "Claude Code already has a different server named {name} ({existing}); nothing was changed"
+                    ))),
+                }
+            }
+            Runtime::Codex => {
+                if kind != "http" {
+                    return Err(CoreError::Invalid(format!(
+                        "{name} uses SSE, which Codex does not support"
+                    )));
+                }
+                if !headers.is_empty() {
+                    return Err(CoreError::Invalid(format!(
+                        "{name} sends headers; add it to Codex by hand (`codex mcp add`)"
+                    )));
+                }
+                add_codex_server(&paths.codex_config(), name, url)
+            }
+        }
+    }
+}
+
+fn runtime_error(e: RuntimeError) -> CoreError {
+    CoreError::Invalid(e.to_string())
+}
+
+/// Writes `[mcp_servers.<name>] url = "<url>"` into Codex's `config.toml`, preserving the rest
+/// (comments and order included), through a temp file and a rename.
+pub fn add_codex_server(
+    config: &std::path::Path,
+    name: &str,
+    url: &str,
+) -> Result<Added, CoreError> {
+    let io = |e: std::io::Error| CoreError::Invalid(format!("{}: {e}", config.display()));
+    let text = match std::fs::read_to_string(config) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(io(e)),
+    };
+    let mut doc: toml_edit::DocumentMut = text
+        .parse()
+        .map_err(|e| CoreError::Invalid(format!("{}: not valid TOML: {e}", config.display())))?;
+    let servers = doc
+        .entry("mcp_servers")
+        .or_insert_with(|| {
+            let mut t = toml_edit::Table::new();
+            t.set_implicit(true);
+            toml_edit::Item::Table(t)
+        })
+        .as_table_like_mut()
+        .ok_or_else(|| {
+            CoreError::Invalid(format!("{}: mcp_servers is not a table", config.display()))
+        })?;
+    if let Some(existing) = servers.get(name) {
+        let same = existing
+            .as_table_like()
+            .and_then(|t| t.get("url"))
+            .and_then(|u| u.as_str())
+            == Some(url);
+        return if same {
+            Ok(Added::AlreadyPresent)
+        } else {
+            Err(CoreError::Invalid(format!(
+                "Codex already has a different server named {name}; nothing was changed"
+            )))
+        };
+    }
+    let mut table = toml_edit::Table::new();
+    table.insert("url", toml_edit::value(url));
+    servers.insert(name, toml_edit::Item::Table(table));
+    if let Some(dir) = config.parent() {
+        std::fs::create_dir_all(dir).map_err(io)?;
+    }
+    let mut tmp = config.as_os_str().to_owned();
+    tmp.push(format!(".patchbay.{}", std::process::id()));
+    let tmp = PathBuf::from(tmp);
+    std::fs::write(&tmp, doc.to_string()).map_err(io)?;
+    std::fs::rename(&tmp, config).map_err(io)?;
+    Ok(Added::Added)
+}
+
+/// True when the outcome wrote anything (for printing).
+pub fn written(outcome: &Result<WriteOutcome, RuntimeError>) -> bool {
+    matches!(outcome, Ok(WriteOutcome::Written))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codex_config_keeps_the_rest() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("config.toml");
+        std::fs::write(
+            &config,
+            "# mine\nmodel = \"o4\"\n\n[mcp_servers.local]\ncommand = \"x\"\n",
+        )
+        .unwrap();
+        assert_eq!(
+            add_codex_server(&config, "notion", "https://mcp.notion.com/mcp").unwrap(),
+            Added::Added
+        );
+        let text = std::fs::read_to_string(&config).unwrap();
+        assert!(text.starts_with("# mine\nmodel = \"o4\"\n"), "{text}");
+        assert!(
+            text.contains("[mcp_servers.local]\ncommand = \"x\""),
+            "{text}"
+        );
+        assert!(
+            text.contains("[mcp_servers.notion]\nurl = \"https://mcp.notion.com/mcp\""),
+            "{text}"
+        );
+        let parsed = patchbay_runtimes::config::parse_codex_config(&text, &config).unwrap();
+        assert_eq!(parsed.servers.len(), 1);
+        assert_eq!(
+            add_codex_server(&config, "notion", "https://mcp.notion.com/mcp").unwrap(),
+            Added::AlreadyPresent
+        );
+        assert!(add_codex_server(&config, "notion", "https://other/mcp").is_err());
+        // A missing file is created.
+        let fresh = dir.path().join("new/config.toml");
+        add_codex_server(&fresh, "n", "https://a/mcp").unwrap();
+        assert!(std::fs::read_to_string(&fresh)
+            .unwrap()
+            .contains("[mcp_servers.n]"));
+    }
+}

@@ -1,0 +1,136 @@
+//! The time from a runtime's rename of its credential file to Patchbay's adoption of the rotated
+//! pair in the vault, through the real watcher (notify + the 100 ms debounce) and a file-backed
+//! store rewritten by temp file + rename, as Claude Code does.
+//!
+//! One sample: a newer pair is written to `<dir>/.credentials.json.tmp.<pid>` and renamed over
+//! the store (the clock starts before the write, so the figure includes it); it ends when the
+//! watcher's callback reports the adoption, which runs after the adopted pair is committed to the
+//! vault (SQLite, WAL; the vault's key in memory). Samples are sequential: each waits for the
+//! previous adoption. A custom harness, because the figure of interest is the distribution
+//! (median, p95, worst), not a mean.
+//!
+//! `cargo bench -p patchbay-runtimes --bench adoption` (ADOPTION_SAMPLES overrides 200).
+
+use chrono::{DateTime, Utc};
+use patchbay_catalog::CredentialKey;
+use patchbay_runtimes::memory::JsonFileRuntimeStore;
+use patchbay_runtimes::reconcile::Reconciler;
+use patchbay_runtimes::watch::{same_keys, watch, Watched, DEBOUNCE};
+use patchbay_runtimes::{Runtime, RuntimeCredential, RuntimeStore};
+use patchbay_vault::{CredentialRow, MemoryStore, Secret, TokenSet, Vault};
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
+
+const KEY: &str = "fx|528e1818a7ba21cf";
+
+fn pair(n: u32, expires_at: DateTime<Utc>) -> RuntimeCredential {
+    RuntimeCredential {
+        key: CredentialKey(KEY.into()),
+        server_name: "fx".into(),
+        server_url: "http://localhost:3100/mcp".into(),
+        access_token: Secret::new(format!("at-{n}")),
+        refresh_token: Some(Secret::new(format!("rt-{n}"))),
+        expires_at: Some(expires_at),
+        scope: None,
+        client_id: Some("c".into()),
+        client_secret: None,
+        issuer: None,
+    }
+}
+
+fn main() {
+    if std::env::args().any(|a| a == "--list") {
+        return;
+    }
+    let samples: u32 = std::env::var("ADOPTION_SAMPLES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(200);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let vault = Arc::new(
+        Vault::open(
+            &dir.path().join("v.db"),
+            Arc::new(MemoryStore::new()),
+            "bench",
+        )
+        .expect("vault"),
+    );
+    let base = Utc::now() + chrono::Duration::hours(1);
+    vault
+        .put_credential(
+            &CredentialRow {
+                credential_key: CredentialKey(KEY.into()),
+                server_name: "fx".into(),
+                server_url: Some("http://localhost:3100/mcp".into()),
+                expires_at: Some(base),
+                has_refresh_token: true,
+                one_shot: false,
+                issuer: None,
+                client_id: Some("c".into()),
+                scope: None,
+                updated_at: Utc::now(),
+                rotated_by: None,
+                rotated_at: None,
+            },
+            &TokenSet {
+                access_token: Secret::new("at-0"),
+                refresh_token: Some(Secret::new("rt-0")),
+            },
+        )
+        .expect("seed");
+    let store = Arc::new(JsonFileRuntimeStore::new(
+        Runtime::ClaudeCode,
+        dir.path().join("claude/.credentials.json"),
+    ));
+    store.write(&pair(0, base), Utc::now()).expect("seed store");
+
+    let (tx, rx) = mpsc::channel();
+    let _watch = watch(
+        vault.clone(),
+        Arc::new(Reconciler::new()),
+        vec![Watched {
+            store: store.clone(),
+            keys: same_keys(),
+        }],
+        Arc::new(Utc::now),
+        move |adopted| {
+            let _ = tx.send((Instant::now(), adopted.len()));
+        },
+    )
+    .expect("watch");
+    // Let the seed's events settle.
+    std::thread::sleep(DEBOUNCE * 3);
+    while rx.try_recv().is_ok() {}
+
+    let mut times = Vec::with_capacity(samples as usize);
+    let mut missed = 0;
+    for n in 1..=samples {
+        let started = Instant::now();
+        store
+            .rotate(&pair(n, base + chrono::Duration::seconds(i64::from(n))))
+            .expect("rotate");
+        match rx.recv_timeout(Duration::from_secs(5)) {
+            Ok((at, _)) => times.push(at - started),
+            Err(_) => missed += 1,
+        }
+    }
+    let tokens = vault
+        .credential_tokens(&CredentialKey(KEY.into()))
+        .expect("read")
+        .expect("stored");
+    assert_eq!(tokens.access_token.expose(), format!("at-{samples}"));
+
+    times.sort();
+    let pick = |q: f64| times[((times.len() as f64 - 1.0) * q).round() as usize];
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    println!(
+        "rename → adoption over {} renames (debounce {} ms): min {:.1} ms, median {:.1} ms, p95 {:.1} ms, worst {:.1} ms; missed (>5 s) {}",
+        times.len(),
+        DEBOUNCE.as_millis(),
+        ms(times[0]),
+        ms(pick(0.5)),
+        ms(pick(0.95)),
+        ms(*times.last().expect("samples")),
+        missed
+    );
+}

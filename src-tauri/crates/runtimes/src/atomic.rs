@@ -1,0 +1,476 @@
+//! Replacing a runtime's JSON file safely while the runtime itself may be rewriting it.
+//!
+//! The runtimes write their files without any lock, by writing a temp file and renaming it over
+//! the target (Claude Code: `.credentials.json.tmp.<8 hex>`). So [`update_json_object`]:
+//! 1. takes our lock file (serializes Patchbay's own writers; see [`crate::lock`]);
+//! 2. reads the file and applies the caller's change to the parsed object (a malformed file is
+//!    [`RuntimeError::Malformed`] and nothing is written);
+//! 3. writes the result to a temp file in the same directory (created exclusively, mode 0600 or
+//!    the file's own mode), fsyncs it;
+//! 4. re-reads the target right before the rename and starts again from 2 when it changed;
+//! 5. replaces the target. On Linux this is `renameat2(RENAME_EXCHANGE)`: atomic like a rename for
+//!    every reader, but the version we replaced comes back under the temp name, so a write the
+//!    runtime renamed in between our re-read and our replace is detected exactly, and its changes
+//!    (relative to what we read) are merged back on top of the file as it now is and written
+//!    again. Elsewhere (or on a filesystem without RENAME_EXCHANGE) a plain rename, where that
+//!    window is microseconds wide and not closed;
+//! 6. fsyncs the directory.
+//!
+//! Guaranteed: readers only ever see a complete file (ours or theirs), our change is in the file
+//! at the moment we replace it, and on Linux we never drop a write that another process completed
+//! before our replace. Not guaranteed, and not ours to fix: a runtime that read the file before
+//! our replace and renames after it drops our change (its own unlocked read-modify-write); the
+//! reconciler re-applies ours on its next pass.
+
+use crate::lock::FileLock;
+use crate::RuntimeError;
+use serde_json::{Map, Value};
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+/// Attempts before giving up with `Busy` (each one lost a race against another writer).
+const MAX_ATTEMPTS: usize = 64;
+
+/// The permissions of the file we write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileMode {
+    /// Always 0600 (credential stores).
+    Private,
+    /// The existing file's mode, 0600 for a new file (config files).
+    PreserveOrPrivate,
+}
+
+/// How to update one file.
+#[derive(Debug, Clone)]
+pub struct UpdateOptions {
+    pub lock_path: PathBuf,
+    pub lock_timeout: Duration,
+    /// A missing file starts as `{}` (else: nothing to do, `Ok(false)`, and `mutate` is not called).
+    pub create_if_missing: bool,
+    pub mode: FileMode,
+}
+
+/// The lock file beside `path`: `<name>.patchbay.lock`.
+pub fn lock_path_for(path: &Path) -> PathBuf {
+    sibling(path, ".patchbay.lock", false)
+}
+
+/// A change to a JSON object: returns whether it changed anything.
+pub type Mutation<'a> = dyn FnMut(&mut Map<String, Value>) -> Result<bool, RuntimeError> + 'a;
+
+/// Read `path` as a JSON object. `Ok(None)` when it does not exist.
+pub fn read_json_object(path: &Path) -> Result<Option<Map<String, Value>>, RuntimeError> {
+    read_bytes(path)?
+        .map(|bytes| parse_object(path, &bytes))
+        .transpose()
+}
+
+/// Apply `mutate` to the JSON object in `path` and replace the file, as described in the module
+/// docs. `mutate` returns whether it changed anything; it may run more than once (on a fresh
+/// copy each time) when another writer raced us, so it must decide from what it is given.
+/// Returns whether the file was replaced.
+pub fn update_json_object(
+    path: &Path,
+    options: &UpdateOptions,
+    mutate: &mut Mutation<'_>,
+) -> Result<bool, RuntimeError> {
+    if !options.create_if_missing && !path.exists() {
+        // Nothing to change (and perhaps no directory to put a lock file in).
+        return Ok(false);
+    }
+    if options.create_if_missing {
+        if let Some(parent) = path.parent() {
+            create_private_dir(parent)?;
+        }
+    }
+    let _lock = FileLock::acquire(&options.lock_path, options.lock_timeout)?;
+    let mut seen = read_bytes(path)?;
+    // Changes of writes we replaced without having seen them, to merge back.
+    let mut foreign: Vec<ForeignChange> = Vec::new();
+    for _ in 0..MAX_ATTEMPTS {
+        let base = match &seen {
+            Some(bytes) => Some(parse_object(path, bytes)?),
+            None if options.create_if_missing => None,
+            None => return Ok(false),
+        };
+        let mut object = base.clone().unwrap_or_default();
+        let repaired = apply_foreign(&mut object, &foreign);
+        let changed = mutate(&mut object)?;
+        if !changed && !repaired {
+            return Ok(false);
+        }
+        let bytes = serialize(&object);
+        let mode = match options.mode {
+            FileMode::Private => 0o600,
+            FileMode::PreserveOrPrivate => existing_mode(path).unwrap_or(0o600),
+        };
+        let tmp = write_temp(path, &bytes, mode)?;
+
+        // Re-read right before the rename: the runtime may have replaced the file since we read it.
+        let now = match read_bytes(path) {
+            Ok(now) => now,
+            Err(e) => {
+                let _ = fs::remove_file(&tmp);
+                return Err(e);
+            }
+        };
+        if now != seen {
+            let _ = fs::remove_file(&tmp);
+            seen = now;
+            continue;
+        }
+
+        match replace(&tmp, path, seen.is_some())? {
+            Replaced::Done => {
+                sync_dir(path);
+                return Ok(true);
+            }
+            Replaced::Raced => {
+                let _ = fs::remove_file(&tmp);
+                seen = read_bytes(path)?;
+            }
+            Replaced::Exchanged(old) => {
+                let _ = fs::remove_file(&tmp);
+                sync_dir(path);
+                if old.as_ref() == seen.as_ref() {
+                    return Ok(true);
+                }
+                // Someone renamed a version over the file between our re-read and our exchange:
+                // we replaced it unseen. Merge its changes back on top of what is there now.
+                tracing::debug!(path = %path.display(), "replaced an unseen write; merging it back");
+                if let Some(theirs) = old.and_then(|b| parse_object(path, &b).ok()) {
+                    foreign.extend(diff(&base.unwrap_or_default(), &theirs, &object));
+                }
+                seen = read_bytes(path)?;
+            }
+        }
+    }
+    Err(RuntimeError::Busy {
+        what: path.display().to_string(),
+        message: format!("the file kept changing under us ({MAX_ATTEMPTS} attempts)"),
+    })
+}
+
+/// A member another writer changed in a version we replaced unseen: `top`, or `top.sub` for a
+/// member of a top-level object (e.g. one `mcpOAuth` entry).
+#[derive(Debug)]
+struct ForeignChange {
+    top: String,
+    sub: Option<String>,
+    /// The value in what we wrote (None: absent). The change is re-applied only while the file
+    /// still holds this, i.e. nobody moved that member on since.
+    ours: Option<Value>,
+    theirs: Option<Value>,
+}
+
+fn diff(
+    base: &Map<String, Value>,
+    theirs: &Map<String, Value>,
+    ours: &Map<String, Value>,
+) -> Vec<ForeignChange> {
+    let empty = Map::new();
+    let mut changes = Vec::new();
+    for top in union_keys(base, theirs) {
+        let (b, t) = (base.get(&top), theirs.get(&top));
+        if b == t {
+            continue;
+        }
+        match (as_obj(b), as_obj(t)) {
+            (Some(bo), Some(to)) => {
+                let (bo, to) = (bo.unwrap_or(&empty), to.unwrap_or(&empty));
+                let oo = ours.get(&top).and_then(Value::as_object);
+                for sub in union_keys(bo, to) {
+                    if bo.get(&sub) != to.get(&sub) {
+                        changes.push(ForeignChange {
+                            ours: oo.and_then(|o| o.get(&sub)).cloned(),
+                            theirs: to.get(&sub).cloned(),
+                            top: top.clone(),
+                            sub: Some(sub),
+                        });
+                    }
+                }
+            }
+            _ => changes.push(ForeignChange {
+                ours: ours.get(&top).cloned(),
+                theirs: t.cloned(),
+                top,
+                sub: None,
+            }),
+        }
+    }
+    changes
+}
+
+/// `Some(None)`: absent; `Some(Some(map))`: an object; `None`: another kind of value.
+#[allow(clippy::option_option)]
+fn as_obj(v: Option<&Value>) -> Option<Option<&Map<String, Value>>> {
+    match v {
+        None => Some(None),
+        Some(Value::Object(o)) => Some(Some(o)),
+        Some(_) => None,
+    }
+}
+
+fn union_keys(a: &Map<String, Value>, b: &Map<String, Value>) -> Vec<String> {
+    let mut keys: Vec<String> = a.keys().cloned().collect();
+    keys.extend(b.keys().filter(|k| !a.contains_key(*k)).cloned());
+    keys
+}
+
+/// Re-apply foreign changes to `object`; whether anything changed.
+fn apply_foreign(object: &mut Map<String, Value>, changes: &[ForeignChange]) -> bool {
+    let mut changed = false;
+    for change in changes {
+        let slot: &mut Map<String, Value> = match &change.sub {
+            None => object,
+            Some(_) if change.theirs.is_none() && !object.contains_key(&change.top) => continue,
+            Some(_) => {
+                let container = object
+                    .entry(change.top.clone())
+                    .or_insert_with(|| Value::Object(Map::new()));
+                match container.as_object_mut() {
+                    Some(o) => o,
+                    None => continue,
+                }
+            }
+        };
+        let key = change.sub.as_ref().unwrap_or(&change.top);
+        let current = slot.get(key);
+        if current == change.theirs.as_ref() || current != change.ours.as_ref() {
+            continue;
+        }
+        match &change.theirs {
+            Some(v) => slot.insert(key.clone(), v.clone()),
+            None => slot.remove(key),
+        };
+        changed = true;
+    }
+    changed
+}
+
+fn parse_object(path: &Path, bytes: &[u8]) -> Result<Map<String, Value>, RuntimeError> {
+    match serde_json::from_slice::<Value>(bytes) {
+        Ok(Value::Object(object)) => Ok(object),
+        Ok(other) => Err(RuntimeError::Malformed {
+            path: path.to_path_buf(),
+            message: format!(
+                "expected a JSON object at the top level, found {}",
+                json_kind(&other)
+            ),
+        }),
+        Err(e) => Err(RuntimeError::Malformed {
+            path: path.to_path_buf(),
+            message: format!("not valid JSON: {e}"),
+        }),
+    }
+}
+
+pub(crate) fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+fn serialize(object: &Map<String, Value>) -> Vec<u8> {
+    // A map of JSON values always serializes.
+    serde_json::to_vec_pretty(object).expect("JSON values serialize")
+}
+
+fn read_bytes(path: &Path) -> Result<Option<Vec<u8>>, RuntimeError> {
+    match fs::read(path) {
+        Ok(bytes) => Ok(Some(bytes)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(io_error(path, "cannot read", e)),
+    }
+}
+
+pub(crate) fn io_error(path: &Path, what: &str, e: std::io::Error) -> RuntimeError {
+    RuntimeError::Io {
+        path: path.to_path_buf(),
+        message: format!("{what}: {e}"),
+    }
+}
+
+/// `<dir>/<name><suffix>`, or `<dir>/.<name><suffix>` when `hidden`.
+fn sibling(path: &Path, suffix: &str, hidden: bool) -> PathBuf {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let dot = if hidden && !name.starts_with('.') {
+        "."
+    } else {
+        ""
+    };
+    path.with_file_name(format!("{dot}{name}{suffix}"))
+}
+
+fn write_temp(path: &Path, bytes: &[u8], mode: u32) -> Result<PathBuf, RuntimeError> {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let tmp = sibling(
+        path,
+        &format!(".patchbay.{}.{n}.tmp", std::process::id()),
+        true,
+    );
+    let mut options = OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    let result = (|| {
+        let mut file = options.open(&tmp)?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            file.set_permissions(fs::Permissions::from_mode(mode))?;
+        }
+        #[cfg(not(unix))]
+        let _ = mode;
+        file.write_all(bytes)?;
+        file.sync_all()
+    })();
+    match result {
+        Ok(()) => Ok(tmp),
+        Err(e) => {
+            let _ = fs::remove_file(&tmp);
+            Err(io_error(&tmp, "cannot write the temp file", e))
+        }
+    }
+}
+
+#[cfg(unix)]
+fn existing_mode(path: &Path) -> Option<u32> {
+    use std::os::unix::fs::PermissionsExt;
+    fs::metadata(path)
+        .ok()
+        .map(|m| m.permissions().mode() & 0o7777)
+}
+
+#[cfg(not(unix))]
+fn existing_mode(_path: &Path) -> Option<u32> {
+    None
+}
+
+fn create_private_dir(dir: &Path) -> Result<(), RuntimeError> {
+    if dir.as_os_str().is_empty() || dir.is_dir() {
+        return Ok(());
+    }
+    let mut builder = fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        builder.mode(0o700);
+    }
+    builder
+        .create(dir)
+        .map_err(|e| io_error(dir, "cannot create the directory", e))
+}
+
+enum Replaced {
+    /// Renamed over the target (or created it).
+    Done,
+    /// Exchanged with the target; this is what the target held (now gone).
+    Exchanged(Option<Vec<u8>>),
+    /// The target appeared or vanished since our re-read: start again.
+    Raced,
+}
+
+fn replace(tmp: &Path, path: &Path, target_exists: bool) -> Result<Replaced, RuntimeError> {
+    #[cfg(target_os = "linux")]
+    {
+        use rustix::fs::{renameat_with, RenameFlags, CWD};
+        use rustix::io::Errno;
+        let flags = if target_exists {
+            RenameFlags::EXCHANGE
+        } else {
+            RenameFlags::NOREPLACE
+        };
+        match renameat_with(CWD, tmp, CWD, path, flags) {
+            Ok(()) if target_exists => return Ok(Replaced::Exchanged(fs::read(tmp).ok())),
+            Ok(()) => return Ok(Replaced::Done),
+            Err(Errno::EXIST) if !target_exists => return Ok(Replaced::Raced),
+            Err(Errno::NOENT) if target_exists && tmp.exists() => return Ok(Replaced::Raced),
+            // The filesystem (or kernel) cannot exchange: a plain rename.
+            Err(Errno::INVAL | Errno::NOSYS | Errno::OPNOTSUPP) => {}
+            Err(e) => {
+                let _ = fs::remove_file(tmp);
+                return Err(io_error(path, "cannot replace the file", e.into()));
+            }
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = target_exists;
+    match fs::rename(tmp, path) {
+        Ok(()) => Ok(Replaced::Done),
+        Err(e) => {
+            let _ = fs::remove_file(tmp);
+            Err(io_error(
+                path,
+                "cannot rename the temp file over the file",
+                e,
+            ))
+        }
+    }
+}
+
+fn sync_dir(path: &Path) {
+    #[cfg(unix)]
+    if let Some(dir) = path.parent() {
+        let dir = if dir.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            dir
+        };
+        if let Err(e) = File::open(dir).and_then(|d| d.sync_all()) {
+            tracing::warn!(dir = %dir.display(), "cannot fsync the directory: {e}");
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = path;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn obj(v: Value) -> Map<String, Value> {
+        v.as_object().unwrap().clone()
+    }
+
+    #[test]
+    fn foreign_changes_merge_back_unless_moved_on() {
+        let base = obj(json!({"a": 1, "mcpOAuth": {"x": 1}}));
+        let ours = obj(json!({"a": 1, "mcpOAuth": {"x": 1, "pb": 2}}));
+        let theirs = obj(json!({"a": 1, "mcpOAuth": {"x": 1, "cc": 3}, "new": true}));
+        let changes = diff(&base, &theirs, &ours);
+        // What is there now: ours, and someone moved `a` on.
+        let mut now = obj(json!({"a": 9, "mcpOAuth": {"x": 1, "pb": 2}}));
+        assert!(apply_foreign(&mut now, &changes));
+        assert_eq!(
+            Value::Object(now.clone()),
+            json!({"a": 9, "mcpOAuth": {"x": 1, "pb": 2, "cc": 3}, "new": true})
+        );
+        assert!(!apply_foreign(&mut now, &changes), "idempotent");
+    }
+
+    #[test]
+    fn lock_path_is_a_sibling() {
+        assert_eq!(
+            lock_path_for(Path::new("/h/.claude/.credentials.json")),
+            Path::new("/h/.claude/.credentials.json.patchbay.lock")
+        );
+    }
+}

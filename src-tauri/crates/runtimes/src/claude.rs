@@ -1,0 +1,394 @@
+//! Claude Code's credential file (`.credentials.json`, the `mcpOAuth` map), its negative cache
+//! (`mcp-needs-auth-cache.json`) and "Add to Claude Code" (`mcpServers` in `.claude.json`).
+//!
+//! The field names and types are Claude Code's private format as measured in
+//! shared/reference/runtime-credential-stores.md; canary tests pin them. The macOS Keychain
+//! variant (service `Claude Code-credentials[-<8 hex>]`) would be another [`RuntimeStore`]; it is
+//! not implemented or testable here.
+
+use crate::atomic::{lock_path_for, read_json_object, update_json_object, FileMode, UpdateOptions};
+use crate::config::RuntimePaths;
+use crate::lock::DEFAULT_LOCK_TIMEOUT;
+use crate::{Runtime, RuntimeCredential, RuntimeError, RuntimeStore, WriteOutcome};
+use chrono::{DateTime, Utc};
+use indexmap::IndexMap;
+use patchbay_catalog::CredentialKey;
+use patchbay_vault::Secret;
+use serde_json::{json, Map, Value};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+const NEEDS_AUTH_FILE: &str = "mcp-needs-auth-cache.json";
+const MCP_OAUTH: &str = "mcpOAuth";
+
+/// Claude Code's plaintext credential file (Linux and Windows; the macOS fallback).
+#[derive(Debug, Clone)]
+pub struct ClaudeFileStore {
+    credentials: PathBuf,
+    needs_auth: PathBuf,
+    lock_timeout: Duration,
+}
+
+impl ClaudeFileStore {
+    pub fn new(paths: &RuntimePaths) -> Self {
+        ClaudeFileStore {
+            credentials: paths.claude_credentials.clone(),
+            needs_auth: paths.claude_needs_auth_cache(),
+            lock_timeout: DEFAULT_LOCK_TIMEOUT,
+        }
+    }
+
+    /// A store on an explicit credential file; the needs-auth cache beside it.
+    pub fn at(credentials: impl Into<PathBuf>) -> Self {
+        let credentials = credentials.into();
+        ClaudeFileStore {
+            needs_auth: credentials.with_file_name(NEEDS_AUTH_FILE),
+            credentials,
+            lock_timeout: DEFAULT_LOCK_TIMEOUT,
+        }
+    }
+
+    /// How long a write waits for another Patchbay writer (default 5 s) before `Busy`.
+    pub fn with_lock_timeout(mut self, timeout: Duration) -> Self {
+        self.lock_timeout = timeout;
+        self
+    }
+
+    pub fn credentials_path(&self) -> &Path {
+        &self.credentials
+    }
+
+    pub fn needs_auth_path(&self) -> &Path {
+        &self.needs_auth
+    }
+
+    /// Our writers' lock: `.credentials.json.patchbay.lock` beside the file. Also taken for the
+    /// needs-auth cache.
+    pub fn lock_path(&self) -> PathBuf {
+        lock_path_for(&self.credentials)
+    }
+
+    fn options(&self, create_if_missing: bool) -> UpdateOptions {
+        UpdateOptions {
+            lock_path: self.lock_path(),
+            lock_timeout: self.lock_timeout,
+            create_if_missing,
+            mode: FileMode::Private,
+        }
+    }
+
+    fn oauth_map(&self) -> Result<Map<String, Value>, RuntimeError> {
+        let Some(root) = read_json_object(&self.credentials)? else {
+            return Ok(Map::new());
+        };
+        match root.get(MCP_OAUTH) {
+            None => Ok(Map::new()),
+            Some(Value::Object(map)) => Ok(map.clone()),
+            Some(other) => Err(not_an_object(&self.credentials, MCP_OAUTH, other)),
+        }
+    }
+}
+
+impl RuntimeStore for ClaudeFileStore {
+    fn runtime(&self) -> Runtime {
+        Runtime::ClaudeCode
+    }
+
+    /// Entries without an `accessToken` (e.g. a client registration kept before consent) are skipped.
+    fn read_all(&self) -> Result<Vec<RuntimeCredential>, RuntimeError> {
+        Ok(self
+            .oauth_map()?
+            .iter()
+            .filter_map(|(key, entry)| parse_entry(key, entry.as_object()?))
+            .collect())
+    }
+
+    fn read(&self, key: &CredentialKey) -> Result<Option<RuntimeCredential>, RuntimeError> {
+        Ok(self
+            .oauth_map()?
+            .get(key.as_str())
+            .and_then(Value::as_object)
+            .and_then(|entry| parse_entry(key.as_str(), entry)))
+    }
+
+    /// Writes the token pair (`accessToken`, `refreshToken`, `expiresAt`: replaced together, a
+    /// `None` removes the member) and what we know of the client (`serverName`, `serverUrl`, and
+    /// `scope`, `clientId`, `clientSecret`, `issuer` when known). Every other member of an
+    /// existing entry (`redirectUri`, `discoveryState`, anything newer) is kept. A `Written`
+    /// write also clears the server's needs-auth member (a failure there is logged, not returned:
+    /// the token is written).
+    fn write(
+        &self,
+        credential: &RuntimeCredential,
+        now: DateTime<Utc>,
+    ) -> Result<WriteOutcome, RuntimeError> {
+        let key = credential.key.as_str();
+        let path = &self.credentials;
+        let mut outcome = WriteOutcome::Written;
+        update_json_object(path, &self.options(true), &mut |root| {
+            let oauth = root
+                .entry(MCP_OAUTH)
+                .or_insert_with(|| Value::Object(Map::new()));
+            let oauth = match oauth {
+                Value::Object(map) => map,
+                other => return Err(not_an_object(path, MCP_OAUTH, other)),
+            };
+            let existing = match oauth.get(key) {
+                None => None,
+                Some(Value::Object(entry)) => Some(entry),
+                Some(other) => {
+                    return Err(not_an_object(path, &format!("{MCP_OAUTH}[{key:?}]"), other))
+                }
+            };
+            if let Some(entry) = existing {
+                let has_access = entry
+                    .get("accessToken")
+                    .and_then(Value::as_str)
+                    .is_some_and(|t| !t.is_empty());
+                if on_disk_is_fresher(has_access, millis(entry.get("expiresAt")), credential, now) {
+                    outcome = WriteOutcome::KeptFresher;
+                    return Ok(false);
+                }
+            }
+            outcome = WriteOutcome::Written;
+            let mut entry = existing.cloned().unwrap_or_default();
+            fill_entry(&mut entry, credential);
+            let changed = existing != Some(&entry);
+            oauth.insert(key.to_string(), Value::Object(entry));
+            Ok(changed)
+        })?;
+        if outcome == WriteOutcome::Written {
+            if let Err(e) = self.clear_needs_auth(&credential.server_name) {
+                tracing::warn!(server = %credential.server_name, "token written, but the needs-auth cache was not cleared: {e}");
+            }
+        }
+        Ok(outcome)
+    }
+
+    fn remove(&self, key: &CredentialKey) -> Result<bool, RuntimeError> {
+        let path = &self.credentials;
+        let mut removed = false;
+        update_json_object(path, &self.options(false), &mut |root| {
+            removed = match root.get_mut(MCP_OAUTH) {
+                None => false,
+                Some(Value::Object(oauth)) => oauth.shift_remove(key.as_str()).is_some(),
+                Some(other) => return Err(not_an_object(path, MCP_OAUTH, other)),
+            };
+            Ok(removed)
+        })?;
+        Ok(removed)
+    }
+
+    /// Removes `server_name`'s member from `mcp-needs-auth-cache.json`; an absent file or member
+    /// is nothing to do.
+    fn clear_needs_auth(&self, server_name: &str) -> Result<(), RuntimeError> {
+        update_json_object(&self.needs_auth, &self.options(false), &mut |root| {
+            Ok(root.shift_remove(server_name).is_some())
+        })?;
+        Ok(())
+    }
+
+    fn watch_targets(&self) -> Vec<(PathBuf, Vec<String>)> {
+        let dir = |p: &Path| p.parent().map(Path::to_path_buf).unwrap_or_default();
+        let (cred_dir, cache_dir) = (dir(&self.credentials), dir(&self.needs_auth));
+        let name = |p: &Path| {
+            p.file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default()
+        };
+        if cred_dir == cache_dir {
+            vec![(
+                cred_dir,
+                vec![name(&self.credentials), name(&self.needs_auth)],
+            )]
+        } else {
+            vec![
+                (cred_dir, vec![name(&self.credentials)]),
+                (cache_dir, vec![name(&self.needs_auth)]),
+            ]
+        }
+    }
+}
+
+/// Whether the stored entry must not be overwritten: its access token is still valid at `now`
+/// and expires later than ours. An expired stored entry, or one with no known expiry, never
+/// wins here (adopting a newer expired pair is the reconciler's job, before it writes). Ours
+/// with no expiry counts as never expiring.
+pub(crate) fn on_disk_is_fresher(
+    has_access_token: bool,
+    stored_expires_ms: Option<i64>,
+    ours: &RuntimeCredential,
+    now: DateTime<Utc>,
+) -> bool {
+    let (true, Some(stored)) = (has_access_token, stored_expires_ms) else {
+        return false;
+    };
+    stored > now.timestamp_millis()
+        && ours
+            .expires_at
+            .is_some_and(|ours| stored > ours.timestamp_millis())
+}
+
+/// A JSON number of milliseconds (JavaScript may write it as a float).
+pub(crate) fn millis(value: Option<&Value>) -> Option<i64> {
+    let value = value?;
+    value
+        .as_i64()
+        .or_else(|| value.as_f64().filter(|f| f.is_finite()).map(|f| f as i64))
+}
+
+fn fill_entry(entry: &mut Map<String, Value>, c: &RuntimeCredential) {
+    let mut set = |name: &str, value: Option<Value>| match value {
+        Some(v) => {
+            entry.insert(name.to_string(), v);
+        }
+        None => {
+            entry.shift_remove(name);
+        }
+    };
+    set("serverName", Some(json!(c.server_name)));
+    set("serverUrl", Some(json!(c.server_url)));
+    set("accessToken", Some(json!(c.access_token.expose())));
+    set(
+        "refreshToken",
+        c.refresh_token.as_ref().map(|t| json!(t.expose())),
+    );
+    set(
+        "expiresAt",
+        c.expires_at.map(|t| json!(t.timestamp_millis())),
+    );
+    // Known only sometimes: left as they are when we do not know them.
+    let known = [
+        ("scope", c.scope.clone()),
+        ("clientId", c.client_id.clone()),
+        (
+            "clientSecret",
+            c.client_secret.as_ref().map(|s| s.expose().to_string()),
+        ),
+        ("issuer", c.issuer.clone()),
+    ];
+    for (name, value) in known {
+        if let Some(value) = value {
+            entry.insert(name.to_string(), json!(value));
+        }
+    }
+}
+
+fn parse_entry(key: &str, entry: &Map<String, Value>) -> Option<RuntimeCredential> {
+    let text = |name: &str| entry.get(name).and_then(Value::as_str).map(str::to_string);
+    let key = CredentialKey(key.to_string());
+    Some(RuntimeCredential {
+        access_token: Secret::new(text("accessToken")?),
+        refresh_token: text("refreshToken").map(Secret::new),
+        expires_at: millis(entry.get("expiresAt")).and_then(DateTime::from_timestamp_millis),
+        server_name: text("serverName").unwrap_or_else(|| key.server_name().to_string()),
+        server_url: text("serverUrl").unwrap_or_default(),
+        scope: text("scope"),
+        client_id: text("clientId"),
+        client_secret: text("clientSecret").map(Secret::new),
+        issuer: text("issuer"),
+        key,
+    })
+}
+
+fn not_an_object(path: &Path, at: &str, value: &Value) -> RuntimeError {
+    RuntimeError::Malformed {
+        path: path.to_path_buf(),
+        message: format!(
+            "{at}: expected an object, found {}",
+            crate::atomic::json_kind(value)
+        ),
+    }
+}
+
+/// A server to add to Claude Code's user scope, as `claude mcp add --transport <kind> <name> <url>`
+/// (with `--header` for each header) would.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClaudeServerSpec {
+    /// The name Claude Code will know it by (and file its credential under).
+    pub name: String,
+    /// `http` or `sse`.
+    pub kind: String,
+    pub url: String,
+    /// Written as given (placeholders stay placeholders).
+    pub headers: IndexMap<String, String>,
+}
+
+/// What [`add_server`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AddServerOutcome {
+    Added,
+    /// The same server was already configured under that name: nothing written.
+    AlreadyPresent,
+    /// The name is taken by a different config: nothing written; the existing config.
+    Conflict {
+        existing: Value,
+    },
+}
+
+/// "Add to Claude Code": write `mcpServers.<name> = {"type": kind, "url": url[, "headers": ...]}`
+/// at the top of `.claude.json` (created if missing), preserving everything else, with the same
+/// lock, re-read and atomic replace as the credential file (lock `.claude.json.patchbay.lock`;
+/// the file keeps its mode). Refuses a name already configured differently.
+pub fn add_server(
+    paths: &RuntimePaths,
+    spec: &ClaudeServerSpec,
+) -> Result<AddServerOutcome, RuntimeError> {
+    let path = &paths.claude_json;
+    if !matches!(spec.kind.as_str(), "http" | "sse") || spec.name.is_empty() {
+        return Err(RuntimeError::Malformed {
+            path: path.clone(),
+            message: format!(
+                "cannot add {:?}: a name and a transport of \"http\" or \"sse\" are required (got {:?})",
+                spec.name, spec.kind
+            ),
+        });
+    }
+    let mut wanted = json!({"type": spec.kind, "url": spec.url});
+    if !spec.headers.is_empty() {
+        wanted["headers"] = json!(spec.headers);
+    }
+    let options = UpdateOptions {
+        lock_path: lock_path_for(path),
+        lock_timeout: DEFAULT_LOCK_TIMEOUT,
+        create_if_missing: true,
+        mode: FileMode::PreserveOrPrivate,
+    };
+    let mut outcome = AddServerOutcome::Added;
+    update_json_object(path, &options, &mut |root| {
+        let servers = root
+            .entry("mcpServers")
+            .or_insert_with(|| Value::Object(Map::new()));
+        let servers = match servers {
+            Value::Object(map) => map,
+            other => return Err(not_an_object(path, "mcpServers", other)),
+        };
+        match servers.get(&spec.name) {
+            Some(existing) => {
+                let mut same = existing.clone();
+                if let Some(o) = same.as_object_mut() {
+                    if o.get("headers")
+                        .and_then(Value::as_object)
+                        .is_some_and(Map::is_empty)
+                    {
+                        o.shift_remove("headers");
+                    }
+                }
+                outcome = if same == wanted {
+                    AddServerOutcome::AlreadyPresent
+                } else {
+                    AddServerOutcome::Conflict {
+                        existing: existing.clone(),
+                    }
+                };
+                Ok(false)
+            }
+            None => {
+                outcome = AddServerOutcome::Added;
+                servers.insert(spec.name.clone(), wanted.clone());
+                Ok(true)
+            }
+        }
+    })?;
+    Ok(outcome)
+}

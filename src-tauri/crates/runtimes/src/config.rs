@@ -1,0 +1,507 @@
+//! Finding what to bridge: where each runtime keeps its files, the remote MCP servers configured
+//! in it, the key each one's credential is filed under, and which catalog entries they are.
+//!
+//! Read-only: nothing here writes a runtime's config (adding a server is
+//! [`crate::claude::add_server`]).
+
+use crate::{Runtime, RuntimeError};
+use indexmap::IndexMap;
+use patchbay_catalog::{credential_key, expand, CredentialKey, ServerEntry};
+use serde_json::{Map, Value};
+use std::path::{Path, PathBuf};
+
+/// A resolver for `${VAR}` placeholders (the caller decides: environment, vault, both).
+pub type Resolver<'a> = &'a dyn Fn(&str) -> Option<String>;
+
+/// Where the runtimes keep their files.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RuntimePaths {
+    /// `$CLAUDE_CONFIG_DIR`, else `~/.claude`.
+    pub claude_config_dir: PathBuf,
+    /// Claude Code's credential file: `$CLAUDE_SECURESTORAGE_CONFIG_DIR/.credentials.json`, else
+    /// `<claude_config_dir>/.credentials.json`.
+    pub claude_credentials: PathBuf,
+    /// Claude Code's config with `mcpServers`: `$CLAUDE_CONFIG_DIR/.claude.json`, else `~/.claude.json`.
+    pub claude_json: PathBuf,
+    /// `$CODEX_HOME`, else `~/.codex`.
+    pub codex_home: PathBuf,
+}
+
+impl RuntimePaths {
+    /// Resolve from an injectable home directory and environment. Empty variables count as unset.
+    pub fn resolve(home: &Path, env: Resolver<'_>) -> RuntimePaths {
+        let var = |name: &str| env(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+        let config_dir = var("CLAUDE_CONFIG_DIR");
+        let claude_config_dir = config_dir.clone().unwrap_or_else(|| home.join(".claude"));
+        let claude_json = match &config_dir {
+            Some(dir) => dir.join(".claude.json"),
+            None => home.join(".claude.json"),
+        };
+        let credentials_dir =
+            var("CLAUDE_SECURESTORAGE_CONFIG_DIR").unwrap_or_else(|| claude_config_dir.clone());
+        RuntimePaths {
+            claude_credentials: credentials_dir.join(".credentials.json"),
+            claude_config_dir,
+            claude_json,
+            codex_home: var("CODEX_HOME").unwrap_or_else(|| home.join(".codex")),
+        }
+    }
+
+    /// From the process environment; `None` when no home directory is known.
+    pub fn from_env() -> Option<RuntimePaths> {
+        let home = std::env::var_os("HOME")
+            .or_else(|| std::env::var_os("USERPROFILE"))
+            .filter(|h| !h.is_empty())?;
+        Some(Self::resolve(Path::new(&home), &|name| {
+            std::env::var(name).ok()
+        }))
+    }
+
+    /// `mcp-needs-auth-cache.json`, beside the credential file (as measured; see the reference).
+    pub fn claude_needs_auth_cache(&self) -> PathBuf {
+        self.claude_credentials
+            .with_file_name("mcp-needs-auth-cache.json")
+    }
+
+    pub fn codex_config(&self) -> PathBuf {
+        self.codex_home.join("config.toml")
+    }
+
+    pub fn codex_credentials(&self) -> PathBuf {
+        self.codex_home.join(".credentials.json")
+    }
+}
+
+/// Where a server is configured.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind", content = "path")]
+pub enum ServerScope {
+    /// `mcpServers` at the top of `.claude.json`.
+    User,
+    /// `projects.<path>.mcpServers` in `.claude.json`; the project's path.
+    Project(PathBuf),
+    /// A project's `.mcp.json`; that file's path.
+    McpJson(PathBuf),
+    /// `[mcp_servers.<name>]` in Codex's `config.toml`.
+    Codex,
+}
+
+/// A remote MCP server configured in a runtime.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct RuntimeServer {
+    pub runtime: Runtime,
+    /// The runtime's own name for it: it decides the key, so we write under this name.
+    pub name: String,
+    /// The transport as Claude Code spells it: `http` or `sse` (Codex: always `http`).
+    pub kind: String,
+    /// The URL after `${VAR}` expansion (as written when a variable does not resolve).
+    pub url: String,
+    /// The headers as configured, placeholders NOT expanded: expanded values are often secrets
+    /// and this struct is printed and serialized. The key is computed from the expanded values.
+    pub headers: IndexMap<String, String>,
+    pub scope: ServerScope,
+    /// `None` when a `${VAR}` in the url or a header does not resolve: the key is then unknown
+    /// (never guessed) and `unresolved` names the variables.
+    pub credential_key: Option<CredentialKey>,
+    pub unresolved: Vec<String>,
+}
+
+/// Every remote server Claude Code has: user scope and every project in `.claude.json`, then
+/// the `.mcp.json` of `project` when given. A missing file contributes nothing; a malformed one
+/// is an error naming the file.
+pub fn read_claude_servers(
+    paths: &RuntimePaths,
+    project: Option<&Path>,
+    resolve: Resolver<'_>,
+) -> Result<Vec<RuntimeServer>, RuntimeError> {
+    let mut servers = read_claude_json(&paths.claude_json, resolve)?;
+    if let Some(project) = project {
+        servers.extend(read_mcp_json(&project.join(".mcp.json"), resolve)?);
+    }
+    Ok(servers)
+}
+
+/// The remote servers in a `.claude.json` (user scope, then each project).
+pub fn read_claude_json(
+    path: &Path,
+    resolve: Resolver<'_>,
+) -> Result<Vec<RuntimeServer>, RuntimeError> {
+    let Some(root) = read_json(path)? else {
+        return Ok(Vec::new());
+    };
+    let mut servers = Vec::new();
+    if let Some(user) = root.get("mcpServers") {
+        let user = as_object(path, "mcpServers", user)?;
+        servers.extend(claude_servers(
+            path,
+            "mcpServers",
+            user,
+            ServerScope::User,
+            resolve,
+        )?);
+    }
+    if let Some(projects) = root.get("projects") {
+        for (project, config) in as_object(path, "projects", projects)? {
+            let Some(section) = config.get("mcpServers") else {
+                continue;
+            };
+            let at = format!("projects[{project:?}].mcpServers");
+            let section = as_object(path, &at, section)?;
+            let scope = ServerScope::Project(PathBuf::from(project));
+            servers.extend(claude_servers(path, &at, section, scope, resolve)?);
+        }
+    }
+    Ok(servers)
+}
+
+/// The remote servers in a project's `.mcp.json` (`{"mcpServers": {...}}`).
+pub fn read_mcp_json(
+    path: &Path,
+    resolve: Resolver<'_>,
+) -> Result<Vec<RuntimeServer>, RuntimeError> {
+    let Some(root) = read_json(path)? else {
+        return Ok(Vec::new());
+    };
+    match root.get("mcpServers") {
+        Some(section) => {
+            let section = as_object(path, "mcpServers", section)?;
+            claude_servers(
+                path,
+                "mcpServers",
+                section,
+                ServerScope::McpJson(path.to_path_buf()),
+                resolve,
+            )
+        }
+        None => Ok(Vec::new()),
+    }
+}
+
+fn claude_servers(
+    path: &Path,
+    at: &str,
+    section: &Map<String, Value>,
+    scope: ServerScope,
+    resolve: Resolver<'_>,
+) -> Result<Vec<RuntimeServer>, RuntimeError> {
+    let mut servers = Vec::new();
+    for (name, config) in section {
+        let where_ = format!("{at}[{name:?}]");
+        let config = as_object(path, &where_, config)?;
+        // Claude Code requires `type` for remote servers; stdio may omit it. Other types
+        // (`stdio`, `sdk`, the IDE ones) carry no OAuth credential of ours.
+        let kind = match config.get("type").and_then(Value::as_str) {
+            Some(kind @ ("http" | "sse")) => kind,
+            _ => continue,
+        };
+        let url = match config.get("url") {
+            Some(Value::String(url)) => url.clone(),
+            _ => {
+                return Err(malformed(
+                    path,
+                    format!("{where_}: a {kind} server needs a string \"url\""),
+                ))
+            }
+        };
+        let headers = match config.get("headers") {
+            None | Some(Value::Null) => IndexMap::new(),
+            Some(Value::Object(h)) => {
+                let mut headers = IndexMap::new();
+                for (header, value) in h {
+                    let Some(value) = value.as_str() else {
+                        return Err(malformed(
+                            path,
+                            format!("{where_}.headers[{header:?}] is not a string"),
+                        ));
+                    };
+                    headers.insert(header.clone(), value.to_string());
+                }
+                headers
+            }
+            Some(other) => {
+                return Err(malformed(
+                    path,
+                    format!(
+                        "{where_}.headers: expected an object, found {}",
+                        crate::atomic::json_kind(other)
+                    ),
+                ))
+            }
+        };
+        servers.push(claude_server(
+            name,
+            kind,
+            &url,
+            headers,
+            scope.clone(),
+            resolve,
+        ));
+    }
+    Ok(servers)
+}
+
+/// One Claude Code server and its key: `credential_key(name, kind, url, headers)` with `${VAR}`
+/// expanded in the url and the header values (config order kept).
+pub fn claude_server(
+    name: &str,
+    kind: &str,
+    url: &str,
+    headers: IndexMap<String, String>,
+    scope: ServerScope,
+    resolve: Resolver<'_>,
+) -> RuntimeServer {
+    let mut unresolved: Vec<String> = Vec::new();
+    let mut note = |names: Vec<String>| {
+        for n in names {
+            if !unresolved.contains(&n) {
+                unresolved.push(n);
+            }
+        }
+    };
+    let expanded_url = expand(url, resolve).unwrap_or_else(|names| {
+        note(names);
+        url.to_string()
+    });
+    let mut expanded = IndexMap::new();
+    for (header, value) in &headers {
+        match expand(value, resolve) {
+            Ok(v) => {
+                expanded.insert(header.clone(), v);
+            }
+            Err(names) => note(names),
+        }
+    }
+    let credential_key = unresolved
+        .is_empty()
+        .then(|| credential_key(name, kind, &expanded_url, &expanded));
+    RuntimeServer {
+        runtime: Runtime::ClaudeCode,
+        name: name.to_string(),
+        kind: kind.to_string(),
+        url: expanded_url,
+        headers,
+        scope,
+        credential_key,
+        unresolved,
+    }
+}
+
+/// Codex's `mcp_oauth_credentials_store`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CodexStoreMode {
+    /// The OS keyring when it answers, else the file (Codex's default).
+    #[default]
+    Auto,
+    File,
+    Keyring,
+}
+
+/// What Patchbay needs from Codex's `config.toml`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CodexConfig {
+    pub store_mode: CodexStoreMode,
+    pub servers: Vec<RuntimeServer>,
+}
+
+/// Read `$CODEX_HOME/config.toml`. A missing file is the default config with no servers.
+pub fn read_codex_config(paths: &RuntimePaths) -> Result<CodexConfig, RuntimeError> {
+    let path = paths.codex_config();
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(CodexConfig::default()),
+        Err(e) => return Err(crate::atomic::io_error(&path, "cannot read", e)),
+    };
+    parse_codex_config(&text, &path)
+}
+
+/// Parse Codex's `config.toml` text (`path` names it in errors).
+pub fn parse_codex_config(text: &str, path: &Path) -> Result<CodexConfig, RuntimeError> {
+    let table: toml::Table = text
+        .parse()
+        .map_err(|e: toml::de::Error| malformed(path, format!("not valid TOML: {e}")))?;
+    let store_mode = match table.get("mcp_oauth_credentials_store") {
+        None => CodexStoreMode::Auto,
+        Some(toml::Value::String(mode)) => match mode.as_str() {
+            "auto" => CodexStoreMode::Auto,
+            "file" => CodexStoreMode::File,
+            "keyring" => CodexStoreMode::Keyring,
+            other => {
+                return Err(malformed(
+                    path,
+                    format!(
+                        "mcp_oauth_credentials_store = {other:?}: expected \"auto\", \"file\" or \"keyring\""
+                    ),
+                ))
+            }
+        },
+        Some(other) => {
+            return Err(malformed(
+                path,
+                format!(
+                    "mcp_oauth_credentials_store: expected a string, found a {}",
+                    other.type_str()
+                ),
+            ))
+        }
+    };
+    let mut servers = Vec::new();
+    match table.get("mcp_servers") {
+        None => {}
+        Some(toml::Value::Table(section)) => {
+            for (name, config) in section {
+                let Some(config) = config.as_table() else {
+                    return Err(malformed(
+                        path,
+                        format!("[mcp_servers.{name}] is not a table"),
+                    ));
+                };
+                let url = match config.get("url") {
+                    None => continue, // a stdio server (`command = ...`)
+                    Some(toml::Value::String(url)) => url.clone(),
+                    Some(other) => {
+                        return Err(malformed(
+                            path,
+                            format!(
+                                "[mcp_servers.{name}] url: expected a string, found a {}",
+                                other.type_str()
+                            ),
+                        ))
+                    }
+                };
+                // Codex's key: the same function with type `http` and no headers, whatever
+                // headers the server is configured with.
+                let key = credential_key(name, "http", &url, &IndexMap::new());
+                servers.push(RuntimeServer {
+                    runtime: Runtime::Codex,
+                    name: name.clone(),
+                    kind: "http".into(),
+                    url,
+                    headers: IndexMap::new(),
+                    scope: ServerScope::Codex,
+                    credential_key: Some(key),
+                    unresolved: Vec::new(),
+                });
+            }
+        }
+        Some(other) => {
+            return Err(malformed(
+                path,
+                format!(
+                    "mcp_servers: expected a table, found a {}",
+                    other.type_str()
+                ),
+            ))
+        }
+    }
+    Ok(CodexConfig {
+        store_mode,
+        servers,
+    })
+}
+
+/// A runtime server known to be a catalog connector.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Bridge {
+    pub runtime_server: RuntimeServer,
+    pub catalog_name: String,
+}
+
+/// Match runtime servers to catalog entries by URL: exact after trimming whitespace, or else
+/// equal but for one trailing `/` on either side. The slash is forgiven only for matching:
+/// the key is always computed from the runtime's own URL exactly as configured, because a
+/// trailing slash changes Claude Code's key. The catalog URL's `${VAR:-default}` placeholders
+/// take their defaults. Each runtime server is bridged to at most one entry: an exact match
+/// first, then the first entry in catalog order.
+pub fn match_catalog<'a>(
+    servers: &[RuntimeServer],
+    catalog: impl IntoIterator<Item = &'a ServerEntry>,
+) -> Vec<Bridge> {
+    let entries: Vec<(String, String)> = catalog
+        .into_iter()
+        .filter_map(|entry| {
+            let url = entry.transport.url()?;
+            let url = expand(url, &|_| None).unwrap_or_else(|_| url.to_string());
+            Some((entry.name.as_str().to_string(), url.trim().to_string()))
+        })
+        .collect();
+    let loose = |url: &str| url.strip_suffix('/').unwrap_or(url).to_string();
+    servers
+        .iter()
+        .filter_map(|server| {
+            let url = server.url.trim();
+            let found = entries
+                .iter()
+                .find(|(_, u)| u == url)
+                .or_else(|| entries.iter().find(|(_, u)| loose(u) == loose(url)))?;
+            Some(Bridge {
+                runtime_server: server.clone(),
+                catalog_name: found.0.clone(),
+            })
+        })
+        .collect()
+}
+
+fn read_json(path: &Path) -> Result<Option<Map<String, Value>>, RuntimeError> {
+    crate::atomic::read_json_object(path)
+}
+
+fn as_object<'v>(
+    path: &Path,
+    at: &str,
+    value: &'v Value,
+) -> Result<&'v Map<String, Value>, RuntimeError> {
+    value.as_object().ok_or_else(|| {
+        malformed(
+            path,
+            format!(
+                "{at}: expected an object, found {}",
+                crate::atomic::json_kind(value)
+            ),
+        )
+    })
+}
+
+fn malformed(path: &Path, message: String) -> RuntimeError {
+    RuntimeError::Malformed {
+        path: path.to_path_buf(),
+        message,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_follow_the_environment() {
+        let home = Path::new("/home/u");
+        let none = RuntimePaths::resolve(home, &|_| None);
+        assert_eq!(
+            none.claude_credentials,
+            home.join(".claude/.credentials.json")
+        );
+        assert_eq!(none.claude_json, home.join(".claude.json"));
+        assert_eq!(none.codex_config(), home.join(".codex/config.toml"));
+        assert_eq!(
+            none.claude_needs_auth_cache(),
+            home.join(".claude/mcp-needs-auth-cache.json")
+        );
+
+        let env = |name: &str| match name {
+            "CLAUDE_CONFIG_DIR" => Some("/c".to_string()),
+            "CODEX_HOME" => Some("/x".to_string()),
+            _ => None,
+        };
+        let set = RuntimePaths::resolve(home, &env);
+        assert_eq!(set.claude_credentials, Path::new("/c/.credentials.json"));
+        assert_eq!(set.claude_json, Path::new("/c/.claude.json"));
+        assert_eq!(set.codex_credentials(), Path::new("/x/.credentials.json"));
+
+        let secure =
+            |name: &str| (name == "CLAUDE_SECURESTORAGE_CONFIG_DIR").then(|| "/s".to_string());
+        let s = RuntimePaths::resolve(home, &secure);
+        assert_eq!(s.claude_credentials, Path::new("/s/.credentials.json"));
+        assert_eq!(s.claude_json, home.join(".claude.json"));
+    }
+}

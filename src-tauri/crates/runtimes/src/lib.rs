@@ -1,0 +1,16 @@
+//! Runtime bridges: the agent runtimes' own MCP credential stores (Claude Code's
+//! `.credentials.json`, Codex's file or keyring store), the servers configured in each runtime,
+//! safe writes that never clobber a fresher entry, and adoption of the pairs a runtime rotated.
+//! See shared/reference/runtime-credential-stores.md for the measured formats.
+
+pub mod atomic;
+pub mod claude;
+pub mod codex;
+pub mod config;
+pub mod lock;
+pub mod memory;
+pub mod reconcile;
+pub mod store;
+pub mod watch;
+
+pub use store::{Runtime, RuntimeCredential, RuntimeError, RuntimeStore, WriteOutcome};
