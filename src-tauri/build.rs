@@ -10,6 +10,7 @@ fn main() {
             "delete_unclaimed_credential",
             "start_authorization",
             "complete_authorization",
+            "add_to_runtime",
         ]));
     if let Err(error) = tauri_build::try_build(attributes) {
         panic!("tauri-build failed: {error:#}");

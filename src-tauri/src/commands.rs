@@ -37,6 +37,17 @@ pub async fn start_authorization(
     Ok(state.authorizer().start(&name, open_browser).await?)
 }
 
+/// "Add to Claude Code" / "Add to Codex": configure the connector in the runtime
+/// (`claude_code`, `codex`), write its credential through, then answer the new status.
+#[tauri::command]
+pub async fn add_to_runtime(
+    state: State<'_, AppState>,
+    name: String,
+    runtime: String,
+) -> Result<StatusReport, IpcError> {
+    Ok(state.bridges().add_to_runtime(&name, &runtime)?)
+}
+
 /// Finish a paste-back flow from the redirected address (or the bare code), then answer the new
 /// status.
 #[tauri::command]

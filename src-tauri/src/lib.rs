@@ -1,8 +1,10 @@
-//! Patchbay's tray app: a thin Tauri shell over patchbay-core. It keeps one `Patchbay` and one
-//! `Authorizer`, shows the status as a tray badge and menu, opens the Connectors window on
-//! demand, serves that window four commands (`commands`), and pushes `status-changed` whenever
-//! the catalogs or the vault change (patchbay-core's watcher; a completed authorization writes
-//! the vault) or a token's expiry passes (its 30 s tick). `patchbay://authorize/NAME` links
+//! Patchbay's tray app: a thin Tauri shell over patchbay-core. It keeps one `Patchbay`, the
+//! runtime `Bridges` over it and one `Authorizer` (writing through those bridges), shows the
+//! status as a tray badge and menu, opens the Connectors window on demand, serves that window
+//! five commands (`commands`), and pushes `status-changed` whenever the catalogs or the vault
+//! change (patchbay-core's watcher; a completed authorization writes the vault), a runtime
+//! rotates a bridged token (the runtime-store watcher adopts it), or a token's expiry passes
+//! (the 30 s tick). Every surface shows `Bridges::status()`, as the CLI's `status` does. `patchbay://authorize/NAME` links
 //! (parsed by `patchbay_core::deeplink`) and the tray's "Authorize …" items open the window at
 //! that row and start the same flow as its button.
 
@@ -15,7 +17,7 @@ pub use error::IpcError;
 
 use patchbay_core::deeplink::{self, DeepLink, DeepLinkError};
 use patchbay_core::tray_model::TrayModel;
-use patchbay_core::{watch, Authorizer, AuthorizerOptions, Patchbay, Paths};
+use patchbay_core::{watch, Authorizer, AuthorizerOptions, Bridges, Patchbay, Paths};
 use patchbay_status::StatusReport;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -28,13 +30,15 @@ pub const SHOW_FLAG: &str = "--show";
 /// How often the status is recomputed even when no file changed (expiry-driven transitions).
 const TICK: Duration = Duration::from_secs(30);
 
-/// The app's state: the one core facade, the one Authorizer over it, and the handle that keeps
-/// the watcher alive.
+/// The app's state: the one core facade, the bridges and the Authorizer over it, and the
+/// handles that keep the watchers alive.
 pub struct AppState {
     core: Arc<Patchbay>,
+    bridges: Arc<Bridges>,
     authorizer: Authorizer,
     app: AppHandle,
     watch: Mutex<Option<watch::Watch>>,
+    store_watch: Mutex<Option<patchbay_core::bridges::StoreWatch>>,
     /// The last report pushed to the tray and the window, to skip pushes that change nothing
     /// (rebuilding the tray menu closes it if it is open).
     last: Mutex<Option<StatusReport>>,
@@ -45,12 +49,17 @@ impl AppState {
         &self.core
     }
 
+    fn bridges(&self) -> &Bridges {
+        &self.bridges
+    }
+
     fn authorizer(&self) -> &Authorizer {
         &self.authorizer
     }
 
+    /// Adopt what the runtimes rotated, compute, annotate the bridges: the CLI's `status` too.
     fn status(&self) -> StatusReport {
-        self.core().status()
+        self.bridges().status()
     }
 
     /// Recompute the status and, when it changed, update the tray and tell the window; returns
@@ -81,13 +90,19 @@ impl AppState {
 fn setup(app: &mut tauri::App) -> Result<(), Box<dyn std::error::Error>> {
     let paths = Paths::resolve(None)?;
     let core = Arc::new(Patchbay::open(paths.clone())?);
-    let report = core.status();
+    let bridges = Arc::new(Bridges::new(core.clone()));
+    let report = bridges.status();
     let handle = app.handle().clone();
+    let authorizer = Authorizer::new(core.clone(), AuthorizerOptions::default());
+    // An authorization from the window or the tray writes through to the runtimes.
+    authorizer.set_bridges(bridges.clone());
     app.manage(AppState {
-        authorizer: Authorizer::new(core.clone(), AuthorizerOptions::default()),
+        authorizer,
         core,
+        bridges: bridges.clone(),
         app: handle.clone(),
         watch: Mutex::new(None),
+        store_watch: Mutex::new(None),
         last: Mutex::new(Some(report.clone())),
     });
     tray::create(&handle, &report)?;
@@ -130,6 +145,18 @@ fn setup(app: &mut tauri::App) -> Result<(), Box<dyn std::error::Error>> {
         // say so loudly.
         Err(error) => tracing::error!("live updates are off: {error}"),
     }
+    // A token a runtime rotated (Claude Code refreshing by itself) is adopted within a second and
+    // shown; the adoption's vault write also wakes the watcher above, whose status then adopts
+    // nothing more.
+    let on_adopted = handle.clone();
+    match bridges.watch(move |adopted| {
+        if !adopted.is_empty() {
+            on_adopted.state::<AppState>().refresh();
+        }
+    }) {
+        Ok(w) => *app.state::<AppState>().store_watch.lock().unwrap() = Some(w),
+        Err(error) => tracing::warn!("runtime rotations are not watched: {error}"),
+    }
     Ok(())
 }
 
@@ -170,6 +197,7 @@ pub fn run() {
             commands::delete_unclaimed_credential,
             commands::start_authorization,
             commands::complete_authorization,
+            commands::add_to_runtime,
         ])
         .setup(setup)
         .build(tauri::generate_context!("../tauri.conf.json"));

@@ -12,6 +12,7 @@ import {
   buildSources,
   buildUnclaimedRow,
   refreshTimes,
+  runtimeName,
   secretCommand,
   setDeleteButton,
   summaryText,
@@ -211,6 +212,7 @@ export class ConnectorsWindow {
   }
 
   private renderRows(r: StatusReport, t: number): void {
+    const runtimes = r.runtimes ?? [];
     const seen = new Set<string>();
     const ordered: HTMLLIElement[] = [];
     for (const c of r.connectors) {
@@ -222,10 +224,10 @@ export class ConnectorsWindow {
       if (ui) this.rowUi.set(c.name, ui);
       const state: RowUi = ui ?? NO_ROW;
       // What is typed into the paste field does not rebuild the row (the field keeps its caret).
-      const sig = JSON.stringify([c, { ...state, flow: state.flow && { ...state.flow, draft: null } }]);
+      const sig = JSON.stringify([c, runtimes, { ...state, flow: state.flow && { ...state.flow, draft: null } }]);
       let entry = this.rows.get(c.name);
       if (!entry || entry.sig !== sig) {
-        const fresh = buildRow(c, state, t);
+        const fresh = buildRow(c, state, t, runtimes);
         if (entry) entry.el.replaceWith(fresh);
         entry = { el: fresh, sig };
         this.rows.set(c.name, entry);
@@ -491,6 +493,10 @@ export class ConnectorsWindow {
       this.closeFlow(name);
       return;
     }
+    if (btn.dataset.control === "add-runtime") {
+      if (btn.getAttribute("aria-disabled") !== "true") void this.addToRuntime(name, btn.dataset.runtime ?? "", c.state);
+      return;
+    }
     if (btn.dataset.control !== "primary" || btn.getAttribute("aria-disabled") === "true") return;
     if (c.action === "authorize" || c.action === "reauthorize") void this.authorize(name, c.state);
     else if (c.action === "set_variable") void this.copy(btn, name, secretCommand(c) ?? "", c.state);
@@ -619,6 +625,21 @@ export class ConnectorsWindow {
         forState: state,
       },
     });
+  }
+
+  private async addToRuntime(name: string, runtime: string, state: ConnectorStateId): Promise<void> {
+    this.updateRowUi(name, { adding: runtime, notice: null });
+    try {
+      const report = await this.backend.addToRuntime(name, runtime);
+      this.updateRowUi(name, { adding: null });
+      const c = report.connectors.find((x) => x.name === name);
+      this.announce(`${c?.title || name} added to ${runtimeName(runtime)}`);
+      this.render(report);
+      this.rows.get(name)?.el.focus({ preventScroll: true });
+    } catch (err) {
+      const e = toBackendError(err);
+      this.updateRowUi(name, { adding: null, notice: { tone: "error", text: e.message, kind: e.kind, forState: state } });
+    }
   }
 
   private async completePaste(name: string): Promise<void> {

@@ -12,6 +12,8 @@ export interface Backend {
   startAuthorization(name: string): Promise<StartedFlow>;
   /** Finishes a paste-back flow from the pasted address or code; answers the new report. */
   completeAuthorization(name: string, pasted: string): Promise<StatusReport>;
+  /** "Add to Claude Code" / "Add to Codex"; answers the new report. Rejects with a BackendError. */
+  addToRuntime(name: string, runtime: string): Promise<StatusReport>;
   onStatusChanged(cb: (report: StatusReport) => void): Promise<() => void>;
   onFocusConnector(cb: (name: string) => void): Promise<() => void>;
   /** The tray or a patchbay://authorize/NAME link asks the window to authorize a connector. */
@@ -47,6 +49,7 @@ function tauriBackend(): Backend {
       invoke<StatusReport>("delete_unclaimed_credential", { credentialKey }),
     startAuthorization: (name) => invoke<StartedFlow>("start_authorization", { name }),
     completeAuthorization: (name, pasted) => invoke<StatusReport>("complete_authorization", { name, pasted }),
+    addToRuntime: (name, runtime) => invoke<StatusReport>("add_to_runtime", { name, runtime }),
     onStatusChanged: (cb) => listen<StatusReport>("status-changed", (e) => cb(e.payload)),
     onFocusConnector: (cb) => listen<string>("focus-connector", (e) => cb(e.payload)),
     onAuthorizeConnector: (cb) => listen<string>("authorize-connector", (e) => cb(e.payload)),

@@ -8,6 +8,7 @@
 //   start=receiver|paste_back|port_taken
 //                      what start_authorization answers (default receiver)
 //
+// add_to_runtime succeeds by default: the connector gets a bridge to that runtime.
 // complete_authorization succeeds by default: the connector turns ready in the report it
 // answers (and emits). Script other results with `nextResult` / `failNext`.
 
@@ -144,6 +145,25 @@ export async function createMockBackend(params: URLSearchParams): Promise<Backen
           ),
         };
         report.need_attention = report.connectors.filter((c) => c.needs_attention).length;
+        mock.emitStatus(report);
+        return clone(report);
+      }),
+    addToRuntime: (name, runtime) =>
+      call("add_to_runtime", { name, runtime }, () => {
+        report = {
+          ...report,
+          connectors: report.connectors.map((c) =>
+            c.name === name
+              ? {
+                  ...c,
+                  bridges: [
+                    ...(c.bridges ?? []),
+                    { runtime, server_name: name, credential_key: c.credential?.key ?? name, in_store: c.credential !== null },
+                  ],
+                }
+              : c,
+          ),
+        };
         mock.emitStatus(report);
         return clone(report);
       }),

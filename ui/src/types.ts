@@ -25,6 +25,26 @@ export interface CredentialInfo {
   has_refresh_token: boolean;
   issuer: string | null;
   updated_at: string | null;
+  /** The runtime (`claude_code`, `codex`) whose rotated pair Patchbay adopted last. */
+  last_rotated_by?: string | null;
+  last_rotated_at?: string | null;
+}
+
+export type RuntimeId = "claude_code" | "codex";
+
+/** One runtime server a connector is bridged to. */
+export interface BridgeInfo {
+  runtime: RuntimeId | string;
+  server_name: string;
+  credential_key: string;
+  in_store: boolean;
+}
+
+/** One agent runtime, found on this machine or not. */
+export interface RuntimeInfo {
+  runtime: RuntimeId | string;
+  found: boolean;
+  config_path: string;
 }
 
 export interface Connector {
@@ -46,6 +66,7 @@ export interface Connector {
   one_shot_note: string | null;
   credential: CredentialInfo | null;
   source: string | null;
+  bridges?: BridgeInfo[];
 }
 
 export interface CatalogSource {
@@ -73,6 +94,7 @@ export interface StatusReport {
   catalog: { sources: CatalogSource[] };
   connectors: Connector[];
   unclaimed: UnclaimedCredential[];
+  runtimes?: RuntimeInfo[];
 }
 
 /** What a rejected command carries (the backend's serialized error). */

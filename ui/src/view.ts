@@ -2,7 +2,40 @@
 
 import { agoText, absoluteText, appendRich, el, expiryText, parseTime } from "./format";
 import { icon } from "./icons";
-import type { BackendError, CatalogSource, Connector, ConnectorStateId, StatusReport, UnclaimedCredential } from "./types";
+import type {
+  BackendError,
+  CatalogSource,
+  Connector,
+  ConnectorStateId,
+  RuntimeInfo,
+  StatusReport,
+  UnclaimedCredential,
+} from "./types";
+
+/** The runtimes' names as the window shows them. */
+export const RUNTIME_NAMES: Record<string, string> = { claude_code: "Claude Code", codex: "Codex" };
+
+export function runtimeName(id: string): string {
+  return RUNTIME_NAMES[id] ?? id;
+}
+
+const OAUTH_STATES: ConnectorStateId[] = ["needs_authorization", "token_expired", "needs_reauth"];
+
+/**
+ * The runtimes a connector can be added to from its row: found on this machine, not bridged to
+ * it yet, and the connector is a remote one that authorizes with OAuth (Codex takes no SSE).
+ */
+export function addableRuntimes(c: Connector, runtimes: RuntimeInfo[]): string[] {
+  const remote = c.transport === "streamable-http" || c.transport === "sse";
+  const oauth =
+    c.credential !== null || c.action === "authorize" || c.action === "reauthorize" || OAUTH_STATES.includes(c.state);
+  if (!remote || !oauth) return [];
+  const bridged = new Set((c.bridges ?? []).map((b) => b.runtime));
+  return runtimes
+    .filter((r) => r.found && !bridged.has(r.runtime))
+    .filter((r) => r.runtime !== "codex" || c.transport === "streamable-http")
+    .map((r) => r.runtime);
+}
 
 export const STATE_LABELS: Record<ConnectorStateId, string> = {
   ready: "Ready",
@@ -44,6 +77,8 @@ export interface PasteFlow {
 export interface RowUi {
   notice: RowNotice | null;
   pending: boolean;
+  /** The runtime an "Add to …" is under way for. */
+  adding?: string | null;
   flow: PasteFlow | null;
 }
 
@@ -101,7 +136,7 @@ export function refreshTimes(root: ParentNode, nowMs: number): void {
   }
 }
 
-export function buildRow(c: Connector, ui: RowUi, nowMs: number): HTMLLIElement {
+export function buildRow(c: Connector, ui: RowUi, nowMs: number, runtimes: RuntimeInfo[] = []): HTMLLIElement {
   const id = idFor("c", c.name);
   const li = el("li", `row row--${c.state}${c.needs_attention ? " row--attention" : ""}`);
   li.setAttribute("role", "listitem");
@@ -157,6 +192,33 @@ export function buildRow(c: Connector, ui: RowUi, nowMs: number): HTMLLIElement 
     describedBy.push(meta.id);
   }
 
+  const rotatedBy = c.credential?.last_rotated_by;
+  if (rotatedBy) {
+    const line = el("p", "row__rotated");
+    line.id = `${id}-rotated`;
+    line.append(`Last rotated by ${runtimeName(rotatedBy)}`);
+    const at = parseTime(c.credential?.last_rotated_at);
+    if (at !== null) line.append(", ", timeText("ago", at, nowMs, "row__time"));
+    main.append(line);
+    describedBy.push(line.id);
+  }
+
+  const bridges = c.bridges ?? [];
+  if (bridges.length > 0) {
+    const list = el("ul", "row__bridges");
+    list.id = `${id}-bridges`;
+    list.setAttribute("aria-label", "Bridged to");
+    for (const b of bridges) {
+      const item = el("li", `bridge bridge--${b.in_store ? "written" : "pending"}`);
+      item.dataset.runtime = b.runtime;
+      item.append(`${runtimeName(b.runtime)} · `, el("code", "", b.server_name));
+      item.append(b.in_store ? " ✓ in store" : " · not yet written");
+      list.append(item);
+    }
+    main.append(list);
+    describedBy.push(list.id);
+  }
+
   if (c.one_shot_note) {
     const note = el("p", "row__oneshot");
     note.id = `${id}-oneshot`;
@@ -193,6 +255,21 @@ export function buildRow(c: Connector, ui: RowUi, nowMs: number): HTMLLIElement 
       btn.title = c.source;
     }
     actions.append(btn);
+    side.append(actions);
+  }
+  const addable = addableRuntimes(c, runtimes);
+  if (addable.length > 0) {
+    const actions = el("div", "row__actions row__add");
+    for (const runtime of addable) {
+      const busy = ui.adding === runtime;
+      const btn = el("button", "btn", busy ? "Adding…" : `Add to ${runtimeName(runtime)}`);
+      btn.type = "button";
+      btn.dataset.control = "add-runtime";
+      btn.dataset.runtime = runtime;
+      btn.setAttribute("aria-describedby", `${id}-title`);
+      if (busy) btn.setAttribute("aria-disabled", "true");
+      actions.append(btn);
+    }
     side.append(actions);
   }
 

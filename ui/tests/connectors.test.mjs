@@ -209,6 +209,95 @@ describe("actions", () => {
   });
 });
 
+describe("runtime bridges", () => {
+  const addButtons = (page) =>
+    page.$$eval("[data-control=add-runtime]", (bs) =>
+      bs.map((b) => [b.closest("li").dataset.connector, b.dataset.runtime, b.textContent]),
+    );
+
+  test("shows each row's bridges: written to the store, or not yet", async () => {
+    const page = await open("fixture=mixed");
+    const slack = page.locator('li[data-connector="slack"] .row__bridges li');
+    assert.equal(await slack.count(), 1);
+    assert.equal(await slack.textContent(), "Claude Code · slack ✓ in store");
+    assert.equal(await slack.getAttribute("data-runtime"), "claude_code");
+    assert.equal(
+      await page.textContent('li[data-connector="figma"] .row__bridges li'),
+      "Claude Code · figma-dev · not yet written",
+    );
+    assert.equal(await page.locator('li[data-connector="notion"] .row__bridges').count(), 0);
+    await page.context.close();
+  });
+
+  test("says which runtime rotated the stored pair, and when", async () => {
+    const page = await open("fixture=mixed");
+    assert.equal(
+      await page.textContent('li[data-connector="slack"] .row__rotated'),
+      "Last rotated by Claude Code, 5 min ago",
+    );
+    assert.equal(await page.locator(".row__rotated").count(), 1, "only where a runtime rotated it");
+    await page.context.close();
+  });
+
+  test("Add to … only on remote OAuth rows not yet bridged to a runtime that was found", async () => {
+    const page = await open("fixture=mixed");
+    // Codex is not found; slack and figma are already bridged to Claude Code; sentry, github,
+    // jira, stripe and filesystem are not OAuth rows (or not remote).
+    assert.deepEqual((await addButtons(page)).sort(), [
+      ["asana", "claude_code", "Add to Claude Code"],
+      ["linear", "claude_code", "Add to Claude Code"],
+      ["notion", "claude_code", "Add to Claude Code"],
+    ]);
+    // Codex found: it is offered too, except to SSE servers (Codex does not speak SSE).
+    const next = structuredClone(MIXED);
+    next.runtimes.find((r) => r.runtime === "codex").found = true;
+    await page.evaluate((r) => window.__patchbayMock.emitStatus(r), next);
+    const withCodex = (await addButtons(page)).filter(([, runtime]) => runtime === "codex");
+    assert.deepEqual(withCodex.map(([name]) => name).sort(), ["figma", "notion", "slack"]);
+    assert.equal(
+      await page.textContent('li[data-connector="slack"] [data-control=add-runtime][data-runtime=codex]'),
+      "Add to Codex",
+    );
+    await page.context.close();
+  });
+
+  test("Add to Claude Code invokes add_to_runtime and shows the new bridge", async () => {
+    const page = await open("fixture=mixed");
+    await page.click('li[data-connector="notion"] [data-control=add-runtime][data-runtime=claude_code]');
+    await page.waitForSelector('li[data-connector="notion"] .row__bridges li');
+    assert.deepEqual(await calls(page, "add_to_runtime"), [{ name: "notion", runtime: "claude_code" }]);
+    assert.equal(
+      await page.textContent('li[data-connector="notion"] .row__bridges li'),
+      "Claude Code · notion · not yet written",
+    );
+    assert.equal(await page.locator('li[data-connector="notion"] [data-control=add-runtime]').count(), 0);
+    assert.deepEqual(page.errors, []);
+    await page.context.close();
+  });
+
+  test("an add_to_runtime error shows inline on that row", async () => {
+    const page = await open("fixture=mixed");
+    await page.evaluate(() =>
+      window.__patchbayMock.failNext("add_to_runtime", {
+        kind: "invalid",
+        message: "Claude Code already has a different server named notion (https://other/mcp); nothing was changed",
+      }),
+    );
+    await page.click('li[data-connector="notion"] [data-control=add-runtime]');
+    const notice = page.locator('li[data-connector="notion"] .notice--error');
+    await notice.waitFor();
+    assert.match(await notice.textContent(), /already has a different server named notion/);
+    assert.equal(await notice.locator(".notice__text").getAttribute("data-kind"), "invalid");
+    assert.equal(await page.locator(".notice--error").count(), 1, "only on that row");
+    assert.equal(
+      await page.textContent('li[data-connector="notion"] [data-control=add-runtime]'),
+      "Add to Claude Code",
+      "the button is back",
+    );
+    await page.context.close();
+  });
+});
+
 describe("authorization flow", () => {
   const notionRow = (page) => page.locator('li[data-connector="notion"]');
   const clickAuthorize = (page, name = "notion") => page.click(`li[data-connector="${name}"] [data-control=primary]`);

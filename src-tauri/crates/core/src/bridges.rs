@@ -11,11 +11,13 @@ use patchbay_runtimes::config::{
     match_catalog, read_claude_servers, read_codex_config, CodexStoreMode, RuntimePaths,
 };
 use patchbay_runtimes::reconcile::{
-    runtime_id, Adoption, BridgeKey, Reconciled, Reconciler, Target, WriteThrough,
+    runtime_credential, runtime_id, Adoption, BridgeKey, Reconciled, Reconciler, Target,
+    WriteThrough,
 };
-use patchbay_runtimes::watch::{watch, KeysFn, StoreWatch, Watched};
+pub use patchbay_runtimes::watch::StoreWatch;
+use patchbay_runtimes::watch::{watch_and_heal, DesiredFn, KeysFn, Pass, Watched};
 use patchbay_runtimes::{Runtime, RuntimeError, RuntimeStore, WriteOutcome};
-use patchbay_status::{BridgeSummary, StatusReport};
+use patchbay_status::{BridgeSummary, RuntimeSummary, StatusReport};
 use patchbay_vault::Vault;
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
@@ -317,9 +319,23 @@ impl Bridges {
         adopted
     }
 
-    /// Fill each connector's `bridges` in a status report.
+    /// Fill each connector's `bridges`, and the report's `runtimes` (which were found), in a
+    /// status report.
     pub fn annotate(&self, report: &mut StatusReport) {
-        let bridges = self.bridged();
+        let runtimes = self.runtimes();
+        report.runtimes = runtimes
+            .iter()
+            .map(|r| RuntimeSummary {
+                runtime: runtime_id(r.runtime).to_owned(),
+                found: r.found,
+                config_path: r
+                    .config
+                    .first()
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_default(),
+            })
+            .collect();
+        let bridges: Vec<Bridged> = runtimes.into_iter().flat_map(|r| r.bridges).collect();
         let stores = self.stores_for(&bridges);
         for bridge in bridges {
             let Some(row) = report
@@ -342,7 +358,10 @@ impl Bridges {
         }
     }
 
-    /// The status report with adoptions made first and the bridges filled in.
+    /// The status report with adoptions made first and the bridges filled in: what every surface
+    /// shows (the CLI's `status`, the tray, the window). Cheap when nothing changed, and an
+    /// adoption writes the vault only for a strictly newer pair, so a second call writes nothing
+    /// (the vault watcher that a first adoption wakes does not loop).
     pub fn status(&self) -> StatusReport {
         self.adopt_all();
         let mut report = self.patchbay.status();
@@ -350,12 +369,12 @@ impl Bridges {
         report
     }
 
-    /// Watch every runtime's credential store and adopt what it rotates; `on_adopted` runs on
-    /// the watcher's thread (the app pushes `status-changed` from it). Bridges are re-read on
-    /// every change.
+    /// Watch every runtime's credential store: adopt what a runtime rotated, and re-write an
+    /// entry of ours that a runtime's unlocked read-modify-write dropped or reverted (healing).
+    /// `on_adopted` runs on the watcher's thread (the app pushes `status-changed` from it).
+    /// Bridges are re-read on every pass, so a runtime configured later is picked up.
     pub fn watch(
         self: &Arc<Self>,
-        vault: Arc<Vault>,
         on_adopted: impl Fn(Vec<Adoption>) + Send + 'static,
     ) -> Result<StoreWatch, CoreError> {
         let Some(paths) = self.paths.clone() else {
@@ -379,20 +398,72 @@ impl Bridges {
                     Arc::from(codex_store(&paths, self.codex_mode(&paths), Vec::new()))
                 }
             };
-            watched.push(Watched { store, keys });
+            watched.push((Watched { store, keys }, self.desired(runtime)));
         }
         let patchbay = self.patchbay.clone();
-        watch(
-            vault,
+        watch_and_heal(
+            self.patchbay.shared_vault(),
             self.reconciler.clone(),
             watched,
             Arc::new(move || patchbay.now()),
-            on_adopted,
+            move |pass: Pass| {
+                for (runtime, report) in &pass.healed {
+                    tracing::info!(
+                        runtime = runtime.display_name(),
+                        rewritten = report.rewritten(),
+                        "re-wrote entries a runtime dropped"
+                    );
+                }
+                if !pass.adopted.is_empty() {
+                    on_adopted(pass.adopted);
+                }
+            },
         )
         .map_err(|e| CoreError::Watch {
             path: e.path,
             message: e.message,
         })
+    }
+
+    /// What a runtime's store should hold for us: every live vault credential bridged to that
+    /// runtime, under the runtime's own key (its server name decides it, not ours). A retired
+    /// credential (no refresh token, access token lapsed) is left out, so it is never re-added.
+    fn desired(self: &Arc<Self>, runtime: Runtime) -> DesiredFn {
+        let this = self.clone();
+        Arc::new(move |vault: &Vault, _store: &dyn RuntimeStore, now| {
+            let rows = match vault.credential_rows() {
+                Ok(rows) => rows,
+                Err(e) => {
+                    tracing::warn!("cannot list the vault's credentials: {e}");
+                    return Vec::new();
+                }
+            };
+            this.bridged()
+                .into_iter()
+                .filter(|b| b.runtime == runtime)
+                .filter_map(|b| b.key())
+                .filter_map(|key| {
+                    let row = rows.iter().find(|r| r.credential_key == key.vault)?;
+                    if !(row.has_refresh_token || row.expires_at.is_none_or(|t| t > now)) {
+                        return None;
+                    }
+                    let tokens = vault.credential_tokens(&key.vault).ok().flatten()?;
+                    Some(runtime_credential(row, &tokens, &key.runtime))
+                })
+                .collect()
+        })
+    }
+
+    /// The window's "Add to Claude Code" / "Add to Codex": add the connector to the runtime named
+    /// by its id (`claude_code`, `codex`), write its stored credential through (best effort: a
+    /// failure leaves the bridge "not yet written"), and answer the new status.
+    pub fn add_to_runtime(&self, name: &str, runtime: &str) -> Result<StatusReport, CoreError> {
+        let runtime = parse_runtime(runtime)?;
+        self.add(name, runtime)?;
+        if let Err(e) = self.write_through(name) {
+            tracing::warn!(connector = name, "cannot write the credential through: {e}");
+        }
+        Ok(self.status())
     }
 
     /// "Add to Claude Code" / "Add to Codex": configure the catalog connector `name` in the
@@ -448,6 +519,18 @@ impl Bridges {
             }
         }
     }
+}
+
+/// A runtime from its id in the status JSON (`claude_code`, `codex`).
+pub fn parse_runtime(id: &str) -> Result<Runtime, CoreError> {
+    [Runtime::ClaudeCode, Runtime::Codex]
+        .into_iter()
+        .find(|r| runtime_id(*r) == id)
+        .ok_or_else(|| {
+            CoreError::InvalidInput(format!(
+                "unknown runtime \"{id}\" (expected claude_code or codex)"
+            ))
+        })
 }
 
 fn runtime_error(e: RuntimeError) -> CoreError {

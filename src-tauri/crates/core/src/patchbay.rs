@@ -14,7 +14,7 @@ pub type Clock = Arc<dyn Fn() -> DateTime<Utc> + Send + Sync>;
 
 pub struct Patchbay {
     pub paths: Paths,
-    vault: Vault,
+    vault: Arc<Vault>,
     clock: Clock,
 }
 
@@ -27,7 +27,11 @@ impl Patchbay {
 
     /// Open with another secret store (an in-memory one in tests).
     pub fn with_store(paths: Paths, store: Arc<dyn SecretStore>) -> Result<Patchbay, CoreError> {
-        let vault = Vault::open(&paths.database(), store, &paths.keychain_account)?;
+        let vault = Arc::new(Vault::open(
+            &paths.database(),
+            store,
+            &paths.keychain_account,
+        )?);
         Ok(Patchbay {
             paths,
             vault,
@@ -42,6 +46,11 @@ impl Patchbay {
 
     pub fn vault(&self) -> &Vault {
         &self.vault
+    }
+
+    /// The vault, shared (the runtime-store watcher holds it on its own thread).
+    pub fn shared_vault(&self) -> Arc<Vault> {
+        self.vault.clone()
     }
 
     /// "Now", from the injected clock.

@@ -7,6 +7,7 @@ pub mod atomic;
 pub mod claude;
 pub mod codex;
 pub mod config;
+pub mod heal;
 pub mod lock;
 pub mod memory;
 pub mod reconcile;

@@ -11,6 +11,7 @@
 //! Keys: the runtime's own server name decides its key (`notion|…` in our catalog may be
 //! `notion-work|…` in Claude Code's config), so every call names both, as a [`BridgeKey`].
 
+use crate::heal::{self, HealReport};
 use crate::{Runtime, RuntimeCredential, RuntimeError, RuntimeStore, WriteOutcome};
 use chrono::{DateTime, Utc};
 use patchbay_catalog::CredentialKey;
@@ -64,7 +65,12 @@ pub fn runtime_id(runtime: Runtime) -> &'static str {
 /// ([`Reconciler::reconcile`]): it is our own pair echoed back, which is what keeps a retired
 /// credential's stale copy from being adopted.
 pub fn is_strictly_newer(runtime: &RuntimeCredential, ours: &CredentialRow) -> bool {
-    match (runtime.expires_at, ours.expires_at) {
+    expiry_is_later(runtime.expires_at, ours.expires_at)
+}
+
+/// The ordering behind [`is_strictly_newer`], on bare expiries (shared with [`crate::heal`]).
+pub(crate) fn expiry_is_later(theirs: Option<DateTime<Utc>>, ours: Option<DateTime<Utc>>) -> bool {
+    match (theirs, ours) {
         (Some(theirs), Some(ours)) => theirs > ours,
         (Some(_), None) => true,
         (None, _) => false,
@@ -214,6 +220,18 @@ impl Reconciler {
             outcomes.push((target.store.runtime(), target.runtime_key.clone(), outcome));
         }
         Ok(WriteThrough { adopted, outcomes })
+    }
+
+    /// [`crate::heal::heal`], serialized with the reconciliations and write-throughs of this
+    /// process (so a pass never re-writes a pair a write-through is replacing).
+    pub fn heal(
+        &self,
+        store: &dyn RuntimeStore,
+        desired: &[RuntimeCredential],
+        now: DateTime<Utc>,
+    ) -> Result<HealReport, RuntimeError> {
+        let _serial = lock(&self.serial);
+        heal::heal(store, desired, now)
     }
 
     /// Retires a dead credential: the vault drops its refresh token and force-expires the

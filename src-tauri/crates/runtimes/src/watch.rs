@@ -3,10 +3,18 @@
 //! Each store's directory is watched, never the file: runtimes replace the file by rename
 //! (Claude Code writes `.credentials.json.tmp.<hex>` and renames it over), which blinds a watch
 //! on the old inode. Events are debounced ([`DEBOUNCE`]) and filtered by file name; then every
-//! credential the vault holds that the store also holds is reconciled.
+//! credential the vault holds that the store also holds is reconciled, and (with
+//! [`watch_and_heal`]) every entry we are responsible for that the store lost is re-written
+//! ([`crate::heal`]).
+//!
+//! The loop guard: a healing write of ours replaces the file, so the watcher sees one more
+//! change. That pass finds the store holding exactly what we want and writes nothing
+//! ([`crate::heal::HealReport::is_noop`]), so no further event follows. Passes that write
+//! nothing are not reported.
 
-use crate::reconcile::{Adoption, BridgeKey, Reconciled, Reconciler};
-use crate::RuntimeStore;
+use crate::heal::HealReport;
+use crate::reconcile::{runtime_credential, Adoption, BridgeKey, Reconciled, Reconciler};
+use crate::{Runtime, RuntimeCredential, RuntimeStore};
 use chrono::{DateTime, Utc};
 use notify::RecursiveMode;
 use notify_debouncer_full::{new_debouncer, DebounceEventResult, Debouncer, RecommendedCache};
@@ -52,6 +60,48 @@ pub fn same_keys() -> KeysFn {
     })
 }
 
+/// The entries Patchbay is responsible for in a store (what a healing pass re-applies), asked
+/// afresh on every change. Retired credentials must not be in it.
+pub type DesiredFn =
+    Arc<dyn Fn(&Vault, &dyn RuntimeStore, DateTime<Utc>) -> Vec<RuntimeCredential> + Send + Sync>;
+
+/// Every live credential in the vault, filed under the same key: the default when the runtime
+/// names its servers as the catalog does. Live: it still holds a refresh token, or its access
+/// token has no expiry or has not expired. A retired credential (its refresh token dropped and
+/// its access token force-expired) is never in it, so it is never re-added.
+pub fn vault_desired_same_keys() -> DesiredFn {
+    Arc::new(
+        |vault: &Vault, _store: &dyn RuntimeStore, now: DateTime<Utc>| {
+            let rows = match vault.credential_rows() {
+                Ok(rows) => rows,
+                Err(e) => {
+                    tracing::warn!("cannot list the vault's credentials: {e}");
+                    return Vec::new();
+                }
+            };
+            rows.into_iter()
+                .filter(|r| r.has_refresh_token || r.expires_at.is_none_or(|t| t > now))
+                .filter_map(|r| match vault.credential_tokens(&r.credential_key) {
+                    Ok(Some(tokens)) => Some(runtime_credential(&r, &tokens, &r.credential_key)),
+                    Ok(None) => None,
+                    Err(e) => {
+                        tracing::warn!(key = %r.credential_key, "cannot read the vault: {e}");
+                        None
+                    }
+                })
+                .collect()
+        },
+    )
+}
+
+/// What one pass after a change did (only passes that did something are reported).
+#[derive(Debug, Default)]
+pub struct Pass {
+    pub adopted: Vec<Adoption>,
+    /// Per healed store, when the pass wrote (or failed to write) anything.
+    pub healed: Vec<(Runtime, HealReport)>,
+}
+
 /// One store to watch.
 #[derive(Clone)]
 pub struct Watched {
@@ -93,6 +143,35 @@ pub fn reconcile_all(
     adopted
 }
 
+/// Reconcile every watched store, then heal those with a desired set: what a change does with
+/// [`watch_and_heal`]. Reconciling first means a pair the runtime rotated is adopted before the
+/// healing pass compares, so it is not reported as newer-than-ours.
+pub fn reconcile_and_heal_all(
+    vault: &Vault,
+    reconciler: &Reconciler,
+    watched: &[(Watched, Option<DesiredFn>)],
+    now: DateTime<Utc>,
+) -> Pass {
+    let plain: Vec<Watched> = watched.iter().map(|(w, _)| w.clone()).collect();
+    let mut pass = Pass {
+        adopted: reconcile_all(vault, reconciler, &plain, now),
+        healed: Vec::new(),
+    };
+    for (w, desired) in watched {
+        let Some(desired) = desired else { continue };
+        let want = desired(vault, w.store.as_ref(), now);
+        match reconciler.heal(w.store.as_ref(), &want, now) {
+            Ok(report) if report.is_noop() => {}
+            Ok(report) => pass.healed.push((w.store.runtime(), report)),
+            Err(e) => tracing::warn!(
+                runtime = w.store.runtime().display_name(),
+                "cannot heal: {e}"
+            ),
+        }
+    }
+    pass
+}
+
 /// Watch every store's `watch_targets()`; after a change to one of its files settles, reconcile
 /// that store and call `on_adopted` (from the watcher's thread) with what was adopted, when
 /// anything was. Directories that do not exist yet are created (a runtime that has not written
@@ -104,10 +183,39 @@ pub fn watch(
     clock: Clock,
     on_adopted: impl Fn(Vec<Adoption>) + Send + 'static,
 ) -> Result<StoreWatch, WatchError> {
+    let watched = watched.into_iter().map(|w| (w, None)).collect();
+    watch_passes(vault, reconciler, watched, clock, move |pass: Pass| {
+        if !pass.adopted.is_empty() {
+            on_adopted(pass.adopted);
+        }
+    })
+}
+
+/// [`watch`], and after reconciling, heal each store against its desired set (e.g.
+/// [`vault_desired_same_keys`]): entries the runtime's own unlocked rewrite dropped are written
+/// again. `on_pass` is called when a pass adopted or wrote anything.
+pub fn watch_and_heal(
+    vault: Arc<Vault>,
+    reconciler: Arc<Reconciler>,
+    watched: Vec<(Watched, DesiredFn)>,
+    clock: Clock,
+    on_pass: impl Fn(Pass) + Send + 'static,
+) -> Result<StoreWatch, WatchError> {
+    let watched = watched.into_iter().map(|(w, d)| (w, Some(d))).collect();
+    watch_passes(vault, reconciler, watched, clock, on_pass)
+}
+
+fn watch_passes(
+    vault: Arc<Vault>,
+    reconciler: Arc<Reconciler>,
+    watched: Vec<(Watched, Option<DesiredFn>)>,
+    clock: Clock,
+    on_pass: impl Fn(Pass) + Send + 'static,
+) -> Result<StoreWatch, WatchError> {
     // (directory, file name) → the indices of the stores it belongs to.
     let mut interest: Vec<(PathBuf, OsString, usize)> = Vec::new();
     let mut dirs: BTreeSet<PathBuf> = BTreeSet::new();
-    for (i, w) in watched.iter().enumerate() {
+    for (i, (w, _)) in watched.iter().enumerate() {
         for (dir, names) in w.store.watch_targets() {
             for name in names {
                 interest.push((dir.clone(), OsString::from(name), i));
@@ -138,10 +246,10 @@ pub fn watch(
         if touched.is_empty() {
             return;
         }
-        let stores: Vec<Watched> = touched.iter().map(|i| watched[*i].clone()).collect();
-        let adopted = reconcile_all(&vault, &reconciler, &stores, clock());
-        if !adopted.is_empty() {
-            on_adopted(adopted);
+        let stores: Vec<_> = touched.iter().map(|i| watched[*i].clone()).collect();
+        let pass = reconcile_and_heal_all(&vault, &reconciler, &stores, clock());
+        if !pass.adopted.is_empty() || !pass.healed.is_empty() {
+            on_pass(pass);
         }
     })
     .map_err(|e| WatchError {
@@ -279,6 +387,118 @@ mod tests {
         assert_eq!(
             vault.credential_rows().unwrap()[0].rotated_by.as_deref(),
             Some("claude_code")
+        );
+    }
+
+    #[test]
+    fn a_dropped_entry_is_healed_once_and_our_own_write_ends_the_loop() {
+        use crate::claude::ClaudeFileStore;
+        let dir = tempfile::tempdir().unwrap();
+        let vault = Arc::new(
+            Vault::open(
+                &dir.path().join("v.db"),
+                Arc::new(MemoryStore::new()),
+                "acct",
+            )
+            .unwrap(),
+        );
+        let now = Utc::now();
+        let row = |key: &str, name: &str| CredentialRow {
+            credential_key: CredentialKey(key.into()),
+            server_name: name.into(),
+            server_url: Some("http://localhost:3100/mcp".into()),
+            expires_at: Some(now + chrono::Duration::hours(1)),
+            has_refresh_token: true,
+            one_shot: false,
+            issuer: None,
+            client_id: Some("c".into()),
+            scope: None,
+            updated_at: now,
+            rotated_by: None,
+            rotated_at: None,
+        };
+        let tokens = |a: &str| TokenSet {
+            access_token: Secret::new(a),
+            refresh_token: Some(Secret::new(format!("rt-{a}"))),
+        };
+        const DEAD: &str = "dead|528e1818a7ba21cf";
+        vault
+            .put_credential(&row(KEY, "fx"), &tokens("at-1"))
+            .unwrap();
+        vault
+            .put_credential(&row(DEAD, "dead"), &tokens("at-d"))
+            .unwrap();
+        let file = dir.path().join("claude/.credentials.json");
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        let user = serde_json::json!({"accessToken": "user"});
+        std::fs::write(
+            &file,
+            serde_json::to_vec(&serde_json::json!({"claudeAiOauth": user})).unwrap(),
+        )
+        .unwrap();
+        let store = Arc::new(ClaudeFileStore::at(&file));
+        let reconciler = Arc::new(Reconciler::new());
+        // Written through, then the dead one retired (vault and store).
+        let desired = vault_desired_same_keys();
+        for c in desired(&vault, store.as_ref(), now) {
+            store.write(&c, now).unwrap();
+        }
+        let dead = CredentialKey(DEAD.into());
+        let target = crate::reconcile::Target {
+            store: store.as_ref(),
+            runtime_key: &dead,
+        };
+        reconciler.retire(&vault, &dead, &[target], now).unwrap();
+
+        let (tx, rx) = mpsc::channel();
+        let _watch = watch_and_heal(
+            vault.clone(),
+            reconciler,
+            vec![(
+                Watched {
+                    store: store.clone(),
+                    keys: same_keys(),
+                },
+                vault_desired_same_keys(),
+            )],
+            Arc::new(Utc::now),
+            move |pass| {
+                let _ = tx.send(pass);
+            },
+        )
+        .unwrap();
+
+        // Claude Code's unlocked rewrite, from a version read before ours: our entry vanishes.
+        let tmp = dir.path().join("claude/.credentials.json.tmp.0badf00d");
+        std::fs::write(
+            &tmp,
+            serde_json::to_vec(&serde_json::json!({"claudeAiOauth": user, "mcpOAuth": {"cc|1": {"accessToken": "x"}}})).unwrap(),
+        )
+        .unwrap();
+        std::fs::rename(&tmp, &file).unwrap();
+
+        let pass = rx
+            .recv_timeout(Duration::from_secs(2))
+            .expect("healed within 2 s");
+        assert!(pass.adopted.is_empty());
+        assert_eq!(pass.healed.len(), 1);
+        let report = &pass.healed[0].1;
+        assert_eq!(report.restored_missing, vec![CredentialKey(KEY.into())]);
+        assert_eq!(report.checked, 1, "the retired credential is not desired");
+        // Our healing write replaced the file: the pass it triggers writes nothing, so nothing
+        // more is reported (and no further event follows).
+        assert!(rx.recv_timeout(Duration::from_millis(600)).is_err());
+        let got = store.read(&CredentialKey(KEY.into())).unwrap().unwrap();
+        assert_eq!(got.access_token.expose(), "at-1");
+        assert!(
+            store.read(&dead).unwrap().is_none(),
+            "retired: never re-added"
+        );
+        let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+        assert_eq!(v["claudeAiOauth"], user);
+        assert!(
+            v["mcpOAuth"].get("cc|1").is_some(),
+            "the runtime's own entry kept"
         );
     }
 }

@@ -15,6 +15,7 @@ pub use offered::{Offered, OfferedServer, RosterLine};
 pub use probe::{LocalSignals, StoreHealth, VaultVariables};
 pub use report::{
     compute, BridgeSummary, CatalogSourceStatus, ConnectorStatus, CredentialSummary,
-    MissingVariable, SecretStoreStatus, StatusReport, UnclaimedCredential, REPORT_VERSION,
+    MissingVariable, RuntimeSummary, SecretStoreStatus, StatusReport, UnclaimedCredential,
+    REPORT_VERSION,
 };
 pub use state::{Action, ConnectorState, ATTENTION_THRESHOLD, SEVERITY};

@@ -51,6 +51,18 @@ pub struct BridgeSummary {
     pub in_store: bool,
 }
 
+/// One agent runtime and whether it was found on this machine (filled by the core's runtime
+/// bridges; empty when the report was computed without them).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RuntimeSummary {
+    /// `claude_code` or `codex`.
+    pub runtime: String,
+    /// Whether any of its files exist.
+    pub found: bool,
+    /// Its server config file (`.claude.json`; Codex's `config.toml`).
+    pub config_path: String,
+}
+
 impl From<&CredentialRow> for CredentialSummary {
     fn from(row: &CredentialRow) -> Self {
         CredentialSummary {
@@ -132,6 +144,9 @@ pub struct StatusReport {
     pub catalog: CatalogStatus,
     pub connectors: Vec<ConnectorStatus>,
     pub unclaimed: Vec<UnclaimedCredential>,
+    /// The agent runtimes Patchbay bridges to, found or not (docs/status-json.md).
+    #[serde(default)]
+    pub runtimes: Vec<RuntimeSummary>,
 }
 
 const ONE_SHOT_NOTE: &str = "This server issued no refresh token: nothing can renew this credential, so it will need authorizing again each time it lapses.";
@@ -170,6 +185,7 @@ impl StatusReport {
             && self.catalog == other.catalog
             && self.connectors == other.connectors
             && self.unclaimed == other.unclaimed
+            && self.runtimes == other.runtimes
     }
 
     pub fn connector(&self, name: &str) -> Option<&ConnectorStatus> {
@@ -289,6 +305,7 @@ pub fn compute(catalog: &Catalog, signals: &LocalSignals) -> StatusReport {
         },
         connectors,
         unclaimed,
+        runtimes: Vec::new(),
     }
 }
 
