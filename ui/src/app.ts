@@ -212,7 +212,6 @@ export class ConnectorsWindow {
   }
 
   private renderRows(r: StatusReport, t: number): void {
-    const runtimes = r.runtimes ?? [];
     const seen = new Set<string>();
     const ordered: HTMLLIElement[] = [];
     for (const c of r.connectors) {
@@ -224,10 +223,10 @@ export class ConnectorsWindow {
       if (ui) this.rowUi.set(c.name, ui);
       const state: RowUi = ui ?? NO_ROW;
       // What is typed into the paste field does not rebuild the row (the field keeps its caret).
-      const sig = JSON.stringify([c, runtimes, { ...state, flow: state.flow && { ...state.flow, draft: null } }]);
+      const sig = JSON.stringify([c, { ...state, flow: state.flow && { ...state.flow, draft: null } }]);
       let entry = this.rows.get(c.name);
       if (!entry || entry.sig !== sig) {
-        const fresh = buildRow(c, state, t, runtimes);
+        const fresh = buildRow(c, state, t);
         if (entry) entry.el.replaceWith(fresh);
         entry = { el: fresh, sig };
         this.rows.set(c.name, entry);

@@ -156,6 +156,7 @@ export async function createMockBackend(params: URLSearchParams): Promise<Backen
             c.name === name
               ? {
                   ...c,
+                  can_add_to: (c.can_add_to ?? []).filter((r) => r !== runtime),
                   bridges: [
                     ...(c.bridges ?? []),
                     { runtime, server_name: name, credential_key: c.credential?.key ?? name, in_store: c.credential !== null },

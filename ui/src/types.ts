@@ -67,6 +67,8 @@ export interface Connector {
   credential: CredentialInfo | null;
   source: string | null;
   bridges?: BridgeInfo[];
+  /** Runtimes this connector can be added to (decided by the core). */
+  can_add_to?: string[];
 }
 
 export interface CatalogSource {

@@ -7,7 +7,6 @@ import type {
   CatalogSource,
   Connector,
   ConnectorStateId,
-  RuntimeInfo,
   StatusReport,
   UnclaimedCredential,
 } from "./types";
@@ -19,22 +18,13 @@ export function runtimeName(id: string): string {
   return RUNTIME_NAMES[id] ?? id;
 }
 
-const OAUTH_STATES: ConnectorStateId[] = ["needs_authorization", "token_expired", "needs_reauth"];
-
 /**
- * The runtimes a connector can be added to from its row: found on this machine, not bridged to
- * it yet, and the connector is a remote one that authorizes with OAuth (Codex takes no SSE).
+ * The runtimes a connector can be added to from its row. The rule (found on this machine, not
+ * bridged there yet, remote and OAuth-capable, a transport the runtime speaks) lives in the core,
+ * which sends the answer as `can_add_to`; the window only draws it.
  */
-export function addableRuntimes(c: Connector, runtimes: RuntimeInfo[]): string[] {
-  const remote = c.transport === "streamable-http" || c.transport === "sse";
-  const oauth =
-    c.credential !== null || c.action === "authorize" || c.action === "reauthorize" || OAUTH_STATES.includes(c.state);
-  if (!remote || !oauth) return [];
-  const bridged = new Set((c.bridges ?? []).map((b) => b.runtime));
-  return runtimes
-    .filter((r) => r.found && !bridged.has(r.runtime))
-    .filter((r) => r.runtime !== "codex" || c.transport === "streamable-http")
-    .map((r) => r.runtime);
+export function addableRuntimes(c: Connector): string[] {
+  return c.can_add_to ?? [];
 }
 
 export const STATE_LABELS: Record<ConnectorStateId, string> = {
@@ -136,7 +126,7 @@ export function refreshTimes(root: ParentNode, nowMs: number): void {
   }
 }
 
-export function buildRow(c: Connector, ui: RowUi, nowMs: number, runtimes: RuntimeInfo[] = []): HTMLLIElement {
+export function buildRow(c: Connector, ui: RowUi, nowMs: number): HTMLLIElement {
   const id = idFor("c", c.name);
   const li = el("li", `row row--${c.state}${c.needs_attention ? " row--attention" : ""}`);
   li.setAttribute("role", "listitem");
@@ -257,7 +247,7 @@ export function buildRow(c: Connector, ui: RowUi, nowMs: number, runtimes: Runti
     actions.append(btn);
     side.append(actions);
   }
-  const addable = addableRuntimes(c, runtimes);
+  const addable = addableRuntimes(c);
   if (addable.length > 0) {
     const actions = el("div", "row__actions row__add");
     for (const runtime of addable) {

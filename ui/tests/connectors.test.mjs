@@ -239,18 +239,19 @@ describe("runtime bridges", () => {
     await page.context.close();
   });
 
-  test("Add to … only on remote OAuth rows not yet bridged to a runtime that was found", async () => {
+  test("draws an Add to … button for each runtime the core lists in can_add_to", async () => {
     const page = await open("fixture=mixed");
-    // Codex is not found; slack and figma are already bridged to Claude Code; sentry, github,
-    // jira, stripe and filesystem are not OAuth rows (or not remote).
     assert.deepEqual((await addButtons(page)).sort(), [
       ["asana", "claude_code", "Add to Claude Code"],
       ["linear", "claude_code", "Add to Claude Code"],
       ["notion", "claude_code", "Add to Claude Code"],
     ]);
-    // Codex found: it is offered too, except to SSE servers (Codex does not speak SSE).
+    // Codex found: the core now lists it where it applies; the window follows the list.
     const next = structuredClone(MIXED);
     next.runtimes.find((r) => r.runtime === "codex").found = true;
+    for (const c of next.connectors) {
+      if (["figma", "notion", "slack"].includes(c.name)) c.can_add_to = [...c.can_add_to, "codex"];
+    }
     await page.evaluate((r) => window.__patchbayMock.emitStatus(r), next);
     const withCodex = (await addButtons(page)).filter(([, runtime]) => runtime === "codex");
     assert.deepEqual(withCodex.map(([name]) => name).sort(), ["figma", "notion", "slack"]);

@@ -335,7 +335,34 @@ impl Bridges {
                     .unwrap_or_default(),
             })
             .collect();
+        let found: Vec<Runtime> = runtimes
+            .iter()
+            .filter(|r| r.found)
+            .map(|r| r.runtime)
+            .collect();
         let bridges: Vec<Bridged> = runtimes.into_iter().flat_map(|r| r.bridges).collect();
+        for entry in self.catalog_servers() {
+            let Some(row) = report
+                .connectors
+                .iter_mut()
+                .find(|c| c.name == entry.name.0)
+            else {
+                continue;
+            };
+            if !entry.is_oauth_capable() {
+                continue;
+            }
+            row.can_add_to = found
+                .iter()
+                .filter(|r| {
+                    !bridges
+                        .iter()
+                        .any(|b| b.runtime == **r && b.connector == entry.name.0)
+                })
+                .filter(|r| add_refusal(&entry, **r).is_none())
+                .map(|r| runtime_id(*r).to_owned())
+                .collect();
+        }
         let stores = self.stores_for(&bridges);
         for bridge in bridges {
             let Some(row) = report
@@ -479,12 +506,11 @@ impl Bridges {
             .ok_or_else(|| {
                 CoreError::Invalid(format!("no valid connector named {name} in the catalog"))
             })?;
+        if let Some(why) = add_refusal(&entry, runtime) {
+            return Err(CoreError::Invalid(why));
+        }
         let (kind, url, headers) = match &entry.transport {
-            Transport::Stdio { .. } => {
-                return Err(CoreError::Invalid(format!(
-                    "{name} is a local (stdio) server; only remote servers are bridged"
-                )))
-            }
+            Transport::Stdio { .. } => unreachable!("refused above"),
             Transport::StreamableHttp { url, headers } => ("http", url, headers),
             Transport::Sse { url, headers } => ("sse", url, headers),
         };
@@ -504,20 +530,31 @@ impl Bridges {
                     ))),
                 }
             }
-            Runtime::Codex => {
-                if kind != "http" {
-                    return Err(CoreError::Invalid(format!(
-                        "{name} uses SSE, which Codex does not support"
-                    )));
-                }
-                if !headers.is_empty() {
-                    return Err(CoreError::Invalid(format!(
-                        "{name} sends headers; add it to Codex by hand (`codex mcp add`)"
-                    )));
-                }
-                add_codex_server(&paths.codex_config(), name, url)
-            }
+            Runtime::Codex => add_codex_server(&paths.codex_config(), name, url),
         }
+    }
+}
+
+/// Why `runtime` cannot take `entry` from "Add to …", or `None` when it can. One rule for the
+/// command and for the window's buttons (`can_add_to` in the report).
+fn add_refusal(entry: &ServerEntry, runtime: Runtime) -> Option<String> {
+    let name = &entry.name;
+    let (sse, headers) = match &entry.transport {
+        Transport::Stdio { .. } => {
+            return Some(format!(
+                "{name} is a local (stdio) server; only remote servers are bridged"
+            ))
+        }
+        Transport::StreamableHttp { headers, .. } => (false, headers),
+        Transport::Sse { headers, .. } => (true, headers),
+    };
+    match runtime {
+        Runtime::ClaudeCode => None,
+        Runtime::Codex if sse => Some(format!("{name} uses SSE, which Codex does not support")),
+        Runtime::Codex if !headers.is_empty() => Some(format!(
+            "{name} sends headers; add it to Codex by hand (`codex mcp add`)"
+        )),
+        Runtime::Codex => None,
     }
 }
 

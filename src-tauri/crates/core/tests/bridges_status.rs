@@ -286,3 +286,28 @@ fn the_watch_rewrites_an_entry_a_runtime_dropped_under_the_runtimes_own_key() {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
 }
+
+#[test]
+fn can_add_to_names_the_found_runtimes_a_connector_is_not_bridged_to_yet() {
+    let rig = rig();
+    let report = rig.bridges.status();
+    // Claude Code is found and already has notion; Codex is not found.
+    assert!(report.connector("notion").unwrap().can_add_to.is_empty());
+    assert_eq!(
+        report.connector("linear").unwrap().can_add_to,
+        vec!["claude_code".to_owned()]
+    );
+
+    // Codex found too: offered for both, since both are header-less streamable HTTP servers.
+    std::fs::create_dir_all(&rig.runtime_paths.codex_home).unwrap();
+    std::fs::write(rig.runtime_paths.codex_config(), "").unwrap();
+    let report = rig.bridges.status();
+    assert_eq!(
+        report.connector("notion").unwrap().can_add_to,
+        vec!["codex".to_owned()]
+    );
+    assert_eq!(
+        report.connector("linear").unwrap().can_add_to,
+        vec!["claude_code".to_owned(), "codex".to_owned()]
+    );
+}

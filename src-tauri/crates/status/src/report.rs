@@ -101,6 +101,9 @@ pub struct ConnectorStatus {
     /// The runtime servers this connector is bridged to (docs/status-json.md).
     #[serde(default)]
     pub bridges: Vec<BridgeSummary>,
+    /// Runtimes found on this machine that this connector can be added to ("Add to Claude
+    /// Code"): remote, OAuth-capable, not bridged there yet, and a transport the runtime speaks.
+    pub can_add_to: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -339,6 +342,7 @@ fn row_for_state(entry: &ServerEntry, state: ConnectorState, detail: String) -> 
         credential: None,
         source: entry.source.display().to_string(),
         bridges: Vec::new(),
+        can_add_to: Vec::new(),
     }
 }
 
@@ -365,6 +369,7 @@ fn invalid_row(name: &str, error: &str, source: &str) -> ConnectorStatus {
         credential: None,
         source: source.to_owned(),
         bridges: Vec::new(),
+        can_add_to: Vec::new(),
     }
 }
 
