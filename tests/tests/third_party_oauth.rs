@@ -10,6 +10,10 @@
 //! the test itself with `--no-browser`. Then the connector must read Ready, and its access token
 //! must be in the keychain-backed vault and nowhere else: no file under the data directory, no
 //! output of the CLI.
+//!
+//! Last, the real Claude Code CLI (npm `@anthropic-ai/claude-code`, also in tests/node, a native
+//! binary) lists the same server before and after: "Needs authentication", then, with the
+//! credential the authorization wrote through to its store, "Connected".
 
 use patchbay_e2e::{json, require_keychain, state_of, Sandbox};
 use std::io::{BufRead, BufReader, Write};
@@ -558,4 +562,118 @@ fn url_param(url: &str, name: &str) -> String {
         .find_map(|pair| pair.strip_prefix(&format!("{name}=")))
         .unwrap_or_else(|| panic!("no {name} in {url}"))
         .to_string()
+}
+
+/// The real Claude Code CLI (npm `@anthropic-ai/claude-code`, installed in tests/node by
+/// scripts/setup.sh): its postinstall puts the platform package's native binary at the package's
+/// `bin/claude.exe`, so it runs with no Node.js and no further download.
+fn claude_bin() -> PathBuf {
+    let bin = tests_dir().join("node/node_modules/@anthropic-ai/claude-code/bin/claude.exe");
+    assert!(
+        bin.is_file(),
+        "{} is missing: run scripts/setup.sh (it runs `npm ci` in tests/node)",
+        bin.display()
+    );
+    bin
+}
+
+/// How long one `claude mcp list` may take (it health-checks in well under a second).
+const CLAUDE_MCP_LIST: Duration = Duration::from_secs(60);
+
+/// `claude mcp list` on the sandbox's Claude Code home, offline but for the configured servers,
+/// with `home` as HOME. Returns its stdout; fails on a non-zero exit or past the timeout.
+fn claude_mcp_list(sandbox: &Sandbox, home: &Path) -> String {
+    let logs = tempfile::tempdir().expect("tempdir");
+    let file = |name: &str| std::fs::File::create(logs.path().join(name)).expect("log file");
+    let read = |name: &str| std::fs::read_to_string(logs.path().join(name)).unwrap_or_default();
+    let mut child = Command::new(claude_bin())
+        .args(["mcp", "list"])
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .env("CLAUDE_CONFIG_DIR", sandbox.path().join("claude"))
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .env("DISABLE_TELEMETRY", "1")
+        .env("DISABLE_AUTOUPDATER", "1")
+        .current_dir(home)
+        .stdin(Stdio::null())
+        .stdout(file("stdout"))
+        .stderr(file("stderr"))
+        .spawn()
+        .expect("start claude");
+    let deadline = Instant::now() + CLAUDE_MCP_LIST;
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "`claude mcp list` did not finish within {CLAUDE_MCP_LIST:?}; stdout:\n{}\nstderr:\n{}",
+                read("stdout"),
+                read("stderr")
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(
+        status.success(),
+        "`claude mcp list` failed ({status}); stdout:\n{}\nstderr:\n{}",
+        read("stdout"),
+        read("stderr")
+    );
+    read("stdout")
+}
+
+/// The line `claude mcp list` prints for the server `name`.
+fn listed<'a>(list: &'a str, name: &str) -> &'a str {
+    list.lines()
+        .find(|line| line.starts_with(&format!("{name}: ")))
+        .unwrap_or_else(|| panic!("no {name} in `claude mcp list`:\n{list}"))
+}
+
+#[test]
+fn claude_code_connects_with_the_credential_authorize_writes_through() {
+    require_keychain!();
+    let server = SdkServer::start();
+    let sandbox = Sandbox::new(true);
+    let home = tempfile::tempdir().expect("tempdir");
+    let claude = sandbox.path().join("claude");
+    std::fs::create_dir_all(&claude).unwrap();
+    let config = serde_json::json!({ "type": "http", "url": server.mcp_url() });
+    std::fs::write(
+        claude.join(".claude.json"),
+        serde_json::json!({ "mcpServers": { "sdk": config } }).to_string(),
+    )
+    .unwrap();
+    let catalog = write_catalog(&sandbox, serde_json::json!({ "sdk": config }));
+
+    // No token yet: Claude Code meets the server's 401 (and leaves its own tokenless entry and
+    // needs-auth cache in its home, which the write-through must get past).
+    let before = claude_mcp_list(&sandbox, home.path());
+    assert_eq!(
+        listed(&before, "sdk"),
+        format!("sdk: {} (HTTP) - ! Needs authentication", server.mcp_url()),
+        "{before}"
+    );
+
+    let support = tests_dir().join("support");
+    let path = std::env::join_paths(std::iter::once(support).chain(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    )))
+    .unwrap();
+    let mut cmd = authorize(&sandbox, &catalog, "sdk", &[]);
+    cmd.env("BROWSER", "follow-browser.sh").env("PATH", path);
+    let done = Running::spawn(cmd).finish();
+    assert_succeeded("sdk", &done);
+
+    // The authorization wrote through to Claude Code's store: it connects with no other step.
+    let after = claude_mcp_list(&sandbox, home.path());
+    assert_eq!(
+        listed(&after, "sdk"),
+        format!("sdk: {} (HTTP) - ✔ Connected", server.mcp_url()),
+        "{after}\npatchbay authorize said:\n{}",
+        done.stdout
+    );
 }
