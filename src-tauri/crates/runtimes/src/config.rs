@@ -117,8 +117,32 @@ pub fn read_claude_servers(
     let mut servers = read_claude_json(&paths.claude_json, resolve)?;
     if let Some(project) = project {
         servers.extend(read_mcp_json(&project.join(".mcp.json"), resolve)?);
+        return Ok(servers);
+    }
+    // No project named: every project Claude Code knows (the keys of `projects` in
+    // `.claude.json`) may carry its own `.mcp.json`, and its servers are bridged too.
+    for dir in claude_project_dirs(&paths.claude_json)? {
+        match read_mcp_json(&dir.join(".mcp.json"), resolve) {
+            Ok(found) => servers.extend(found),
+            // One project's broken file must not hide every other server.
+            Err(error) => tracing::warn!("skipping a project's servers: {error}"),
+        }
     }
     Ok(servers)
+}
+
+/// The project directories `.claude.json` lists under `projects`.
+pub fn claude_project_dirs(claude_json: &Path) -> Result<Vec<PathBuf>, RuntimeError> {
+    let Some(root) = read_json(claude_json)? else {
+        return Ok(Vec::new());
+    };
+    Ok(match root.get("projects") {
+        Some(projects) => as_object(claude_json, "projects", projects)?
+            .keys()
+            .map(PathBuf::from)
+            .collect(),
+        None => Vec::new(),
+    })
 }
 
 /// The remote servers in a `.claude.json` (user scope, then each project).
