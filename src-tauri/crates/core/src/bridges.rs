@@ -471,7 +471,7 @@ impl Bridges {
                 .filter_map(|b| b.key())
                 .filter_map(|key| {
                     let row = rows.iter().find(|r| r.credential_key == key.vault)?;
-                    if !(row.has_refresh_token || row.expires_at.is_none_or(|t| t > now)) {
+                    if !row.is_live(now) {
                         return None;
                     }
                     let tokens = vault.credential_tokens(&key.vault).ok().flatten()?;

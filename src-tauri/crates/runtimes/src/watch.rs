@@ -80,7 +80,7 @@ pub fn vault_desired_same_keys() -> DesiredFn {
                 }
             };
             rows.into_iter()
-                .filter(|r| r.has_refresh_token || r.expires_at.is_none_or(|t| t > now))
+                .filter(|r| r.is_live(now))
                 .filter_map(|r| match vault.credential_tokens(&r.credential_key) {
                     Ok(Some(tokens)) => Some(runtime_credential(&r, &tokens, &r.credential_key)),
                     Ok(None) => None,

@@ -192,7 +192,7 @@ pub(crate) fn decide(
         return decision;
     }
 
-    let expired = row.expires_at.is_some_and(|at| at <= signals.now);
+    let expired = row.is_expired(signals.now);
     if !expired {
         decision.state = ConnectorState::Ready;
         decision.detail = match row.expires_at {

@@ -180,15 +180,12 @@ impl StatusReport {
     }
 
     /// Equal but for when they were computed: nothing to push to the tray or the window.
+    /// Derived from equality, so a field added later is compared without anyone remembering to.
     pub fn same_as(&self, other: &StatusReport) -> bool {
-        self.version == other.version
-            && self.need_attention == other.need_attention
-            && self.worst == other.worst
-            && self.secret_store == other.secret_store
-            && self.catalog == other.catalog
-            && self.connectors == other.connectors
-            && self.unclaimed == other.unclaimed
-            && self.runtimes == other.runtimes
+        StatusReport {
+            generated_at: other.generated_at,
+            ..self.clone()
+        } == *other
     }
 
     pub fn connector(&self, name: &str) -> Option<&ConnectorStatus> {

@@ -570,3 +570,24 @@ fn variables_that_always_have_a_default_configure_no_credential() {
         ConnectorState::Ready
     );
 }
+
+#[test]
+fn same_as_ignores_only_when_the_report_was_computed() {
+    let cat = catalog(vec![http("notion", "https://mcp.notion.com/mcp", &[])]);
+    let mut s = signals();
+    let first = compute(&cat, &s);
+    s.now = now() + Duration::seconds(30);
+    let later = compute(&cat, &s);
+    assert_ne!(first.generated_at, later.generated_at);
+    assert!(first.same_as(&later));
+    let mut changed = later.clone();
+    changed.runtimes.push(patchbay_status::RuntimeSummary {
+        runtime: "codex".into(),
+        found: true,
+        config_path: "/home/me/.codex/config.toml".into(),
+    });
+    assert!(
+        !first.same_as(&changed),
+        "a field beyond the first ones counts"
+    );
+}

@@ -159,6 +159,24 @@ impl RawFlow {
     }
 }
 
+/// The pending flow with this state that has not expired at `now`, still sealed. `Transaction`
+/// derefs to `Connection`, so reads inside and outside a transaction share it.
+fn select_unexpired_flow(
+    conn: &rusqlite::Connection,
+    state: &str,
+    now: DateTime<Utc>,
+) -> Result<Option<RawFlow>, VaultError> {
+    Ok(conn
+        .query_row(
+            &format!(
+                "SELECT {FLOW_COLUMNS} FROM pending_flows WHERE state = ?1 AND expires_at_ms > ?2"
+            ),
+            params![state, to_ms(now)],
+            RawFlow::from_row,
+        )
+        .optional()?)
+}
+
 impl Vault {
     // ---- registrations ----
 
@@ -293,16 +311,7 @@ impl Vault {
         state: &str,
         now: DateTime<Utc>,
     ) -> Result<Option<PendingFlow>, VaultError> {
-        let raw = self
-            .conn()
-            .query_row(
-                &format!(
-                    "SELECT {FLOW_COLUMNS} FROM pending_flows WHERE state = ?1 AND expires_at_ms > ?2"
-                ),
-                params![state, to_ms(now)],
-                RawFlow::from_row,
-            )
-            .optional()?;
+        let raw = select_unexpired_flow(&self.conn(), state, now)?;
         match raw {
             Some(raw) => Ok(Some(raw.open(&self.master_key()?)?)),
             None => Ok(None),
@@ -319,15 +328,7 @@ impl Vault {
         let key = self.master_key()?;
         let mut conn = self.conn();
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let raw = tx
-            .query_row(
-                &format!(
-                    "SELECT {FLOW_COLUMNS} FROM pending_flows WHERE state = ?1 AND expires_at_ms > ?2"
-                ),
-                params![state, to_ms(now)],
-                RawFlow::from_row,
-            )
-            .optional()?;
+        let raw = select_unexpired_flow(&tx, state, now)?;
         if raw.is_some() {
             tx.execute("DELETE FROM pending_flows WHERE state = ?1", [state])?;
         }

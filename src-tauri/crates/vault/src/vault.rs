@@ -39,6 +39,20 @@ pub struct CredentialRow {
     pub rotated_at: Option<DateTime<Utc>>,
 }
 
+impl CredentialRow {
+    /// The access token has lapsed at `now` (expiry is inclusive; no expiry never lapses).
+    pub fn is_expired(&self, now: DateTime<Utc>) -> bool {
+        self.expires_at.is_some_and(|at| at <= now)
+    }
+
+    /// Something can still be presented or renewed: a refresh token, or an access token that
+    /// has not lapsed. A retired credential (refresh token dropped, access token force-expired)
+    /// is not live, which is what keeps it from being written to a runtime again.
+    pub fn is_live(&self, now: DateTime<Utc>) -> bool {
+        self.has_refresh_token || !self.is_expired(now)
+    }
+}
+
 /// The secret half of a credential. Debug prints `[redacted]` for both tokens.
 #[derive(Debug, Clone)]
 pub struct TokenSet {
@@ -599,6 +613,20 @@ mod tests {
             rotated_by: None,
             rotated_at: None,
         }
+    }
+
+    #[test]
+    fn expiry_is_inclusive_and_a_refresh_token_keeps_a_lapsed_credential_live() {
+        let at = t(1_700_000_360_000);
+        let mut r = row("fx|0");
+        assert!(!r.is_expired(t(1_700_000_359_999)));
+        assert!(r.is_expired(at));
+        assert!(!r.is_live(at), "lapsed, nothing to renew it with");
+        r.has_refresh_token = true;
+        assert!(r.is_live(at));
+        r.has_refresh_token = false;
+        r.expires_at = None;
+        assert!(!r.is_expired(at) && r.is_live(at), "no expiry never lapses");
     }
 
     fn tokens(access: &str, refresh: Option<&str>) -> TokenSet {
