@@ -11,6 +11,11 @@ fn main() {
             "start_authorization",
             "complete_authorization",
             "add_to_runtime",
+            "refresh_connector",
+            "disconnect_connector",
+            "check_connector",
+            "get_health_board",
+            "write_back_transport",
         ]));
     if let Err(error) = tauri_build::try_build(attributes) {
         panic!("tauri-build failed: {error:#}");

@@ -4,7 +4,7 @@
 
 use crate::{error::IpcError, AppState};
 use patchbay_catalog::CredentialKey;
-use patchbay_core::{StartOptions, Started};
+use patchbay_core::{ConnectorCheck, HealthBoard, StartOptions, Started};
 use patchbay_status::StatusReport;
 use tauri::State;
 
@@ -57,5 +57,60 @@ pub async fn complete_authorization(
     pasted: String,
 ) -> Result<StatusReport, IpcError> {
     state.authorizer().complete_pasted(&name, &pasted).await?;
+    Ok(state.refresh())
+}
+
+/// Refresh the connector's credential now (the row's "Refresh now"), then answer the new
+/// status, whose `refresh_history` tells how it went.
+#[tauri::command]
+pub async fn refresh_connector(
+    state: State<'_, AppState>,
+    name: String,
+) -> Result<StatusReport, IpcError> {
+    state.refresher().refresh(&name).await?;
+    Ok(state.refresh())
+}
+
+/// Disconnect: revoke at the server where it can, remove the credential from the vault and every
+/// runtime, forget the registration when asked; then answer the new status.
+#[tauri::command]
+pub async fn disconnect_connector(
+    state: State<'_, AppState>,
+    name: String,
+    forget_registration: bool,
+) -> Result<StatusReport, IpcError> {
+    state
+        .refresher()
+        .disconnect(&name, forget_registration)
+        .await?;
+    Ok(state.refresh())
+}
+
+/// The row's Test button: a real MCP handshake with the stored credential (initialize, then
+/// tools/list), recorded on the health board; then the window's status and board are refreshed.
+#[tauri::command]
+pub async fn check_connector(
+    state: State<'_, AppState>,
+    name: String,
+) -> Result<ConnectorCheck, IpcError> {
+    let check = state.checker().check(&name).await?;
+    state.refresh();
+    Ok(check)
+}
+
+/// Every connector's check history: calls, failure rate, p50/p95 latency, last error, tools.
+#[tauri::command]
+pub async fn get_health_board(state: State<'_, AppState>) -> Result<HealthBoard, IpcError> {
+    Ok(state.checker().board()?)
+}
+
+/// Save the HTTP transport a check fell back to (`streamable-http`, `sse`) to the user catalog.
+#[tauri::command]
+pub async fn write_back_transport(
+    state: State<'_, AppState>,
+    name: String,
+    transport: String,
+) -> Result<StatusReport, IpcError> {
+    state.checker().write_back_named(&name, &transport)?;
     Ok(state.refresh())
 }

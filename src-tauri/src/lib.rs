@@ -1,7 +1,8 @@
 //! Patchbay's tray app: a thin Tauri shell over patchbay-core. It keeps one `Patchbay`, the
 //! runtime `Bridges` over it and one `Authorizer` (writing through those bridges), shows the
 //! status as a tray badge and menu, opens the Connectors window on demand, serves that window
-//! five commands (`commands`), and pushes `status-changed` whenever the catalogs or the vault
+//! its commands (`commands`), runs the refresher of record on its schedule (showing a
+//! notification when a connector newly needs a human), and pushes `status-changed` whenever the catalogs or the vault
 //! change (patchbay-core's watcher; a completed authorization writes the vault), a runtime
 //! rotates a bridged token (the runtime-store watcher adopts it), or a token's expiry passes
 //! (the 30 s tick). Every surface shows `Bridges::status()`, as the CLI's `status` does. `patchbay://authorize/NAME` links
@@ -10,6 +11,7 @@
 
 mod commands;
 mod error;
+mod notification;
 mod tray;
 mod window;
 
@@ -17,7 +19,10 @@ pub use error::IpcError;
 
 use patchbay_core::deeplink::{self, DeepLink, DeepLinkError};
 use patchbay_core::tray_model::TrayModel;
-use patchbay_core::{watch, Authorizer, AuthorizerOptions, Bridges, Patchbay, Paths};
+use patchbay_core::{
+    schedule, watch, Authorizer, AuthorizerOptions, Bridges, Checker, CheckerOptions,
+    NeedsHumanTracker, Patchbay, Paths, RefreshPolicy, Refresher, Settings,
+};
 use patchbay_status::StatusReport;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -25,6 +30,8 @@ use tauri::{AppHandle, Emitter, Manager, RunEvent, Runtime};
 
 /// The event carrying a fresh `StatusReport` to the Connectors window.
 pub const STATUS_EVENT: &str = "status-changed";
+/// The event telling the window that checks were recorded (fetch the health board again).
+pub const HEALTH_EVENT: &str = "health-changed";
 /// The command-line flag that opens the Connectors window at startup.
 pub const SHOW_FLAG: &str = "--show";
 /// How often the status is recomputed even when no file changed (expiry-driven transitions).
@@ -42,6 +49,14 @@ pub struct AppState {
     /// The last report pushed to the tray and the window, to skip pushes that change nothing
     /// (rebuilding the tray menu closes it if it is open).
     last: Mutex<Option<StatusReport>>,
+    /// The refresher of record, shared by its schedule and the window's commands.
+    refresher: Refresher,
+    /// Connection checks and the health board (the Test button, the opt-in periodic check).
+    checker: Checker,
+    /// Which connectors already notified that they need a human.
+    notices: Mutex<NeedsHumanTracker>,
+    schedule: Mutex<Option<tauri::async_runtime::JoinHandle<()>>>,
+    checks: Mutex<Option<tauri::async_runtime::JoinHandle<()>>>,
 }
 
 impl AppState {
@@ -55,6 +70,14 @@ impl AppState {
 
     fn authorizer(&self) -> &Authorizer {
         &self.authorizer
+    }
+
+    fn refresher(&self) -> &Refresher {
+        &self.refresher
+    }
+
+    fn checker(&self) -> &Checker {
+        &self.checker
     }
 
     /// Adopt what the runtimes rotated, compute, annotate the bridges: the CLI's `status` too.
@@ -83,6 +106,14 @@ impl AppState {
         if let Err(error) = self.app.emit(STATUS_EVENT, &report) {
             tracing::warn!("cannot emit {STATUS_EVENT}: {error}");
         }
+        let notices = self
+            .notices
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .observe(&report);
+        for notice in notices {
+            notification::show(&self.app, notice);
+        }
         report
     }
 }
@@ -96,7 +127,21 @@ fn setup(app: &mut tauri::App) -> Result<(), Box<dyn std::error::Error>> {
     let authorizer = Authorizer::new(core.clone(), AuthorizerOptions::default());
     // An authorization from the window or the tray writes through to the runtimes.
     authorizer.set_bridges(bridges.clone());
+    let refresher = Refresher::new(
+        core.clone(),
+        Some(bridges.clone()),
+        RefreshPolicy::default(),
+    );
+    let checker =
+        Checker::new(core.clone(), CheckerOptions::default())?.with_refresher(refresher.clone());
+    let mut notices = NeedsHumanTracker::new();
+    notices.observe(&report);
     app.manage(AppState {
+        refresher: refresher.clone(),
+        checker: checker.clone(),
+        notices: Mutex::new(notices),
+        schedule: Mutex::new(None),
+        checks: Mutex::new(None),
         authorizer,
         core,
         bridges: bridges.clone(),
@@ -157,6 +202,30 @@ fn setup(app: &mut tauri::App) -> Result<(), Box<dyn std::error::Error>> {
         Ok(w) => *app.state::<AppState>().store_watch.lock().unwrap() = Some(w),
         Err(error) => tracing::warn!("runtime rotations are not watched: {error}"),
     }
+    // The refresher of record: a pass now, every interval, and on resume from sleep.
+    let settings = Settings::load(&paths.config_dir).unwrap_or_else(|error| {
+        tracing::warn!("{error}; using the default settings");
+        Settings::default()
+    });
+    let on_pass = handle.clone();
+    let task = tauri::async_runtime::spawn(schedule::run(
+        refresher,
+        settings.refresh_interval,
+        move |_reason, _report| {
+            on_pass.state::<AppState>().refresh();
+        },
+    ));
+    *app.state::<AppState>().schedule.lock().unwrap() = Some(task);
+    // The periodic connection check is opt-in (`checkIntervalMinutes` in settings.json).
+    if let Some(interval) = settings.check_interval {
+        let on_checked = handle.clone();
+        let task =
+            tauri::async_runtime::spawn(schedule::run_checks(checker, interval, move |_checks| {
+                let _ = on_checked.emit(HEALTH_EVENT, ());
+                on_checked.state::<AppState>().refresh();
+            }));
+        *app.state::<AppState>().checks.lock().unwrap() = Some(task);
+    }
     Ok(())
 }
 
@@ -198,6 +267,11 @@ pub fn run() {
             commands::start_authorization,
             commands::complete_authorization,
             commands::add_to_runtime,
+            commands::refresh_connector,
+            commands::disconnect_connector,
+            commands::check_connector,
+            commands::get_health_board,
+            commands::write_back_transport,
         ])
         .setup(setup)
         .build(tauri::generate_context!("../tauri.conf.json"));
@@ -217,6 +291,11 @@ pub fn run() {
         // Stop the loopback receiver if a flow is still pending.
         RunEvent::Exit => {
             if let Some(state) = app.try_state::<AppState>() {
+                for task in [&state.schedule, &state.checks] {
+                    if let Some(task) = task.lock().unwrap_or_else(|p| p.into_inner()).take() {
+                        task.abort();
+                    }
+                }
                 tauri::async_runtime::block_on(state.authorizer.shutdown());
             }
         }

@@ -4,6 +4,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
+pub mod sdk_servers;
+
 /// The `patchbay` binary beside this test executable (target/<profile>/patchbay).
 pub fn patchbay_bin() -> PathBuf {
     let exe = std::env::current_exe().expect("current exe");

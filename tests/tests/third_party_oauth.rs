@@ -50,6 +50,12 @@ struct SdkServer {
 
 impl SdkServer {
     fn start() -> SdkServer {
+        SdkServer::start_script("sdk-oauth-server.mjs")
+    }
+
+    /// `script`: sdk-oauth-server.mjs (the example as shipped) or sdk-oauth-refresh-server.mjs
+    /// (the same, its demo provider taught the rotating refresh grant and revocation).
+    fn start_script(script: &str) -> SdkServer {
         let node_dir = tests_dir().join("node");
         let example = node_dir.join(
             "node_modules/@modelcontextprotocol/sdk/dist/esm/examples/server/simpleStreamableHttp.js",
@@ -72,7 +78,7 @@ impl SdkServer {
         let file = |name: &str| std::fs::File::create(logs.path().join(name)).expect("log file");
         let child = Command::new("node")
             .current_dir(&node_dir)
-            .args(["sdk-oauth-server.mjs", "--oauth"])
+            .args([script, "--oauth"])
             .env("MCP_PORT", mcp_port.to_string())
             .env("MCP_AUTH_PORT", auth_port.to_string())
             .stdin(Stdio::null())
@@ -676,4 +682,108 @@ fn claude_code_connects_with_the_credential_authorize_writes_through() {
         "{after}\npatchbay authorize said:\n{}",
         done.stdout
     );
+}
+
+/// How many lines of the server's stdout are exactly `event`.
+fn events(server: &SdkServer, event: &str) -> usize {
+    server
+        .output()
+        .lines()
+        .filter(|l| l.trim() == event)
+        .count()
+}
+
+#[test]
+fn the_refresher_renews_at_a_third_party_server_and_disconnect_revokes_there() {
+    require_keychain!();
+    let server = SdkServer::start_script("sdk-oauth-refresh-server.mjs");
+    let sandbox = Sandbox::new(true);
+    let catalog = write_catalog(
+        &sandbox,
+        serde_json::json!({ "sdk": { "type": "http", "url": server.mcp_url() } }),
+    );
+    let support = tests_dir().join("support");
+    let path = std::env::join_paths(std::iter::once(support).chain(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    )))
+    .unwrap();
+    let mut cmd = authorize(&sandbox, &catalog, "sdk", &[]);
+    cmd.env("BROWSER", "follow-browser.sh").env("PATH", path);
+    assert_succeeded("sdk", &Running::spawn(cmd).finish());
+
+    let catalog_arg = catalog.to_str().unwrap();
+    let tokens = || {
+        let core = sandbox.core(Some(catalog.clone()));
+        let vault = core.vault();
+        let row = vault.credential_rows().unwrap().remove(0);
+        let t = vault
+            .credential_tokens(&row.credential_key)
+            .unwrap()
+            .unwrap();
+        (
+            t.access_token.expose().to_string(),
+            t.refresh_token.map(|r| r.expose().to_string()),
+        )
+    };
+    let (access0, refresh0) = tokens();
+    assert!(
+        refresh0.is_some(),
+        "the patched provider issues a refresh token"
+    );
+
+    // Forced: the token is an hour from expiry and was just obtained, so a pass would wait.
+    let pass = sandbox.run(&["refresh", "--catalog", catalog_arg]);
+    assert!(
+        pass.status.success(),
+        "{}",
+        String::from_utf8_lossy(&pass.stderr)
+    );
+    assert_eq!(
+        events(&server, "REFRESHED"),
+        0,
+        "a pass must leave a fresh token alone"
+    );
+    let forced = sandbox.run(&["refresh", "sdk", "--catalog", catalog_arg]);
+    let stdout = String::from_utf8_lossy(&forced.stdout).into_owned();
+    assert!(
+        forced.status.success() && stdout.starts_with("sdk: refreshed"),
+        "{stdout}{}",
+        String::from_utf8_lossy(&forced.stderr)
+    );
+    assert_eq!(events(&server, "REFRESHED"), 1, "{}", server.output());
+    let (access1, refresh1) = tokens();
+    assert_ne!(access1, access0);
+    assert_ne!(refresh1, refresh0, "the server rotated the refresh token");
+    assert_eq!(server.initialize_status(&access1), "200");
+    assert!(!stdout.contains(&access1) && !stdout.contains(refresh1.as_deref().unwrap()));
+
+    let history = sandbox.run(&["history", "sdk", "--catalog", catalog_arg]);
+    let history = String::from_utf8_lossy(&history.stdout).into_owned();
+    assert!(history.contains("refreshed"), "{history}");
+
+    let done = sandbox.run(&["disconnect", "sdk", "--catalog", catalog_arg]);
+    let out = String::from_utf8_lossy(&done.stdout).into_owned();
+    assert!(
+        out.contains("The server revoked its tokens."),
+        "{out}{}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+    assert_eq!(
+        events(&server, "REVOKED refresh_token"),
+        1,
+        "{}",
+        server.output()
+    );
+    assert_eq!(
+        events(&server, "REVOKED access_token"),
+        1,
+        "{}",
+        server.output()
+    );
+    assert_eq!(events(&server, "REUSE"), 0, "{}", server.output());
+    // Refused (the example's introspection-backed verifier answers a revoked token with a
+    // 500 rather than a 401, which is the SDK's business; what matters is that it is refused).
+    assert_ne!(server.initialize_status(&access1), "200");
+    let status = json(&sandbox.run(&["status", "--json", "--catalog", catalog_arg]));
+    assert_eq!(state_of(&status, "sdk"), "needs_authorization");
 }

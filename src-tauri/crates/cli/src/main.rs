@@ -18,6 +18,8 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
+mod check;
+mod refresh;
 mod table;
 
 #[derive(Parser)]
@@ -72,6 +74,8 @@ enum Command {
         #[arg(long, value_name = "N", default_value_t = patchbay_oauth::DEFAULT_PORT)]
         port: u16,
     },
+    /// Test connectors for real: the MCP handshake and tools/list, transport fallback, health.
+    Check(check::CheckArgs),
     /// Where Patchbay keeps its files.
     Paths,
     /// The agent runtimes found (Claude Code, Codex) and the connectors bridged to each.
@@ -84,6 +88,15 @@ enum Command {
         #[command(subcommand)]
         command: BridgeCommand,
     },
+    /// Renew credentials now: one pass (what the app does every 30 minutes), or one connector.
+    Refresh(refresh::RefreshArgs),
+    /// A connector's recent refresh attempts: time, class, HTTP status, summary, detail.
+    History(refresh::HistoryArgs),
+    /// Revoke a connector's tokens and remove them from the vault and every runtime.
+    Disconnect(refresh::DisconnectArgs),
+    /// Tell Patchbay a runtime's refresh failed (e.g. from a hook); a rejected refresh token
+    /// retires the credential everywhere.
+    RuntimeError(refresh::RuntimeErrorArgs),
 }
 
 #[derive(Subcommand)]
@@ -390,6 +403,19 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        Command::Refresh(args) => {
+            refresh::refresh(open(cli.data_dir, cli.catalog)?, args, &mut out)
+        }
+        Command::History(args) => {
+            refresh::history(open(cli.data_dir, cli.catalog)?, args, &mut out)
+        }
+        Command::Disconnect(args) => {
+            refresh::disconnect(open(cli.data_dir, cli.catalog)?, args, &mut out)
+        }
+        Command::RuntimeError(args) => {
+            refresh::runtime_error(open(cli.data_dir, cli.catalog)?, args, &mut out)
+        }
+        Command::Check(args) => check::run(open(cli.data_dir, cli.catalog)?, args, &mut out),
         Command::Paths => {
             let paths = Paths::resolve(cli.data_dir)?.with_catalog_override(cli.catalog)?;
             writeln!(out, "user catalog:    {}", paths.user_catalog().display())?;

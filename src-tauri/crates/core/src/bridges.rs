@@ -5,14 +5,15 @@
 
 use crate::{CoreError, Patchbay};
 use patchbay_catalog::{CatalogItem, CredentialKey, ServerEntry, Transport};
-use patchbay_runtimes::claude::{add_server, AddServerOutcome, ClaudeFileStore, ClaudeServerSpec};
+use patchbay_runtimes::claude::{add_server, AddServerOutcome, ClaudeServerSpec};
+use patchbay_runtimes::claude_keychain::claude_store;
 use patchbay_runtimes::codex::codex_store;
 use patchbay_runtimes::config::{
     match_catalog, read_claude_servers, read_codex_config, CodexStoreMode, RuntimePaths,
 };
 use patchbay_runtimes::reconcile::{
-    runtime_credential, runtime_id, Adoption, BridgeKey, Reconciled, Reconciler, Target,
-    WriteThrough,
+    grant_client_secret, runtime_credential, runtime_id, Adoption, BridgeKey, Reconciled,
+    Reconciler, Retired, Target, WriteThrough,
 };
 pub use patchbay_runtimes::watch::StoreWatch;
 use patchbay_runtimes::watch::{watch_and_heal, DesiredFn, KeysFn, Pass, Watched};
@@ -217,7 +218,7 @@ impl Bridges {
     ) -> Option<Box<dyn RuntimeStore>> {
         let paths = self.paths.as_ref()?;
         Some(match runtime {
-            Runtime::ClaudeCode => Box::new(ClaudeFileStore::new(paths)),
+            Runtime::ClaudeCode => claude_store(paths),
             Runtime::Codex => codex_store(paths, self.codex_mode(paths), known_keys),
         })
     }
@@ -243,10 +244,20 @@ impl Bridges {
     /// Write the connector's stored credential through to every runtime it is bridged to
     /// (reconciling first). `Ok(None)` when it is bridged nowhere or has no key.
     pub fn write_through(&self, connector: &str) -> Result<Option<WriteThrough>, CoreError> {
-        let bridges: Vec<Bridged> = self
-            .bridged()
-            .into_iter()
+        self.write_through_in(&self.bridged(), connector)
+    }
+
+    /// [`Bridges::write_through`] over bridges already read (one read per refresh pass rather
+    /// than one per credential: reading them parses every catalog and runtime config).
+    pub fn write_through_in(
+        &self,
+        bridged: &[Bridged],
+        connector: &str,
+    ) -> Result<Option<WriteThrough>, CoreError> {
+        let bridges: Vec<Bridged> = bridged
+            .iter()
             .filter(|b| b.connector == connector && b.key().is_some())
+            .cloned()
             .collect();
         let Some(vault_key) = bridges.first().and_then(|b| b.vault_key.clone()) else {
             return Ok(None);
@@ -317,6 +328,89 @@ impl Bridges {
             }
         }
         adopted
+    }
+
+    /// Adopt whatever a runtime rotated for one connector: the refresher's first step, so it
+    /// never presents a refresh token a runtime already rotated away.
+    pub fn reconcile_connector(&self, connector: &str) -> Vec<Adoption> {
+        self.reconcile_connector_in(&self.bridged(), connector)
+    }
+
+    /// [`Bridges::reconcile_connector`] over bridges already read.
+    pub fn reconcile_connector_in(&self, bridged: &[Bridged], connector: &str) -> Vec<Adoption> {
+        let bridges: Vec<Bridged> = bridged
+            .iter()
+            .filter(|b| b.connector == connector)
+            .cloned()
+            .collect();
+        let stores = self.stores_for(&bridges);
+        let now = self.patchbay.now();
+        let mut adopted = Vec::new();
+        for bridge in &bridges {
+            let (Some(key), Some(store)) = (bridge.key(), stores.get(&bridge.runtime)) else {
+                continue;
+            };
+            match self
+                .reconciler
+                .reconcile(self.vault(), store.as_ref(), &key, now)
+            {
+                Ok(Reconciled::Adopted(a)) => adopted.push(a),
+                Ok(_) => {}
+                Err(e) => tracing::warn!(connector, "cannot reconcile: {e}"),
+            }
+        }
+        adopted
+    }
+
+    /// Retire the connector's credential everywhere: the vault drops its refresh token and
+    /// force-expires the access token, and every runtime store it is bridged to loses its entry
+    /// (so the runtime's copy, with its later expiry, is never adopted back).
+    pub fn retire(&self, connector: &str, vault_key: &CredentialKey) -> Result<Retired, CoreError> {
+        let (runtime_keys, stores) = self.runtime_targets(connector);
+        let targets = targets(&runtime_keys, &stores);
+        self.reconciler
+            .retire(self.vault(), vault_key, &targets, self.patchbay.now())
+            .map_err(|e| CoreError::Invalid(e.to_string()))
+    }
+
+    /// Remove the connector's entry from every runtime store it is bridged to (Disconnect).
+    pub fn remove_everywhere(
+        &self,
+        connector: &str,
+    ) -> Vec<(Runtime, CredentialKey, Result<bool, RuntimeError>)> {
+        let (runtime_keys, stores) = self.runtime_targets(connector);
+        targets(&runtime_keys, &stores)
+            .iter()
+            .map(|t| {
+                (
+                    t.store.runtime(),
+                    t.runtime_key.clone(),
+                    t.store.remove(t.runtime_key),
+                )
+            })
+            .collect()
+    }
+
+    /// The runtime keys a connector is filed under, with the stores that hold them.
+    #[allow(clippy::type_complexity)]
+    fn runtime_targets(
+        &self,
+        connector: &str,
+    ) -> (
+        Vec<(Runtime, CredentialKey)>,
+        HashMap<Runtime, Box<dyn RuntimeStore>>,
+    ) {
+        let bridges: Vec<Bridged> = self
+            .bridged()
+            .into_iter()
+            .filter(|b| b.connector == connector)
+            .collect();
+        let stores = self.stores_for(&bridges);
+        let keys = bridges
+            .iter()
+            .filter_map(|b| Some((b.runtime, b.credential_key.clone()?)))
+            .collect();
+        (keys, stores)
     }
 
     /// Fill each connector's `bridges`, and the report's `runtimes` (which were found), in a
@@ -420,7 +514,7 @@ impl Bridges {
                     .collect()
             });
             let store: Arc<dyn RuntimeStore> = match runtime {
-                Runtime::ClaudeCode => Arc::new(ClaudeFileStore::new(&paths)),
+                Runtime::ClaudeCode => Arc::from(claude_store(&paths)),
                 Runtime::Codex => {
                     Arc::from(codex_store(&paths, self.codex_mode(&paths), Vec::new()))
                 }
@@ -475,7 +569,9 @@ impl Bridges {
                         return None;
                     }
                     let tokens = vault.credential_tokens(&key.vault).ok().flatten()?;
-                    Some(runtime_credential(row, &tokens, &key.runtime))
+                    let mut credential = runtime_credential(row, &tokens, &key.runtime);
+                    credential.client_secret = grant_client_secret(vault, row);
+                    Some(credential)
                 })
                 .collect()
         })
@@ -568,6 +664,21 @@ pub fn parse_runtime(id: &str) -> Result<Runtime, CoreError> {
                 "unknown runtime \"{id}\" (expected claude_code or codex)"
             ))
         })
+}
+
+fn targets<'a>(
+    runtime_keys: &'a [(Runtime, CredentialKey)],
+    stores: &'a HashMap<Runtime, Box<dyn RuntimeStore>>,
+) -> Vec<Target<'a>> {
+    runtime_keys
+        .iter()
+        .filter_map(|(runtime, key)| {
+            Some(Target {
+                store: stores.get(runtime)?.as_ref(),
+                runtime_key: key,
+            })
+        })
+        .collect()
 }
 
 fn runtime_error(e: RuntimeError) -> CoreError {

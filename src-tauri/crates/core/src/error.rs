@@ -27,12 +27,21 @@ pub enum CoreError {
         path: std::path::PathBuf,
         message: String,
     },
+    /// The connection check's health database (health.sqlite).
+    #[error(transparent)]
+    Health(#[from] patchbay_check::HealthError),
+    /// Writing a checked transport back to a catalog file failed; the file is unchanged.
+    #[error("cannot write {path}: {message}")]
+    CatalogWrite {
+        path: std::path::PathBuf,
+        message: String,
+    },
 }
 
 impl CoreError {
     /// A stable machine-readable kind, for the window's `{ kind, message }` errors: `no_home`,
     /// `secret_store`, `invalid`, `not_authorizable`, `invalid_input`, `oauth`, `timed_out`,
-    /// `watch`.
+    /// `watch`, `health_store`, `catalog_write`.
     pub fn kind(&self) -> &'static str {
         match self {
             CoreError::NoHome => "no_home",
@@ -43,6 +52,8 @@ impl CoreError {
             CoreError::OAuth(_) => "oauth",
             CoreError::WaitTimedOut { .. } => "timed_out",
             CoreError::Watch { .. } => "watch",
+            CoreError::Health(_) => "health_store",
+            CoreError::CatalogWrite { .. } => "catalog_write",
         }
     }
 }

@@ -1,21 +1,30 @@
 //! Patchbay's application core: where data lives (`paths`), the facade every surface calls
 //! (`Patchbay`: status, offered, secrets, unclaimed credentials), live watching of the catalogs and
 //! the vault (`watch`), the tray badge image (`badge`), the OAuth flow's driver (`authorize`) and `patchbay://` links
-//! (`deeplink`). The tray app and the CLI are thin
+//! (`deeplink`), the refresher of record (`refresh`) and its schedule (`schedule`), and which
+//! notifications to show (`notify`). The tray app and the CLI are thin
 //! layers over this crate; it knows nothing of Tauri.
 
 pub mod authorize;
 pub mod badge;
 pub mod bridges;
+pub mod check;
 pub mod deeplink;
 pub mod error;
+pub mod notify;
 pub mod patchbay;
 pub mod paths;
+pub mod refresh;
+pub mod schedule;
 pub mod tray_model;
 pub mod watch;
 
 pub use authorize::{Authorizer, AuthorizerOptions, Completion, StartOptions, Started};
 pub use bridges::Bridges;
+pub use check::{Checker, CheckerOptions, ConnectorCheck, HealthBoard};
 pub use error::CoreError;
+pub use notify::{NeedsHumanTracker, Notice};
 pub use patchbay::Patchbay;
 pub use paths::Paths;
+pub use refresh::{PassReport, RefreshOutcome, RefreshPolicy, Refresher, RetryPolicy};
+pub use schedule::Settings;

@@ -4,10 +4,15 @@
 use crate::{CoreError, Paths};
 use chrono::{DateTime, Utc};
 use patchbay_catalog::{load, Catalog, CredentialKey};
-use patchbay_status::{compute, LocalSignals, Offered, StatusReport, StoreHealth, VaultVariables};
+use patchbay_status::{
+    compute, LocalSignals, Offered, RefreshEntry, StatusReport, StoreHealth, VaultVariables,
+};
 use patchbay_vault::{KeyringStore, Secret, SecretStore, VariableInfo, Vault, VaultError};
 use std::collections::BTreeSet;
 use std::sync::Arc;
+
+/// How many refresh attempts a status row carries (the vault keeps more; `patchbay history`).
+const REFRESH_HISTORY_SHOWN: usize = 10;
 
 /// Where "now" comes from; injected so expiry is testable.
 pub type Clock = Arc<dyn Fn() -> DateTime<Utc> + Send + Sync>;
@@ -73,12 +78,44 @@ impl Patchbay {
 
     /// The status of every connector, from local signals only. Never fails as a whole.
     pub fn status(&self) -> StatusReport {
-        compute(&self.catalog(), &self.signals())
+        let mut report = compute(&self.catalog(), &self.signals());
+        self.fill_refresh_history(&mut report);
+        report
     }
 
-    /// What an agent can start now, and the Unavailable roster.
+    /// Each connector's last refresh attempts (the error drawer), from the vault's history.
+    fn fill_refresh_history(&self, report: &mut StatusReport) {
+        for row in report.connectors.iter_mut() {
+            let Some(credential) = &row.credential else {
+                continue;
+            };
+            let key = CredentialKey(credential.key.clone());
+            match self.vault.refresh_attempts(&key) {
+                Ok(attempts) => {
+                    row.refresh_history = attempts
+                        .into_iter()
+                        .take(REFRESH_HISTORY_SHOWN)
+                        .map(|a| RefreshEntry {
+                            at: a.at,
+                            outcome: a.outcome,
+                            http_status: a.http_status,
+                            summary: a.summary,
+                            detail: a.detail,
+                            retries: a.retries,
+                        })
+                        .collect()
+                }
+                Err(e) => {
+                    tracing::warn!(connector = row.name, "cannot read the refresh history: {e}")
+                }
+            }
+        }
+    }
+
+    /// What an agent can start now, and the Unavailable roster (degraded connectors included).
     pub fn offered(&self) -> Offered {
-        Offered::from_report(&self.status())
+        let degraded = crate::check::degraded_roster(&self.paths);
+        Offered::from_report_with_degraded(&self.status(), &degraded)
     }
 
     /// Read the local signals: metadata from SQLite, one keychain read at most (the vault caches
@@ -91,7 +128,18 @@ impl Patchbay {
             },
         };
         let credentials = match self.vault.credential_rows() {
-            Ok(rows) => rows,
+            // A quarantined refresh token (its refresh's answer was lost) is never presented
+            // again, so for the status it is as good as none: once the access token lapses the
+            // connector needs re-authorizing, and the status says so.
+            Ok(mut rows) => {
+                let quarantined = self.vault.quarantined_refresh_tokens().unwrap_or_default();
+                for row in rows.iter_mut() {
+                    if quarantined.contains(&row.credential_key) {
+                        row.has_refresh_token = false;
+                    }
+                }
+                rows
+            }
             Err(e) => {
                 store = unreadable(e);
                 Vec::new()

@@ -1,7 +1,8 @@
 //! Patchbay's OAuth client for MCP servers (the MCP authorization spec, client side; see
 //! shared/reference/mcp-authorization-client.md): discovery (`discovery`), client resolution and
 //! dynamic registration (`client`), the authorization request with PKCE, state, resource and
-//! scopes (`flow`), the token exchange (`token`), the loopback receiver on 127.0.0.1 and ::1
+//! scopes (`flow`), the token exchange (`token`), the refresh grant and its failure classes
+//! (`refresh`), the loopback receiver on 127.0.0.1 and ::1
 //! (`receiver`), paste-back parsing (`pasteback`) and the system browser (`browser`).
 //! It knows nothing of Tauri; the core's `Authorizer` drives it for the CLI and the tray.
 //!
@@ -17,10 +18,14 @@ pub mod flow;
 pub mod http;
 pub mod pasteback;
 pub mod receiver;
+pub mod refresh;
 pub mod token;
 
 pub use client::{load_clients_file, PreRegistered, CLIENTS_FILE};
 pub use error::OAuthError;
 pub use flow::{begin, Begun, Completion, FlowRequest, DEFAULT_PORT, FLOW_TTL};
 pub use http::Http;
-pub use token::{complete, Completed};
+pub use refresh::{
+    refresh_once, revoke, RefreshClass, RefreshFailure, RefreshRequest, RevokeClient,
+};
+pub use token::{complete, Completed, TokenResponse};

@@ -5,7 +5,7 @@
 use chrono::{DateTime, Utc};
 use oauth2::{AuthorizationCode, PkceCodeVerifier};
 use patchbay_catalog::CredentialKey;
-use patchbay_vault::{CredentialRow, PendingFlow, Secret, TokenSet, Vault};
+use patchbay_vault::{CredentialRow, Grant, PendingFlow, Secret, TokenSet, Vault};
 use serde_json::Value;
 
 use crate::http::Http;
@@ -60,7 +60,7 @@ pub fn parse_token_response(v: &Value) -> Result<TokenResponse, OAuthError> {
     })
 }
 
-fn text(v: &Value, key: &str) -> Option<String> {
+pub(crate) fn text(v: &Value, key: &str) -> Option<String> {
     v.get(key)?
         .as_str()
         .filter(|s| !s.is_empty())
@@ -168,60 +168,23 @@ pub async fn exchange(
     .await
 }
 
-/// A refresh (RFC 6749 §6) with the resource; Slack's shape unwrapped as on exchange.
-pub async fn refresh(
-    http: &Http,
-    token_endpoint: &str,
-    client_id: &str,
-    client_secret: Option<&Secret>,
-    auth_method: &str,
-    refresh_token: &Secret,
-    resource: Option<&str>,
-) -> Result<TokenResponse, OAuthError> {
-    let mut form: Vec<(&str, String)> = vec![
-        ("grant_type", "refresh_token".into()),
-        ("refresh_token", refresh_token.expose().to_string()),
-    ];
-    if let Some(resource) = resource {
-        form.push(("resource", resource.to_string()));
-    }
-    token_request(
-        http,
-        token_endpoint,
-        client_id,
-        client_secret,
-        auth_method,
-        form,
-    )
-    .await
-}
-
 async fn token_request(
     http: &Http,
     token_endpoint: &str,
     client_id: &str,
     client_secret: Option<&Secret>,
     auth_method: &str,
-    mut form: Vec<(&str, String)>,
+    form: Vec<(&str, String)>,
 ) -> Result<TokenResponse, OAuthError> {
-    let mut request = http
-        .client()
-        .post(token_endpoint)
-        .header(reqwest::header::ACCEPT, "application/json");
-    match (client_secret, auth_method) {
-        (Some(secret), "client_secret_basic") => {
-            // RFC 6749 §2.3.1: both parts form-urlencoded before the Basic encoding.
-            let enc =
-                |s: &str| url::form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>();
-            request = request.basic_auth(enc(client_id), Some(enc(secret.expose())));
-        }
-        (Some(secret), _) => {
-            form.push(("client_id", client_id.to_string()));
-            form.push(("client_secret", secret.expose().to_string()));
-        }
-        (None, _) => form.push(("client_id", client_id.to_string())),
-    }
-    let answer = http.send(token_endpoint, request.form(&form)).await?;
+    let request = client_request(
+        http,
+        token_endpoint,
+        client_id,
+        client_secret,
+        auth_method,
+        form,
+    );
+    let answer = http.send(token_endpoint, request).await?;
     if answer.status.is_server_error() {
         return Err(crate::discovery::status_error(&answer));
     }
@@ -244,6 +207,36 @@ async fn token_request(
         message: "the token response is not JSON".into(),
     })?;
     parse_token_response(&body)
+}
+
+/// A POST to the token endpoint with the client authenticated as registered: public (client_id
+/// in the form), `client_secret_basic`, or `client_secret_post`.
+pub(crate) fn client_request(
+    http: &Http,
+    token_endpoint: &str,
+    client_id: &str,
+    client_secret: Option<&Secret>,
+    auth_method: &str,
+    mut form: Vec<(&str, String)>,
+) -> reqwest::RequestBuilder {
+    let mut request = http
+        .client()
+        .post(token_endpoint)
+        .header(reqwest::header::ACCEPT, "application/json");
+    match (client_secret, auth_method) {
+        (Some(secret), "client_secret_basic") => {
+            // RFC 6749 §2.3.1: both parts form-urlencoded before the Basic encoding.
+            let enc =
+                |s: &str| url::form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>();
+            request = request.basic_auth(enc(client_id), Some(enc(secret.expose())));
+        }
+        (Some(secret), _) => {
+            form.push(("client_id", client_id.to_string()));
+            form.push(("client_secret", secret.expose().to_string()));
+        }
+        (None, _) => form.push(("client_id", client_id.to_string())),
+    }
+    request.form(&form)
 }
 
 /// Stores the tokens under the flow's credential key. A response without a refresh token keeps
@@ -280,6 +273,19 @@ pub fn store(
             refresh_token: tokens.refresh_token,
         },
     )?;
+    // What the refresher renews it with: the same client, endpoint, resource and scopes.
+    vault.put_grant(&Grant {
+        credential_key: flow.credential_key.clone(),
+        issuer: flow.issuer.clone(),
+        token_endpoint: flow.token_endpoint.clone(),
+        token_auth_method: flow.token_auth_method.clone(),
+        client_id: flow.client_id.clone(),
+        client_secret: flow.client_secret.clone(),
+        client_registered: flow.client_registered,
+        redirect_uri: flow.redirect_uri.clone(),
+        resource: flow.resource.clone(),
+        scopes: flow.scopes.clone(),
+    })?;
     let one_shot = vault
         .credential_rows()?
         .into_iter()

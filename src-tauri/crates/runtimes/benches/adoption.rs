@@ -1,23 +1,27 @@
-//! The time from a runtime's rename of its credential file to Patchbay's adoption of the rotated
-//! pair in the vault, through the real watcher (notify + the 100 ms debounce) and a file-backed
-//! store rewritten by temp file + rename, as Claude Code does.
+//! The time from Claude Code's rename of its credential file to Patchbay's adoption of the
+//! rotated pair in the vault, through the real store ([`ClaudeFileStore`] on Claude Code's
+//! `.credentials.json` format), the real watcher (notify + the 100 ms debounce) and the real
+//! reconciler, into a real vault (SQLite, WAL; its master key in a `MemoryStore`).
 //!
-//! One sample: a newer pair is written to `<dir>/.credentials.json.tmp.<pid>` and renamed over
-//! the store (the clock starts before the write, so the figure includes it); it ends when the
-//! watcher's callback reports the adoption, which runs after the adopted pair is committed to the
-//! vault (SQLite, WAL; the vault's key in memory). Samples are sequential: each waits for the
-//! previous adoption. A custom harness, because the figure of interest is the distribution
-//! (median, p95, worst), not a mean.
+//! One sample plays Claude Code after a refresh: read `.credentials.json`, put the rotated pair
+//! (`accessToken`, `refreshToken`, `expiresAt` in ms) in its `mcpOAuth` entry, write
+//! `.credentials.json.tmp.<8 hex>` (0600) and rename it over the file. The clock starts before
+//! the read, so the figure includes that write; it ends when the watcher's callback reports the
+//! adoption, which runs after the adopted pair is committed to the vault. Samples are sequential:
+//! each waits for the previous adoption. A custom harness, because the figure of interest is the
+//! distribution (median, p95, worst), not a mean.
 //!
 //! `cargo bench -p patchbay-runtimes --bench adoption` (ADOPTION_SAMPLES overrides 200).
 
 use chrono::{DateTime, Utc};
 use patchbay_catalog::CredentialKey;
-use patchbay_runtimes::memory::JsonFileRuntimeStore;
+use patchbay_runtimes::claude::ClaudeFileStore;
 use patchbay_runtimes::reconcile::Reconciler;
 use patchbay_runtimes::watch::{same_keys, watch, Watched, DEBOUNCE};
 use patchbay_runtimes::{Runtime, RuntimeCredential, RuntimeStore};
 use patchbay_vault::{CredentialRow, MemoryStore, Secret, TokenSet, Vault};
+use serde_json::{json, Value};
+use std::path::Path;
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
@@ -36,6 +40,31 @@ fn pair(n: u32, expires_at: DateTime<Utc>) -> RuntimeCredential {
         client_secret: None,
         issuer: None,
     }
+}
+
+/// Claude Code's write of a refreshed pair: read, change its entry, temp file, rename.
+fn claude_rotates(path: &Path, n: u32, expires_at: DateTime<Utc>) {
+    let mut root: Value =
+        serde_json::from_slice(&std::fs::read(path).expect("read")).expect("JSON");
+    let entry = &mut root["mcpOAuth"][KEY];
+    entry["accessToken"] = json!(format!("at-{n}"));
+    entry["refreshToken"] = json!(format!("rt-{n}"));
+    entry["expiresAt"] = json!(expires_at.timestamp_millis());
+    let tmp = path.with_file_name(format!(
+        ".credentials.json.tmp.{:08x}",
+        n.wrapping_mul(2_654_435_761)
+    ));
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    let mut file = options.open(&tmp).expect("temp file");
+    std::io::Write::write_all(&mut file, &serde_json::to_vec(&root).expect("JSON")).expect("write");
+    drop(file);
+    std::fs::rename(&tmp, path).expect("rename");
 }
 
 fn main() {
@@ -78,11 +107,17 @@ fn main() {
             },
         )
         .expect("seed");
-    let store = Arc::new(JsonFileRuntimeStore::new(
-        Runtime::ClaudeCode,
-        dir.path().join("claude/.credentials.json"),
-    ));
+    let path = dir.path().join("claude/.credentials.json");
+    std::fs::create_dir_all(path.parent().expect("dir")).expect("mkdir");
+    // Claude Code's own login beside the MCP entry, as in a real file.
+    std::fs::write(
+        &path,
+        json!({"claudeAiOauth": {"accessToken": "user-at", "refreshToken": "user-rt"}}).to_string(),
+    )
+    .expect("seed file");
+    let store = Arc::new(ClaudeFileStore::at(&path));
     store.write(&pair(0, base), Utc::now()).expect("seed store");
+    assert_eq!(store.runtime(), Runtime::ClaudeCode);
 
     let (tx, rx) = mpsc::channel();
     let _watch = watch(
@@ -106,9 +141,7 @@ fn main() {
     let mut missed = 0;
     for n in 1..=samples {
         let started = Instant::now();
-        store
-            .rotate(&pair(n, base + chrono::Duration::seconds(i64::from(n))))
-            .expect("rotate");
+        claude_rotates(&path, n, base + chrono::Duration::seconds(i64::from(n)));
         match rx.recv_timeout(Duration::from_secs(5)) {
             Ok((at, _)) => times.push(at - started),
             Err(_) => missed += 1,
@@ -119,6 +152,8 @@ fn main() {
         .expect("read")
         .expect("stored");
     assert_eq!(tokens.access_token.expose(), format!("at-{samples}"));
+    let file: Value = serde_json::from_slice(&std::fs::read(&path).expect("read")).expect("JSON");
+    assert_eq!(file["claudeAiOauth"]["accessToken"], "user-at");
 
     times.sort();
     let pick = |q: f64| times[((times.len() as f64 - 1.0) * q).round() as usize];

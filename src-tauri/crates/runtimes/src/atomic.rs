@@ -362,7 +362,7 @@ fn existing_mode(_path: &Path) -> Option<u32> {
     None
 }
 
-fn create_private_dir(dir: &Path) -> Result<(), RuntimeError> {
+pub(crate) fn create_private_dir(dir: &Path) -> Result<(), RuntimeError> {
     if dir.as_os_str().is_empty() || dir.is_dir() {
         return Ok(());
     }

@@ -2,9 +2,12 @@
 //! (`mcp-needs-auth-cache.json`) and "Add to Claude Code" (`mcpServers` in `.claude.json`).
 //!
 //! The field names and types are Claude Code's private format as measured in
-//! shared/reference/runtime-credential-stores.md; canary tests pin them. The macOS Keychain
-//! variant (service `Claude Code-credentials[-<8 hex>]`) would be another [`RuntimeStore`]; it is
-//! not implemented or testable here.
+//! shared/reference/runtime-credential-stores.md; canary tests pin them. The rules on that JSON
+//! (merge one `mcpOAuth` entry keeping every other member, keep a fresher entry, remove one,
+//! read them) are the functions at the bottom of this module, shared by [`ClaudeFileStore`] and
+//! the macOS Keychain variant, [`crate::claude_keychain::ClaudeKeychainStore`], which holds the
+//! same JSON in a Keychain item. [`crate::claude_keychain::claude_store`] picks the one Claude
+//! Code uses on this platform.
 
 use crate::atomic::{lock_path_for, read_json_object, update_json_object, FileMode, UpdateOptions};
 use crate::config::RuntimePaths;
@@ -76,17 +79,6 @@ impl ClaudeFileStore {
             mode: FileMode::Private,
         }
     }
-
-    fn oauth_map(&self) -> Result<Map<String, Value>, RuntimeError> {
-        let Some(root) = read_json_object(&self.credentials)? else {
-            return Ok(Map::new());
-        };
-        match root.get(MCP_OAUTH) {
-            None => Ok(Map::new()),
-            Some(Value::Object(map)) => Ok(map.clone()),
-            Some(other) => Err(not_an_object(&self.credentials, MCP_OAUTH, other)),
-        }
-    }
 }
 
 impl RuntimeStore for ClaudeFileStore {
@@ -96,19 +88,13 @@ impl RuntimeStore for ClaudeFileStore {
 
     /// Entries without an `accessToken` (e.g. a client registration kept before consent) are skipped.
     fn read_all(&self) -> Result<Vec<RuntimeCredential>, RuntimeError> {
-        Ok(self
-            .oauth_map()?
-            .iter()
-            .filter_map(|(key, entry)| parse_entry(key, entry.as_object()?))
-            .collect())
+        let root = read_json_object(&self.credentials)?;
+        read_all_in(root.as_ref(), &self.credentials)
     }
 
     fn read(&self, key: &CredentialKey) -> Result<Option<RuntimeCredential>, RuntimeError> {
-        Ok(self
-            .oauth_map()?
-            .get(key.as_str())
-            .and_then(Value::as_object)
-            .and_then(|entry| parse_entry(key.as_str(), entry)))
+        let root = read_json_object(&self.credentials)?;
+        read_in(root.as_ref(), key, &self.credentials)
     }
 
     /// Writes the token pair (`accessToken`, `refreshToken`, `expiresAt`: replaced together, a
@@ -122,46 +108,14 @@ impl RuntimeStore for ClaudeFileStore {
         credential: &RuntimeCredential,
         now: DateTime<Utc>,
     ) -> Result<WriteOutcome, RuntimeError> {
-        let key = credential.key.as_str();
         let path = &self.credentials;
         let mut outcome = WriteOutcome::Written;
         update_json_object(path, &self.options(true), &mut |root| {
-            let oauth = root
-                .entry(MCP_OAUTH)
-                .or_insert_with(|| Value::Object(Map::new()));
-            let oauth = match oauth {
-                Value::Object(map) => map,
-                other => return Err(not_an_object(path, MCP_OAUTH, other)),
-            };
-            let existing = match oauth.get(key) {
-                None => None,
-                Some(Value::Object(entry)) => Some(entry),
-                Some(other) => {
-                    return Err(not_an_object(path, &format!("{MCP_OAUTH}[{key:?}]"), other))
-                }
-            };
-            if let Some(entry) = existing {
-                let has_access = entry
-                    .get("accessToken")
-                    .and_then(Value::as_str)
-                    .is_some_and(|t| !t.is_empty());
-                if on_disk_is_fresher(has_access, millis(entry.get("expiresAt")), credential, now) {
-                    outcome = WriteOutcome::KeptFresher;
-                    return Ok(false);
-                }
-            }
-            outcome = WriteOutcome::Written;
-            let mut entry = existing.cloned().unwrap_or_default();
-            fill_entry(&mut entry, credential);
-            let changed = existing != Some(&entry);
-            oauth.insert(key.to_string(), Value::Object(entry));
+            let (decided, changed) = merge_entry(root, credential, now, path)?;
+            outcome = decided;
             Ok(changed)
         })?;
-        if outcome == WriteOutcome::Written {
-            if let Err(e) = self.clear_needs_auth(&credential.server_name) {
-                tracing::warn!(server = %credential.server_name, "token written, but the needs-auth cache was not cleared: {e}");
-            }
-        }
+        after_write(self, credential, outcome);
         Ok(outcome)
     }
 
@@ -169,11 +123,7 @@ impl RuntimeStore for ClaudeFileStore {
         let path = &self.credentials;
         let mut removed = false;
         update_json_object(path, &self.options(false), &mut |root| {
-            removed = match root.get_mut(MCP_OAUTH) {
-                None => false,
-                Some(Value::Object(oauth)) => oauth.shift_remove(key.as_str()).is_some(),
-                Some(other) => return Err(not_an_object(path, MCP_OAUTH, other)),
-            };
+            removed = remove_entry(root, key, path)?;
             Ok(removed)
         })?;
         Ok(removed)
@@ -182,10 +132,7 @@ impl RuntimeStore for ClaudeFileStore {
     /// Removes `server_name`'s member from `mcp-needs-auth-cache.json`; an absent file or member
     /// is nothing to do.
     fn clear_needs_auth(&self, server_name: &str) -> Result<(), RuntimeError> {
-        update_json_object(&self.needs_auth, &self.options(false), &mut |root| {
-            Ok(root.shift_remove(server_name).is_some())
-        })?;
-        Ok(())
+        clear_needs_auth_in(&self.needs_auth, &self.options(false), server_name)
     }
 
     fn watch_targets(&self) -> Vec<(PathBuf, Vec<String>)> {
@@ -206,6 +153,145 @@ impl RuntimeStore for ClaudeFileStore {
                 (cred_dir, vec![name(&self.credentials)]),
                 (cache_dir, vec![name(&self.needs_auth)]),
             ]
+        }
+    }
+}
+
+// The rules on Claude Code's credentials JSON, shared by every store that holds it (the file,
+// the macOS Keychain item). `origin` names where the JSON came from in errors: the file's path,
+// or `keychain:<service>`.
+
+/// The `mcpOAuth` map of a credentials object; `None` when the object has none.
+fn oauth_entries<'a>(
+    root: &'a Map<String, Value>,
+    origin: &Path,
+) -> Result<Option<&'a Map<String, Value>>, RuntimeError> {
+    match root.get(MCP_OAUTH) {
+        None => Ok(None),
+        Some(Value::Object(map)) => Ok(Some(map)),
+        Some(other) => Err(not_an_object(origin, MCP_OAUTH, other)),
+    }
+}
+
+/// Every MCP credential in a credentials object (`None`: there is none yet). Entries without an
+/// `accessToken` (e.g. a client registration kept before consent) are skipped.
+pub(crate) fn read_all_in(
+    root: Option<&Map<String, Value>>,
+    origin: &Path,
+) -> Result<Vec<RuntimeCredential>, RuntimeError> {
+    let Some(oauth) = root
+        .map(|r| oauth_entries(r, origin))
+        .transpose()?
+        .flatten()
+    else {
+        return Ok(Vec::new());
+    };
+    Ok(oauth
+        .iter()
+        .filter_map(|(key, entry)| parse_entry(key, entry.as_object()?))
+        .collect())
+}
+
+/// One MCP credential of a credentials object.
+pub(crate) fn read_in(
+    root: Option<&Map<String, Value>>,
+    key: &CredentialKey,
+    origin: &Path,
+) -> Result<Option<RuntimeCredential>, RuntimeError> {
+    let Some(oauth) = root
+        .map(|r| oauth_entries(r, origin))
+        .transpose()?
+        .flatten()
+    else {
+        return Ok(None);
+    };
+    Ok(oauth
+        .get(key.as_str())
+        .and_then(Value::as_object)
+        .and_then(|entry| parse_entry(key.as_str(), entry)))
+}
+
+/// Merge `credential` into `mcpOAuth[key]` of a credentials object, unless the stored entry is
+/// fresher at `now` (see [`on_disk_is_fresher`]). Every other member of the object and of the
+/// entry is kept (see [`RuntimeStore::write`] on [`ClaudeFileStore`]). Returns what was decided
+/// and whether the object changed.
+pub(crate) fn merge_entry(
+    root: &mut Map<String, Value>,
+    credential: &RuntimeCredential,
+    now: DateTime<Utc>,
+    origin: &Path,
+) -> Result<(WriteOutcome, bool), RuntimeError> {
+    let key = credential.key.as_str();
+    let oauth = root
+        .entry(MCP_OAUTH)
+        .or_insert_with(|| Value::Object(Map::new()));
+    let oauth = match oauth {
+        Value::Object(map) => map,
+        other => return Err(not_an_object(origin, MCP_OAUTH, other)),
+    };
+    let existing = match oauth.get(key) {
+        None => None,
+        Some(Value::Object(entry)) => Some(entry),
+        Some(other) => {
+            return Err(not_an_object(
+                origin,
+                &format!("{MCP_OAUTH}[{key:?}]"),
+                other,
+            ))
+        }
+    };
+    if let Some(entry) = existing {
+        let has_access = entry
+            .get("accessToken")
+            .and_then(Value::as_str)
+            .is_some_and(|t| !t.is_empty());
+        if on_disk_is_fresher(has_access, millis(entry.get("expiresAt")), credential, now) {
+            return Ok((WriteOutcome::KeptFresher, false));
+        }
+    }
+    let mut entry = existing.cloned().unwrap_or_default();
+    fill_entry(&mut entry, credential);
+    let changed = existing != Some(&entry);
+    oauth.insert(key.to_string(), Value::Object(entry));
+    Ok((WriteOutcome::Written, changed))
+}
+
+/// Remove `mcpOAuth[key]` from a credentials object, keeping everything else; whether it was there.
+pub(crate) fn remove_entry(
+    root: &mut Map<String, Value>,
+    key: &CredentialKey,
+    origin: &Path,
+) -> Result<bool, RuntimeError> {
+    match root.get_mut(MCP_OAUTH) {
+        None => Ok(false),
+        Some(Value::Object(oauth)) => Ok(oauth.shift_remove(key.as_str()).is_some()),
+        Some(other) => Err(not_an_object(origin, MCP_OAUTH, other)),
+    }
+}
+
+/// Remove `server_name`'s member from the needs-auth cache file (absent file or member: nothing
+/// to do), under `options`' lock.
+pub(crate) fn clear_needs_auth_in(
+    needs_auth: &Path,
+    options: &UpdateOptions,
+    server_name: &str,
+) -> Result<(), RuntimeError> {
+    update_json_object(needs_auth, options, &mut |root| {
+        Ok(root.shift_remove(server_name).is_some())
+    })?;
+    Ok(())
+}
+
+/// After a `Written` write, forget the server's needs-auth verdict (a failure there is logged,
+/// not returned: the token is written).
+pub(crate) fn after_write(
+    store: &dyn RuntimeStore,
+    credential: &RuntimeCredential,
+    outcome: WriteOutcome,
+) {
+    if outcome == WriteOutcome::Written {
+        if let Err(e) = store.clear_needs_auth(&credential.server_name) {
+            tracing::warn!(server = %credential.server_name, "token written, but the needs-auth cache was not cleared: {e}");
         }
     }
 }

@@ -25,6 +25,55 @@ pub struct RuntimePaths {
     pub claude_json: PathBuf,
     /// `$CODEX_HOME`, else `~/.codex`.
     pub codex_home: PathBuf,
+    /// The service of Claude Code's macOS Keychain item: [`CLAUDE_KEYCHAIN_SERVICE`], suffixed
+    /// `-<first 8 hex of sha256(dir)>` when the config dir is set (see [`claude_keychain_service`]).
+    pub claude_keychain_service: String,
+    /// Its account: the login user name (see [`claude_keychain_account`]).
+    pub claude_keychain_account: String,
+}
+
+/// The service of Claude Code's macOS Keychain item with the default config dir.
+pub const CLAUDE_KEYCHAIN_SERVICE: &str = "Claude Code-credentials";
+
+/// The service name Claude Code gives its Keychain item. The reference: `Claude Code-credentials`,
+/// suffixed `-<first 8 hex of sha256(config dir)>` when `CLAUDE_CONFIG_DIR` is set. As Claude
+/// Code 2.1.332 computes it (read in its binary, not in the reference):
+/// `CLAUDE_SECURESTORAGE_CONFIG_DIR`, when defined, decides instead (empty: no suffix; else the
+/// hash of its value), and an empty `CLAUDE_CONFIG_DIR` counts as unset. The directory is hashed
+/// as the variable spells it (Claude Code NFC-normalizes it first: the same for ASCII paths).
+pub fn claude_keychain_service(env: Resolver<'_>) -> String {
+    let hashed = match env("CLAUDE_SECURESTORAGE_CONFIG_DIR") {
+        Some(dir) => Some(dir).filter(|d| !d.is_empty()),
+        None => env("CLAUDE_CONFIG_DIR").filter(|d| !d.is_empty()),
+    };
+    match hashed {
+        None => CLAUDE_KEYCHAIN_SERVICE.to_string(),
+        Some(dir) => {
+            use sha2::{Digest, Sha256};
+            let digest = Sha256::digest(dir.as_bytes());
+            let hex: String = digest[..4].iter().map(|b| format!("{b:02x}")).collect();
+            format!("{CLAUDE_KEYCHAIN_SERVICE}-{hex}")
+        }
+    }
+}
+
+/// The account of Claude Code's Keychain item. The reference does not say; Claude Code 2.1.332
+/// uses `$USER` (else the OS user name), and `claude-code-user` when that is not made of
+/// `[A-Za-z0-9._-]` only. Here: `$USER`, else `$LOGNAME` (the login user name), same rule.
+pub fn claude_keychain_account(env: Resolver<'_>) -> String {
+    let name = env("USER")
+        .filter(|u| !u.is_empty())
+        .or_else(|| env("LOGNAME").filter(|u| !u.is_empty()));
+    match name {
+        Some(name)
+            if name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-')) =>
+        {
+            name
+        }
+        _ => "claude-code-user".to_string(),
+    }
 }
 
 impl RuntimePaths {
@@ -44,6 +93,8 @@ impl RuntimePaths {
             claude_config_dir,
             claude_json,
             codex_home: var("CODEX_HOME").unwrap_or_else(|| home.join(".codex")),
+            claude_keychain_service: claude_keychain_service(env),
+            claude_keychain_account: claude_keychain_account(env),
         }
     }
 
@@ -527,5 +578,49 @@ mod tests {
         let s = RuntimePaths::resolve(home, &secure);
         assert_eq!(s.claude_credentials, Path::new("/s/.credentials.json"));
         assert_eq!(s.claude_json, home.join(".claude.json"));
+    }
+
+    #[test]
+    fn the_keychain_item_follows_the_environment() {
+        let home = Path::new("/home/u");
+        let none = RuntimePaths::resolve(home, &|_| None);
+        assert_eq!(none.claude_keychain_service, "Claude Code-credentials");
+        assert_eq!(none.claude_keychain_account, "claude-code-user");
+
+        // Pinned independently: python3 -c 'import hashlib; print(hashlib.sha256(b"/c").hexdigest())'
+        let env = |name: &str| match name {
+            "CLAUDE_CONFIG_DIR" => Some("/c".to_string()),
+            "USER" => Some("ada".to_string()),
+            _ => None,
+        };
+        let set = RuntimePaths::resolve(home, &env);
+        assert_eq!(
+            set.claude_keychain_service,
+            "Claude Code-credentials-facd442e"
+        );
+        assert_eq!(set.claude_keychain_account, "ada");
+
+        let secure = |name: &str| match name {
+            "CLAUDE_SECURESTORAGE_CONFIG_DIR" => Some("/s".to_string()),
+            "CLAUDE_CONFIG_DIR" => Some("/c".to_string()),
+            "USER" => Some("a b".to_string()),
+            _ => None,
+        };
+        let s = RuntimePaths::resolve(home, &secure);
+        assert_eq!(
+            s.claude_keychain_service,
+            "Claude Code-credentials-8e295f31"
+        );
+        assert_eq!(s.claude_keychain_account, "claude-code-user");
+
+        let empty_secure = |name: &str| match name {
+            "CLAUDE_SECURESTORAGE_CONFIG_DIR" => Some(String::new()),
+            "CLAUDE_CONFIG_DIR" => Some("/c".to_string()),
+            "LOGNAME" => Some("bo".to_string()),
+            _ => None,
+        };
+        let e = RuntimePaths::resolve(home, &empty_secure);
+        assert_eq!(e.claude_keychain_service, "Claude Code-credentials");
+        assert_eq!(e.claude_keychain_account, "bo");
     }
 }

@@ -1,10 +1,11 @@
 //! Runtime bridges: the agent runtimes' own MCP credential stores (Claude Code's
-//! `.credentials.json`, Codex's file or keyring store), the servers configured in each runtime,
+//! `.credentials.json` or macOS Keychain item, Codex's file or keyring store), the servers configured in each runtime,
 //! safe writes that never clobber a fresher entry, and adoption of the pairs a runtime rotated.
 //! See shared/reference/runtime-credential-stores.md for the measured formats.
 
 pub mod atomic;
 pub mod claude;
+pub mod claude_keychain;
 pub mod codex;
 pub mod config;
 pub mod heal;

@@ -1,8 +1,10 @@
 //! Test doubles of [`RuntimeStore`]: [`MemoryRuntimeStore`] (no I/O, cannot be watched) and
 //! [`JsonFileRuntimeStore`] (one JSON file replaced by temp file + rename, the way Claude Code
 //! writes, so the watcher can be exercised without depending on a real runtime's format). Both
-//! keep the contract: a write never clobbers a fresher entry.
+//! keep the contract: a write never clobbers a fresher entry. And [`MemoryCredentialItem`], a
+//! keychain item in memory for [`crate::claude_keychain::ClaudeKeychainStore`].
 
+use crate::claude_keychain::CredentialItem;
 use crate::{Runtime, RuntimeCredential, RuntimeError, RuntimeStore, WriteOutcome};
 use chrono::{DateTime, Utc};
 use patchbay_catalog::CredentialKey;
@@ -282,6 +284,75 @@ impl RuntimeStore for JsonFileRuntimeStore {
             }
             _ => Vec::new(),
         }
+    }
+}
+
+/// A keychain item in memory. Clones share the item (one is given to the store, the test keeps
+/// another to play the runtime writing behind our back).
+#[derive(Clone, Default)]
+pub struct MemoryCredentialItem {
+    value: std::sync::Arc<Mutex<Option<patchbay_vault::Secret>>>,
+    /// Runs on every `get` (after reading): a runtime's write landing between our reads.
+    on_get: std::sync::Arc<Mutex<Option<GetHook>>>,
+    sets: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+type GetHook = Box<dyn FnMut(&MemoryCredentialItem) + Send>;
+
+impl std::fmt::Debug for MemoryCredentialItem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemoryCredentialItem")
+            .field("present", &lock(&self.value).is_some())
+            .field("sets", &self.sets())
+            .finish()
+    }
+}
+
+impl MemoryCredentialItem {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The item's text, as the runtime would see it.
+    pub fn text(&self) -> Option<String> {
+        lock(&self.value).as_ref().map(|s| s.expose().to_string())
+    }
+
+    /// Replace the item as the runtime would (no lock, no merge).
+    pub fn put_raw(&self, text: &str) {
+        *lock(&self.value) = Some(patchbay_vault::Secret::new(text));
+    }
+
+    /// How many times the store set the item.
+    pub fn sets(&self) -> usize {
+        self.sets.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Call `hook` after every read (e.g. to write behind the store's back once).
+    pub fn on_get(&self, hook: impl FnMut(&MemoryCredentialItem) + Send + 'static) {
+        *lock(&self.on_get) = Some(Box::new(hook));
+    }
+}
+
+impl CredentialItem for MemoryCredentialItem {
+    fn get(&self) -> Result<Option<patchbay_vault::Secret>, RuntimeError> {
+        let value = lock(&self.value).clone();
+        let hook = lock(&self.on_get).take();
+        if let Some(mut hook) = hook {
+            hook(self);
+            *lock(&self.on_get) = Some(hook);
+        }
+        Ok(value)
+    }
+
+    fn set(&self, value: &patchbay_vault::Secret) -> Result<(), RuntimeError> {
+        self.sets.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        *lock(&self.value) = Some(value.clone());
+        Ok(())
+    }
+
+    fn name(&self) -> String {
+        "keychain:memory".into()
     }
 }
 

@@ -210,7 +210,8 @@ impl Reconciler {
         };
         let mut outcomes = Vec::with_capacity(targets.len());
         for target in targets {
-            let credential = runtime_credential(&row, &tokens, target.runtime_key);
+            let mut credential = runtime_credential(&row, &tokens, target.runtime_key);
+            credential.client_secret = grant_client_secret(vault, &row);
             let outcome = target.store.write(&credential, now).and_then(|outcome| {
                 if outcome == WriteOutcome::Written {
                     target.store.clear_needs_auth(&credential.server_name)?;
@@ -330,6 +331,17 @@ fn reconcile_locked(
     }))
 }
 
+/// The client secret a runtime needs to refresh a confidential client's pair by itself: the
+/// grant's, when the stored pair belongs to that client (a pair adopted from a runtime's own
+/// client is not ours to complete).
+pub fn grant_client_secret(vault: &Vault, row: &CredentialRow) -> Option<patchbay_vault::Secret> {
+    let grant = vault.grant(&row.credential_key).ok().flatten()?;
+    if row.client_id.as_deref() != Some(grant.client_id.as_str()) {
+        return None;
+    }
+    grant.client_secret
+}
+
 /// Our stored pair as the runtime files it: under the runtime's key and server name.
 pub fn runtime_credential(
     row: &CredentialRow,
@@ -345,8 +357,7 @@ pub fn runtime_credential(
         expires_at: row.expires_at,
         scope: row.scope.clone(),
         client_id: row.client_id.clone(),
-        // Not kept on the credential row; pre-registered confidential clients are not bridged
-        // with their secret yet.
+        // Not on the row: see `grant_client_secret`.
         client_secret: None,
         issuer: row.issuer.clone(),
     }

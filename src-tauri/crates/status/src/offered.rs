@@ -1,8 +1,11 @@
 //! What an agent is offered (the seed's `get_configs`): the servers that can start now, then a
 //! short Unavailable roster so an agent can tell "exists and is broken" from "does not exist".
+//! A connector whose connection checks keep failing (degraded) is on the roster too, so an agent
+//! is told the capability is gone rather than discovering it.
 
 use crate::{ConnectorState, StatusReport};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// Roster reasons land in a markdown list an agent reads: one line, compact.
 const ROSTER_REASON_MAX: usize = 120;
@@ -20,6 +23,9 @@ pub struct RosterLine {
     pub name: String,
     pub state: ConnectorState,
     pub reason: String,
+    /// On the roster because its connection checks failed, not because of its state.
+    #[serde(default)]
+    pub degraded: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -30,6 +36,15 @@ pub struct Offered {
 
 impl Offered {
     pub fn from_report(report: &StatusReport) -> Offered {
+        Offered::from_report_with_degraded(report, &BTreeMap::new())
+    }
+
+    /// Like [`Offered::from_report`], with the degraded connectors (name → the failure that
+    /// tipped them) moved to the roster. A state that blocks a start keeps its own reason.
+    pub fn from_report_with_degraded(
+        report: &StatusReport,
+        degraded: &BTreeMap<String, String>,
+    ) -> Offered {
         let mut servers = Vec::new();
         let mut unavailable = Vec::new();
         for row in &report.connectors {
@@ -38,6 +53,17 @@ impl Offered {
                     name: row.name.clone(),
                     state: row.state,
                     reason: compact_reason(row),
+                    degraded: false,
+                });
+            } else if let Some(error) = degraded.get(&row.name) {
+                unavailable.push(RosterLine {
+                    name: row.name.clone(),
+                    state: row.state,
+                    reason: one_line(
+                        &format!("degraded: its connection checks keep failing ({error})"),
+                        ROSTER_REASON_MAX,
+                    ),
+                    degraded: true,
                 });
             } else {
                 servers.push(OfferedServer {
@@ -112,7 +138,57 @@ fn one_line(text: &str, max: usize) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::one_line;
+    use super::*;
+    use crate::{LocalSignals, StoreHealth, VaultVariables};
+    use patchbay_catalog::{parse, CatalogItem};
+
+    #[test]
+    fn degraded_connectors_move_to_the_roster() {
+        let text = r#"{"mcpServers":{
+            "up":{"type":"stdio","command":"node"},
+            "down":{"type":"stdio","command":"node"},
+            "declared":{"type":"stdio","command":"node","unavailable":"Broken."}}}"#;
+        let items: Vec<CatalogItem> = parse(text, std::path::Path::new("t.json")).unwrap();
+        let catalog = patchbay_catalog::Catalog {
+            items,
+            sources: vec![],
+        };
+        let signals = LocalSignals {
+            credentials: vec![],
+            store: StoreHealth::Reachable,
+            variables: VaultVariables::default(),
+            env: Default::default(),
+            now: chrono::Utc::now(),
+        };
+        let report = crate::compute(&catalog, &signals);
+        let degraded: BTreeMap<String, String> = [
+            ("down".to_string(), "connection refused".to_string()),
+            ("declared".to_string(), "x".to_string()),
+        ]
+        .into();
+        let offered = Offered::from_report_with_degraded(&report, &degraded);
+        let names: Vec<&str> = offered.servers.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["up"]);
+        let down = offered
+            .unavailable
+            .iter()
+            .find(|l| l.name == "down")
+            .unwrap();
+        assert!(down.degraded);
+        assert!(
+            down.reason.contains("connection refused"),
+            "{}",
+            down.reason
+        );
+        let declared = offered
+            .unavailable
+            .iter()
+            .find(|l| l.name == "declared")
+            .unwrap();
+        assert!(!declared.degraded, "its own reason wins");
+        assert!(offered.to_markdown().contains("- down: degraded"));
+        assert_eq!(Offered::from_report(&report).unavailable.len(), 1);
+    }
 
     #[test]
     fn one_line_collapses_and_cuts() {

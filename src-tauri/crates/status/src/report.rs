@@ -104,6 +104,25 @@ pub struct ConnectorStatus {
     /// Runtimes found on this machine that this connector can be added to ("Add to Claude
     /// Code"): remote, OAuth-capable, not bridged there yet, and a transport the runtime speaks.
     pub can_add_to: Vec<String>,
+    /// The refresher's last attempts on this connector's credential, newest first (filled by the
+    /// core; empty when it never tried): the window's error drawer.
+    #[serde(default)]
+    pub refresh_history: Vec<RefreshEntry>,
+}
+
+/// One refresh attempt, as the error drawer shows it. Nothing secret: the detail was scrubbed
+/// before it was recorded.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RefreshEntry {
+    #[serde(with = "rfc3339")]
+    pub at: DateTime<Utc>,
+    /// `refreshed`, `adopted`, `retryable`, `ambiguous`, `transient`, `permanent`, `retired`.
+    pub outcome: String,
+    pub http_status: Option<u16>,
+    pub summary: String,
+    /// The raw answer (up to 4 KB), secrets scrubbed.
+    pub detail: Option<String>,
+    pub retries: u32,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -340,6 +359,7 @@ fn row_for_state(entry: &ServerEntry, state: ConnectorState, detail: String) -> 
         source: entry.source.display().to_string(),
         bridges: Vec::new(),
         can_add_to: Vec::new(),
+        refresh_history: Vec::new(),
     }
 }
 
@@ -367,6 +387,7 @@ fn invalid_row(name: &str, error: &str, source: &str) -> ConnectorStatus {
         source: source.to_owned(),
         bridges: Vec::new(),
         can_add_to: Vec::new(),
+        refresh_history: Vec::new(),
     }
 }
 

@@ -98,6 +98,39 @@ ALTER TABLE credentials ADD COLUMN rotated_by TEXT;
 ALTER TABLE credentials ADD COLUMN rotated_at_ms INTEGER;
 "#,
         ),
+        // The refresher of record: how each credential is renewed (what its token exchange
+        // used), a quarantine flag for a refresh token whose refresh answer was lost (it may have
+        // been consumed, so it is never presented again), and a short history of attempts.
+        M::up(
+            r#"
+ALTER TABLE credentials ADD COLUMN refresh_suspect INTEGER NOT NULL DEFAULT 0;
+
+CREATE TABLE grants (
+    key                  TEXT PRIMARY KEY NOT NULL,
+    issuer               TEXT NOT NULL,
+    token_endpoint       TEXT NOT NULL,
+    token_auth_method    TEXT NOT NULL,
+    client_id            TEXT NOT NULL,
+    client_secret_sealed BLOB,
+    client_registered    INTEGER NOT NULL,
+    redirect_uri         TEXT NOT NULL,
+    resource             TEXT,
+    scopes               TEXT
+) STRICT;
+
+CREATE TABLE refresh_attempts (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    key         TEXT NOT NULL,
+    at_ms       INTEGER NOT NULL,
+    outcome     TEXT NOT NULL,
+    http_status INTEGER,
+    summary     TEXT NOT NULL,
+    detail      TEXT,
+    retries     INTEGER NOT NULL
+) STRICT;
+CREATE INDEX refresh_attempts_key ON refresh_attempts (key, id);
+"#,
+        ),
     ])
 }
 
@@ -149,7 +182,8 @@ pub(crate) fn has_sealed(conn: &Connection) -> Result<bool, VaultError> {
     Ok(conn.query_row(
         "SELECT EXISTS(SELECT 1 FROM variables) OR EXISTS(SELECT 1 FROM credentials)
              OR EXISTS(SELECT 1 FROM registrations WHERE client_secret_sealed IS NOT NULL)
-             OR EXISTS(SELECT 1 FROM pending_flows)",
+             OR EXISTS(SELECT 1 FROM pending_flows)
+             OR EXISTS(SELECT 1 FROM grants WHERE client_secret_sealed IS NOT NULL)",
         [],
         |r| r.get(0),
     )?)

@@ -9,6 +9,7 @@
 mod db;
 pub mod error;
 mod oauth;
+mod renewal;
 mod seal;
 pub mod secret;
 pub mod store;
@@ -16,6 +17,7 @@ mod vault;
 
 pub use error::VaultError;
 pub use oauth::{PendingFlow, PendingFlowInfo, Registration};
+pub use renewal::{Grant, RefreshAttempt, DETAIL_MAX, HISTORY_LEN};
 pub use secret::Secret;
 pub use store::{KeyringStore, MemoryStore, SecretStore, StoreError};
 pub use vault::{CredentialRow, TokenSet, VariableInfo, Vault, KEYCHAIN_SERVICE};

@@ -27,6 +27,8 @@ pub(crate) enum Kind {
     FlowVerifier,
     /// A pending flow's client secret (name: its state).
     FlowClientSecret,
+    /// The client secret a credential is renewed with (name: its credential key).
+    GrantClientSecret,
 }
 
 impl Kind {
@@ -37,6 +39,7 @@ impl Kind {
             Kind::RefreshToken => "credential.refresh",
             Kind::Canary => "meta.canary",
             Kind::RegistrationSecret => "registration.client_secret",
+            Kind::GrantClientSecret => "grant.client_secret",
             Kind::FlowVerifier => "pending_flow.verifier",
             Kind::FlowClientSecret => "pending_flow.client_secret",
         }

@@ -195,14 +195,27 @@ impl Vault {
 
     /// Every credential's metadata, sorted by key; never touches the keychain.
     pub fn credential_rows(&self) -> Result<Vec<CredentialRow>, VaultError> {
+        self.select_rows("", [])
+    }
+
+    /// One credential's metadata; never touches the keychain.
+    pub fn credential_row(&self, key: &CredentialKey) -> Result<Option<CredentialRow>, VaultError> {
+        Ok(self.select_rows("WHERE key = ?1", [key.as_str()])?.pop())
+    }
+
+    fn select_rows<P: rusqlite::Params>(
+        &self,
+        filter: &str,
+        params: P,
+    ) -> Result<Vec<CredentialRow>, VaultError> {
         let conn = self.conn();
-        let mut stmt = conn.prepare(
+        let mut stmt = conn.prepare(&format!(
             "SELECT key, server_name, server_url, expires_at_ms, has_refresh_token, one_shot,
                     issuer, client_id, scope, updated_at_ms, rotated_by, rotated_at_ms
-             FROM credentials ORDER BY key",
-        )?;
+             FROM credentials {filter} ORDER BY key"
+        ))?;
         let raw: Vec<RawRow> = stmt
-            .query_map([], |r| {
+            .query_map(params, |r| {
                 Ok(RawRow {
                     key: r.get(0)?,
                     server_name: r.get(1)?,
@@ -252,7 +265,8 @@ impl Vault {
     ) -> Result<bool, VaultError> {
         let n = self.conn().execute(
             "UPDATE credentials SET refresh_sealed = NULL, has_refresh_token = 0, one_shot = 1,
-                 expires_at_ms = ?2, updated_at_ms = ?2, rotated_by = NULL, rotated_at_ms = NULL
+                 expires_at_ms = ?2, updated_at_ms = ?2, rotated_by = NULL, rotated_at_ms = NULL,
+                 refresh_suspect = 0
              WHERE key = ?1",
             params![key.as_str(), to_ms(now)],
         )?;
@@ -288,11 +302,13 @@ impl Vault {
                 .flatten(),
         };
         let has_refresh = refresh.is_some();
+        // A new refresh token ends any quarantine; a kept one keeps it.
+        let fresh_refresh_token = tokens.refresh_token.is_some();
         tx.execute(
             "INSERT INTO credentials (key, server_name, server_url, expires_at_ms,
                  has_refresh_token, one_shot, issuer, client_id, scope, updated_at_ms,
-                 access_sealed, refresh_sealed, rotated_by, rotated_at_ms)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)
+                 access_sealed, refresh_sealed, rotated_by, rotated_at_ms, refresh_suspect)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, 0)
              ON CONFLICT(key) DO UPDATE SET
                  server_name = excluded.server_name, server_url = excluded.server_url,
                  expires_at_ms = excluded.expires_at_ms,
@@ -300,7 +316,8 @@ impl Vault {
                  issuer = excluded.issuer, client_id = excluded.client_id,
                  scope = excluded.scope, updated_at_ms = excluded.updated_at_ms,
                  access_sealed = excluded.access_sealed, refresh_sealed = excluded.refresh_sealed,
-                 rotated_by = excluded.rotated_by, rotated_at_ms = excluded.rotated_at_ms",
+                 rotated_by = excluded.rotated_by, rotated_at_ms = excluded.rotated_at_ms,
+                 refresh_suspect = CASE WHEN ?15 THEN 0 ELSE credentials.refresh_suspect END",
             params![
                 name,
                 row.server_name,
@@ -316,6 +333,7 @@ impl Vault {
                 refresh,
                 rotated.map(|(by, _)| by),
                 rotated.map(|(_, at)| to_ms(at)),
+                fresh_refresh_token,
             ],
         )?;
         tx.commit()?;
@@ -352,11 +370,18 @@ impl Vault {
         }))
     }
 
-    /// `false` when there was no such credential. Needs no keychain.
+    /// Deletes the credential with its grant and its refresh history. `false` when there was no
+    /// such credential. Needs no keychain.
     pub fn delete_credential(&self, key: &CredentialKey) -> Result<bool, VaultError> {
-        let n = self
-            .conn()
-            .execute("DELETE FROM credentials WHERE key = ?1", [key.as_str()])?;
+        let mut conn = self.conn();
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let n = tx.execute("DELETE FROM credentials WHERE key = ?1", [key.as_str()])?;
+        tx.execute("DELETE FROM grants WHERE key = ?1", [key.as_str()])?;
+        tx.execute(
+            "DELETE FROM refresh_attempts WHERE key = ?1",
+            [key.as_str()],
+        )?;
+        tx.commit()?;
         Ok(n > 0)
     }
 
@@ -373,7 +398,11 @@ impl Vault {
                 "DELETE FROM registrations WHERE client_secret_sealed IS NOT NULL",
                 [],
             )?
-            + tx.execute("DELETE FROM pending_flows", [])?;
+            + tx.execute("DELETE FROM pending_flows", [])?
+            + tx.execute(
+                "DELETE FROM grants WHERE client_secret_sealed IS NOT NULL",
+                [],
+            )?;
         tx.execute("DELETE FROM vault_meta WHERE key = ?1", [CANARY_KEY])?;
         tx.commit()?;
         *lock(&self.key) = None;

@@ -1,1 +1,2 @@
 pub mod fake_as;
+pub mod rotating_as;

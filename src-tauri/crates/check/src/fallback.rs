@@ -1,0 +1,127 @@
+//! The check as a whole: the configured transport first; when a reachable server rejects that
+//! handshake (405, 400, 404, ...), the other HTTP transport (streamable HTTP ⇄ legacy SSE). When
+//! the other one works the outcome says so, for the caller to offer writing it back to the user
+//! catalog. A server that cannot be reached (refused, timeout, EOF) gets no fallback, nor does a
+//! 401 or a stdio server.
+
+use crate::handshake::{handshake, Handshake, Timeouts};
+use crate::{CheckError, CheckTarget, TransportKind};
+use serde::Serialize;
+use std::time::{Duration, Instant};
+
+/// An error as `--json` and the window show it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ErrorSummary {
+    /// [`CheckError::kind`]: `unreachable`, `timed_out`, `rejected`, `needs_authorization`, ...
+    pub kind: String,
+    pub message: String,
+    pub retryable: bool,
+    pub http_status: Option<u16>,
+}
+
+impl From<&CheckError> for ErrorSummary {
+    fn from(e: &CheckError) -> Self {
+        ErrorSummary {
+            kind: e.kind().to_owned(),
+            message: e.to_string(),
+            retryable: e.is_retryable(),
+            http_status: e.http_status(),
+        }
+    }
+}
+
+/// One transport tried.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Attempt {
+    pub transport: TransportKind,
+    pub ok: bool,
+    pub elapsed_ms: u64,
+    pub error: Option<ErrorSummary>,
+}
+
+/// What one check found.
+#[derive(Debug, Clone)]
+pub struct CheckOutcome {
+    pub connector: String,
+    /// The transport the catalog names.
+    pub configured: TransportKind,
+    pub result: Result<Handshake, CheckError>,
+    /// Set when the configured transport was rejected and this one answered: worth writing
+    /// back to the user catalog.
+    pub fell_back_to: Option<TransportKind>,
+    /// Every transport tried, in order.
+    pub attempts: Vec<Attempt>,
+    /// All attempts together, goodbyes included.
+    pub elapsed: Duration,
+}
+
+impl CheckOutcome {
+    pub fn ok(&self) -> bool {
+        self.result.is_ok()
+    }
+
+    /// The transport that answered, or the last one tried.
+    pub fn transport(&self) -> TransportKind {
+        match &self.result {
+            Ok(h) => h.transport,
+            Err(_) => self
+                .attempts
+                .last()
+                .map(|a| a.transport)
+                .unwrap_or(self.configured),
+        }
+    }
+}
+
+fn millis(d: Duration) -> u64 {
+    d.as_millis().try_into().unwrap_or(u64::MAX)
+}
+
+async fn attempt(
+    target: &CheckTarget,
+    endpoint: &crate::Endpoint,
+    timeouts: &Timeouts,
+    attempts: &mut Vec<Attempt>,
+) -> Result<Handshake, CheckError> {
+    let started = Instant::now();
+    let result = handshake(target, endpoint, timeouts).await;
+    attempts.push(Attempt {
+        transport: endpoint.kind(),
+        ok: result.is_ok(),
+        elapsed_ms: millis(started.elapsed()),
+        error: result.as_ref().err().map(ErrorSummary::from),
+    });
+    result
+}
+
+/// Check `target` for real, falling back between the HTTP transports when the rule allows.
+pub async fn check(target: &CheckTarget, timeouts: &Timeouts) -> CheckOutcome {
+    let started = Instant::now();
+    let configured = target.endpoint.kind();
+    let mut attempts = Vec::new();
+    let first = attempt(target, &target.endpoint, timeouts, &mut attempts).await;
+    let (result, fell_back_to) = match first {
+        Err(e) if e.warrants_fallback() => match target.endpoint.other_http() {
+            Some(other) => {
+                let kind = other.kind();
+                match attempt(target, &other, timeouts, &mut attempts).await {
+                    Ok(h) => (Ok(h), Some(kind)),
+                    // Rejected both ways: the configured transport's answer is the one to show.
+                    Err(second) if second.warrants_fallback() => (Err(e), None),
+                    // The other transport got further (a 401 over SSE): that is the news.
+                    Err(second) => (Err(second), None),
+                }
+            }
+            None => (Err(e), None),
+        },
+        other => (other, None),
+    };
+    CheckOutcome {
+        connector: target.connector.clone(),
+        configured,
+        result,
+        fell_back_to,
+        attempts,
+        elapsed: started.elapsed(),
+    }
+}

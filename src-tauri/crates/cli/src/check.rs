@@ -1,0 +1,197 @@
+//! `patchbay check [NAME] [--json] [--write-back]`: test connectors for real (the MCP handshake
+//! and `tools/list`), record the result on the health board, and, with `--write-back`, save a
+//! transport that answered after the configured one was rejected to the user catalog.
+//! Exit codes as `status`: 0 every check passed, 1 something needs attention, 2 error.
+
+use anyhow::{Context, Result};
+use patchbay_core::check::{ConnectorCheck, WrittenBack};
+use patchbay_core::{Bridges, Checker, CheckerOptions, Patchbay, RefreshPolicy, Refresher};
+use std::io::Write;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+#[derive(clap::Args)]
+pub struct CheckArgs {
+    /// The connector to check; every connector in the catalog when omitted.
+    pub name: Option<String>,
+    /// Print JSON (`{ "version", "checks": [...], "written_back": [...] }`) instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// When the configured HTTP transport was rejected and the other one answered, write the
+    /// one that answered to the user catalog (every other key kept).
+    #[arg(long)]
+    pub write_back: bool,
+}
+
+/// Bumped when a field is removed or changes meaning.
+const CHECK_JSON_VERSION: u32 = 1;
+
+pub fn run(patchbay: Patchbay, args: CheckArgs, out: &mut impl Write) -> Result<ExitCode> {
+    let patchbay = Arc::new(patchbay);
+    // A lapsed but renewable token is refreshed first, as the app does.
+    let refresher = Refresher::new(
+        patchbay.clone(),
+        Some(Arc::new(Bridges::new(patchbay.clone()))),
+        RefreshPolicy::default(),
+    );
+    let checker = Checker::new(patchbay, CheckerOptions::default())?.with_refresher(refresher);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let checks = runtime.block_on(async {
+        match &args.name {
+            Some(name) => checker.check(name).await.map(|c| vec![c]),
+            None => checker.check_all().await,
+        }
+    })?;
+    // Stop what the checks left running (a streamable-HTTP session's goodbye) before exiting.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(2));
+
+    let mut written = Vec::new();
+    if args.write_back {
+        for check in &checks {
+            if let Some(transport) = check.fell_back_to {
+                written.push(checker.write_back(&check.connector, transport)?);
+            }
+        }
+    }
+
+    if args.json {
+        let doc = serde_json::json!({
+            "version": CHECK_JSON_VERSION,
+            "checks": checks,
+            "written_back": written,
+        });
+        serde_json::to_writer_pretty(&mut *out, &doc)?;
+        writeln!(out)?;
+    } else {
+        for (i, check) in checks.iter().enumerate() {
+            if i > 0 {
+                writeln!(out)?;
+            }
+            write_check(out, check, args.write_back)?;
+        }
+        for w in &written {
+            write_written(out, w)?;
+        }
+    }
+    let attention = checks
+        .iter()
+        .any(|c| !c.ok && (c.skipped.is_none() || c.action.is_some()));
+    Ok(if attention {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn write_check(out: &mut impl Write, c: &ConnectorCheck, write_back: bool) -> Result<()> {
+    let name = &c.connector;
+    if let Some(reason) = &c.skipped {
+        writeln!(out, "{name}: skipped ({reason})")?;
+        if let (Some(advice), Some(_)) = (&c.advice, c.action) {
+            writeln!(out, "  {advice}")?;
+        }
+        return Ok(());
+    }
+    let transport = c.transport.map(|t| t.as_str()).unwrap_or("?");
+    if c.ok {
+        let server = c
+            .server
+            .as_ref()
+            .map(|s| {
+                format!(
+                    ", {} {} (protocol {})",
+                    s.name, s.version, s.protocol_version
+                )
+            })
+            .unwrap_or_default();
+        writeln!(
+            out,
+            "{name}: ok over {transport} in {} ms{server}",
+            c.latency_ms.unwrap_or(0)
+        )?;
+        if let (Some(t), Some(configured)) = (c.fell_back_to, c.configured_transport) {
+            if write_back {
+                writeln!(
+                    out,
+                    "  fell back to {} ({configured} was rejected)",
+                    t.label()
+                )?;
+            } else {
+                writeln!(
+                    out,
+                    "  fell back to {} ({configured} was rejected); run `patchbay check {name} --write-back` to save it to your catalog",
+                    t.label()
+                )?;
+            }
+        }
+        if c.tools.is_empty() {
+            writeln!(out, "  tools: none")?;
+        } else {
+            let names: Vec<&str> = c.tools.iter().map(|t| t.name.as_str()).collect();
+            writeln!(out, "  tools: {}", names.join(", "))?;
+        }
+    } else {
+        writeln!(out, "{name}: FAILED over {transport}")?;
+        if let Some(e) = &c.error {
+            writeln!(out, "  error: {}", e.message)?;
+        }
+        for a in c
+            .attempts
+            .iter()
+            .filter(|a| Some(a.transport) != c.transport)
+        {
+            if let Some(e) = &a.error {
+                writeln!(out, "  also tried {}: {}", a.transport, e.message)?;
+            }
+        }
+        if let Some(advice) = &c.advice {
+            writeln!(out, "  {advice}")?;
+        }
+        match &c.degraded {
+            Some(d) => writeln!(
+                out,
+                "  degraded since {}: agents are told it is unavailable until a check passes",
+                d.since.format("%Y-%m-%d %H:%M:%S UTC")
+            )?,
+            None if c.consecutive_failures > 0 => writeln!(
+                out,
+                "  {} failure{} in a row (degraded at 3, counted with backing off between)",
+                c.consecutive_failures,
+                if c.consecutive_failures == 1 { "" } else { "s" }
+            )?,
+            None => {}
+        }
+    }
+    let h = &c.health;
+    let ms = |v: Option<u64>| v.map(|v| format!("{v} ms")).unwrap_or_else(|| "-".into());
+    writeln!(
+        out,
+        "  health: {} check{}, {:.0}% failed, p50 {}, p95 {}",
+        h.calls,
+        if h.calls == 1 { "" } else { "s" },
+        h.fail_rate * 100.0,
+        ms(h.p50_ms),
+        ms(h.p95_ms)
+    )?;
+    Ok(())
+}
+
+fn write_written(out: &mut impl Write, w: &WrittenBack) -> Result<()> {
+    writeln!(
+        out,
+        "Wrote {} as {}'s transport to {}.",
+        w.transport,
+        w.connector,
+        w.file.display()
+    )?;
+    if let Some((from, to)) = &w.credential_moved {
+        writeln!(
+            out,
+            "Its stored credential is now filed under {to} (was {from}), the key the new transport computes."
+        )?;
+    }
+    Ok(())
+}

@@ -1,0 +1,870 @@
+//! The refresher of record: keeps every stored credential alive without ever presenting a dead
+//! or possibly-spent refresh token, and without a transient outage costing a re-authorization.
+//!
+//! A pass refreshes credentials that expire within the horizon (an hour) and were not updated in
+//! the last four hours (rotating refresh tokens are watched for reuse by some servers); one that
+//! has already expired is refreshed at once. Each refresh is a transaction: take the credential's
+//! cross-process lock, adopt a newer pair a runtime rotated (instead of refreshing), refresh with
+//! the grant's resource and scopes, persist to the vault, then write through to the runtimes.
+//! It runs on its own task, so it completes even when whoever asked goes away.
+//!
+//! What a failure does depends on its class ([`RefreshClass`]): a refresh that never reached the
+//! server is retried in-band (three times, 500 ms base, 30 % jitter); one whose answer was lost
+//! quarantines the refresh token (never presented again); 429/5xx keep it for the next pass; any
+//! other 4xx drops it (a still-valid access token keeps working until it lapses). Every outcome
+//! but "not due" lands in the credential's history, the window's error drawer.
+
+use std::future::Future;
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, Utc};
+use patchbay_catalog::CredentialKey;
+use patchbay_oauth::refresh::{scrub, RevokeClient};
+use patchbay_oauth::{discovery, refresh_once, Http, RefreshClass, RefreshRequest};
+use patchbay_runtimes::lock::FileLock;
+use patchbay_runtimes::reconcile::runtime_id;
+use patchbay_runtimes::Runtime;
+use patchbay_vault::{CredentialRow, RefreshAttempt, Secret, TokenSet};
+use serde::Serialize;
+
+use crate::{Bridges, CoreError, Patchbay};
+
+/// Sleeps between in-band retries; injected so tests decide what happens while "waiting".
+pub type Sleeper = Arc<dyn Fn(Duration) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send + Sync>;
+
+/// The in-band retry of a refresh that never reached the server.
+#[derive(Clone)]
+pub struct RetryPolicy {
+    /// Retries after the first attempt (3).
+    pub max_retries: u32,
+    /// The first delay (500 ms), doubled on every retry.
+    pub base: Duration,
+    /// ± this fraction of each delay, at random (0.3).
+    pub jitter: f64,
+    pub sleep: Sleeper,
+}
+
+impl std::fmt::Debug for RetryPolicy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RetryPolicy")
+            .field("max_retries", &self.max_retries)
+            .field("base", &self.base)
+            .field("jitter", &self.jitter)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy {
+            max_retries: 3,
+            base: Duration::from_millis(500),
+            jitter: 0.3,
+            sleep: Arc::new(|d| Box::pin(tokio::time::sleep(d))),
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// The delay before retry number `retry` (0-based); `unit` in [0, 1) picks the jitter.
+    pub fn delay(&self, retry: u32, unit: f64) -> Duration {
+        let base = self.base.as_secs_f64() * 2f64.powi(retry.min(16) as i32);
+        let factor = 1.0 + self.jitter * (2.0 * unit.clamp(0.0, 1.0) - 1.0);
+        Duration::from_secs_f64((base * factor).max(0.0))
+    }
+}
+
+/// When the refresher acts.
+#[derive(Debug, Clone)]
+pub struct RefreshPolicy {
+    /// Refresh credentials that expire within this (one hour).
+    pub horizon: chrono::Duration,
+    /// Leave alone a credential updated within this (four hours), unless it has expired.
+    pub min_interval: chrono::Duration,
+    /// How long a refresh waits for another process holding the credential's lock (10 s).
+    pub lock_timeout: Duration,
+    /// Every request's bound (30 s).
+    pub http_timeout: Duration,
+    pub retry: RetryPolicy,
+}
+
+impl Default for RefreshPolicy {
+    fn default() -> Self {
+        RefreshPolicy {
+            horizon: chrono::Duration::hours(1),
+            min_interval: chrono::Duration::hours(4),
+            lock_timeout: Duration::from_secs(10),
+            http_timeout: patchbay_oauth::http::DEFAULT_TIMEOUT,
+            retry: RetryPolicy::default(),
+        }
+    }
+}
+
+impl RefreshPolicy {
+    /// The pass's rule: refreshable (a refresh token), and either expired, or expiring within
+    /// the horizon and not updated within `min_interval`. No expiry: nothing to renew.
+    pub fn is_due(&self, row: &CredentialRow, now: DateTime<Utc>) -> bool {
+        let Some(expires_at) = row.expires_at else {
+            return false;
+        };
+        if !row.has_refresh_token {
+            return false;
+        }
+        row.is_expired(now)
+            || (expires_at <= now + self.horizon && now - row.updated_at >= self.min_interval)
+    }
+}
+
+/// What one credential's refresh did. Serialized with `outcome` as the tag.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum RefreshOutcome {
+    Refreshed {
+        expires_at: Option<DateTime<Utc>>,
+        retries: u32,
+    },
+    /// A runtime held a strictly newer pair; adopted instead of refreshing.
+    Adopted {
+        runtime: Runtime,
+    },
+    NotDue,
+    /// Nothing was sent, and why (no refresh token, quarantined, no grant, lock busy).
+    Skipped {
+        reason: String,
+    },
+    Failed {
+        class: RefreshClass,
+        http_status: Option<u16>,
+        summary: String,
+        retries: u32,
+    },
+}
+
+/// One connector's result in a pass.
+#[derive(Debug, Clone, Serialize)]
+pub struct Refreshed {
+    pub connector: String,
+    pub credential_key: CredentialKey,
+    #[serde(flatten)]
+    pub outcome: RefreshOutcome,
+}
+
+/// What a pass did, with its figures.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct PassReport {
+    pub considered: usize,
+    pub refreshed: usize,
+    pub adopted: usize,
+    pub failed: usize,
+    pub skipped: usize,
+    pub elapsed_ms: u64,
+    /// Every credential that was not simply "not due".
+    pub results: Vec<Refreshed>,
+}
+
+/// What a runtime's report of a failed refresh led to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RuntimeReportOutcome {
+    /// The refresh token was rejected: the credential is retired everywhere.
+    Retired,
+    /// Not a refresh rejection Patchbay recognizes (it falls through to the retry path).
+    NotRecognized,
+}
+
+/// What Disconnect did.
+#[derive(Debug, Clone, Serialize)]
+pub struct Disconnected {
+    pub connector: String,
+    /// Whether the server revoked the tokens (`None`: it offers no revocation endpoint or no
+    /// grant is known), and why not when it failed.
+    pub revoked: Option<bool>,
+    pub revocation_error: Option<String>,
+    /// The runtimes whose stores lost an entry.
+    pub removed_from: Vec<Runtime>,
+    pub registration_forgotten: bool,
+}
+
+/// The refresher over a shared [`Patchbay`]; optionally bridged to the runtimes. Cheap to clone.
+#[derive(Clone)]
+pub struct Refresher {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    patchbay: Arc<Patchbay>,
+    bridges: Option<Arc<Bridges>>,
+    http: Http,
+    policy: RefreshPolicy,
+}
+
+impl Refresher {
+    pub fn new(
+        patchbay: Arc<Patchbay>,
+        bridges: Option<Arc<Bridges>>,
+        policy: RefreshPolicy,
+    ) -> Refresher {
+        Refresher {
+            inner: Arc::new(Inner {
+                http: Http::new(policy.http_timeout),
+                patchbay,
+                bridges,
+                policy,
+            }),
+        }
+    }
+
+    pub fn policy(&self) -> &RefreshPolicy {
+        &self.inner.policy
+    }
+
+    /// One pass over every stored credential, one after another.
+    pub async fn pass(&self) -> Result<PassReport, CoreError> {
+        let started = Instant::now();
+        let rows = self.inner.patchbay.vault().credential_rows()?;
+        let mut report = PassReport {
+            considered: rows.len(),
+            ..PassReport::default()
+        };
+        let bridged = self.bridged().await;
+        let now = self.inner.patchbay.now();
+        for row in rows {
+            // Only due credentials open a transaction (which reconciles first and checks again
+            // under the lock); the runtime-store watcher adopts rotations of the others.
+            if !self.inner.policy.is_due(&row, now) {
+                continue;
+            }
+            let outcome = self
+                .spawn_transaction(row.clone(), false, bridged.clone())
+                .await?;
+            match &outcome {
+                RefreshOutcome::NotDue => continue,
+                RefreshOutcome::Refreshed { .. } => report.refreshed += 1,
+                RefreshOutcome::Adopted { .. } => report.adopted += 1,
+                RefreshOutcome::Failed { .. } => report.failed += 1,
+                RefreshOutcome::Skipped { .. } => report.skipped += 1,
+            }
+            report.results.push(Refreshed {
+                connector: row.server_name.clone(),
+                credential_key: row.credential_key.clone(),
+                outcome,
+            });
+        }
+        report.elapsed_ms = started.elapsed().as_millis() as u64;
+        Ok(report)
+    }
+
+    /// Refresh one connector's credential now, due or not (the CLI's `patchbay refresh NAME`).
+    /// The same transaction as a pass: lock, reconcile, refresh, persist, write through.
+    pub async fn refresh(&self, connector: &str) -> Result<RefreshOutcome, CoreError> {
+        let row = self.row_of(connector)?;
+        let bridged = self.bridged().await;
+        self.spawn_transaction(row, true, bridged).await
+    }
+
+    /// The bridges, read once for a pass (they re-read every catalog and runtime config).
+    async fn bridged(&self) -> Arc<Vec<crate::bridges::Bridged>> {
+        let Some(bridges) = self.inner.bridges.clone() else {
+            return Arc::new(Vec::new());
+        };
+        Arc::new(
+            tokio::task::spawn_blocking(move || bridges.bridged())
+                .await
+                .unwrap_or_default(),
+        )
+    }
+
+    /// The connector's refresh history, newest first.
+    pub fn history(&self, connector: &str) -> Result<Vec<RefreshAttempt>, CoreError> {
+        let row = self.row_of(connector)?;
+        Ok(self
+            .inner
+            .patchbay
+            .vault()
+            .refresh_attempts(&row.credential_key)?)
+    }
+
+    /// A runtime reported that its own refresh failed with `message` (Claude Code: "Token
+    /// refresh failed with invalid_grant: Invalid refresh token"). A recognized rejection of the
+    /// refresh token retires the credential in the vault and in every runtime store; anything
+    /// else, a bare `invalid_grant` included (a server that brokers another provider's OAuth
+    /// reports that provider's errors), is not recognized and changes nothing.
+    pub fn runtime_reported(
+        &self,
+        connector: &str,
+        runtime: Runtime,
+        message: &str,
+    ) -> Result<RuntimeReportOutcome, CoreError> {
+        if !refresh_rejected(message) {
+            return Ok(RuntimeReportOutcome::NotRecognized);
+        }
+        let row = self.row_of(connector)?;
+        let inner = &self.inner;
+        let vault = inner.patchbay.vault();
+        let secrets = vault.credential_tokens(&row.credential_key).ok().flatten();
+        match &inner.bridges {
+            Some(bridges) => {
+                bridges.retire(connector, &row.credential_key)?;
+            }
+            None => {
+                vault.retire_credential(&row.credential_key, inner.patchbay.now())?;
+            }
+        }
+        let known: Vec<&Secret> = secrets
+            .iter()
+            .flat_map(|t| [Some(&t.access_token), t.refresh_token.as_ref()])
+            .flatten()
+            .collect();
+        self.record(
+            &row.credential_key,
+            "retired",
+            None,
+            format!(
+                "{} reported its refresh rejected; the credential is retired, authorize again",
+                runtime.display_name()
+            ),
+            Some(scrub(message, &known)),
+            0,
+        );
+        Ok(RuntimeReportOutcome::Retired)
+    }
+
+    /// Disconnect: revoke at the server where it offers revocation (best effort, bounded), then
+    /// remove the credential from every runtime store and from the vault; forget the dynamic
+    /// registration too when asked.
+    pub async fn disconnect(
+        &self,
+        connector: &str,
+        forget_registration: bool,
+    ) -> Result<Disconnected, CoreError> {
+        let row = self.row_of(connector)?;
+        let inner = self.inner.clone();
+        let connector = connector.to_string();
+        // On its own task: once started, a disconnect finishes even if the caller goes away.
+        tokio::spawn(async move { inner.disconnect(connector, row, forget_registration).await })
+            .await
+            .map_err(|e| CoreError::Invalid(format!("the disconnect task failed: {e}")))?
+    }
+
+    fn row_of(&self, connector: &str) -> Result<CredentialRow, CoreError> {
+        self.inner
+            .patchbay
+            .vault()
+            .credential_rows()?
+            .into_iter()
+            .find(|r| r.server_name == connector)
+            .ok_or_else(|| {
+                CoreError::Invalid(format!(
+                    "no stored credential for the connector {connector}"
+                ))
+            })
+    }
+
+    async fn spawn_transaction(
+        &self,
+        row: CredentialRow,
+        force: bool,
+        bridged: Arc<Vec<crate::bridges::Bridged>>,
+    ) -> Result<RefreshOutcome, CoreError> {
+        let inner = self.inner.clone();
+        tokio::spawn(async move { inner.transaction(row, force, bridged).await })
+            .await
+            .map_err(|e| CoreError::Invalid(format!("the refresh task failed: {e}")))
+    }
+
+    fn record(
+        &self,
+        key: &CredentialKey,
+        outcome: &str,
+        http_status: Option<u16>,
+        summary: String,
+        detail: Option<String>,
+        retries: u32,
+    ) {
+        self.inner
+            .record(key, outcome, http_status, summary, detail, retries)
+    }
+}
+
+impl Inner {
+    fn now(&self) -> DateTime<Utc> {
+        self.patchbay.now()
+    }
+
+    fn lock_path(&self, key: &CredentialKey) -> PathBuf {
+        use sha2::{Digest, Sha256};
+        let digest = Sha256::digest(key.as_str().as_bytes());
+        let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+        self.patchbay
+            .paths
+            .data_dir
+            .join("locks")
+            .join(format!("refresh-{hex}.lock"))
+    }
+
+    fn record(
+        &self,
+        key: &CredentialKey,
+        outcome: &str,
+        http_status: Option<u16>,
+        summary: String,
+        detail: Option<String>,
+        retries: u32,
+    ) {
+        let attempt = RefreshAttempt {
+            credential_key: key.clone(),
+            at: self.now(),
+            outcome: outcome.to_string(),
+            http_status,
+            summary,
+            detail,
+            retries,
+        };
+        if let Err(e) = self.patchbay.vault().record_refresh_attempt(&attempt) {
+            tracing::warn!(key = %key, "cannot record the refresh attempt: {e}");
+        }
+    }
+
+    /// One credential's refresh, start to finish, under its cross-process lock.
+    async fn transaction(
+        &self,
+        listed: CredentialRow,
+        force: bool,
+        bridged: Arc<Vec<crate::bridges::Bridged>>,
+    ) -> RefreshOutcome {
+        let key = listed.credential_key.clone();
+        let connector = listed.server_name.clone();
+        let lock_path = self.lock_path(&key);
+        let timeout = self.policy.lock_timeout;
+        let lock = tokio::task::spawn_blocking(move || {
+            if let Some(dir) = lock_path.parent() {
+                std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
+            }
+            FileLock::acquire(&lock_path, timeout).map_err(|e| e.to_string())
+        })
+        .await;
+        let why = match lock {
+            Ok(Ok(lock)) => Ok(lock),
+            Ok(Err(why)) => Err(why),
+            Err(join) => Err(join.to_string()),
+        };
+        let _lock = match why {
+            Ok(lock) => lock,
+            Err(why) => {
+                return RefreshOutcome::Skipped {
+                    reason: format!("another Patchbay process is refreshing it: {why}"),
+                }
+            }
+        };
+
+        // Reconcile first: a runtime may hold a newer pair (it refreshed by itself).
+        let mut adopted_from = None;
+        if let Some(bridges) = &self.bridges {
+            let bridges = bridges.clone();
+            let (name, bridged) = (connector.clone(), bridged.clone());
+            let adoptions = tokio::task::spawn_blocking(move || {
+                bridges.reconcile_connector_in(&bridged, &name)
+            })
+            .await
+            .unwrap_or_default();
+            if let Some(a) = adoptions.last() {
+                adopted_from = Some(a.runtime);
+                self.record(
+                    &key,
+                    "adopted",
+                    None,
+                    format!(
+                        "adopted the pair {} rotated instead of refreshing",
+                        a.runtime.display_name()
+                    ),
+                    None,
+                    0,
+                );
+            }
+        }
+
+        // Re-read: another process (or the adoption) may have renewed it meanwhile.
+        let vault = self.patchbay.vault();
+        let now = self.now();
+        let row = match vault.credential_row(&key) {
+            Ok(row) => row,
+            Err(e) => {
+                return RefreshOutcome::Skipped {
+                    reason: format!("cannot read the vault: {e}"),
+                }
+            }
+        };
+        let Some(row) = row else {
+            return RefreshOutcome::Skipped {
+                reason: "the credential was removed meanwhile".into(),
+            };
+        };
+        let not_due = |adopted: Option<Runtime>| match adopted {
+            Some(runtime) => RefreshOutcome::Adopted { runtime },
+            None => RefreshOutcome::NotDue,
+        };
+        if !force && !self.policy.is_due(&row, now) {
+            return not_due(adopted_from);
+        }
+        if force && adopted_from.is_some() && !row.is_expired(now) {
+            // The runtime just renewed it: a forced refresh would only spend that pair.
+            return not_due(adopted_from);
+        }
+        if !row.has_refresh_token {
+            return RefreshOutcome::Skipped {
+                reason: "no refresh token: nothing can renew it; authorize again".into(),
+            };
+        }
+        match vault.is_refresh_quarantined(&key) {
+            Ok(true) => {
+                return RefreshOutcome::Skipped {
+                    reason: "the last refresh's answer was lost, so its refresh token may be spent; it is not presented again; authorize again".into(),
+                }
+            }
+            Ok(false) => {}
+            Err(e) => {
+                return RefreshOutcome::Skipped {
+                    reason: format!("cannot read the vault: {e}"),
+                }
+            }
+        }
+        let (tokens, grant) = match (vault.credential_tokens(&key), vault.grant(&key)) {
+            (Ok(Some(t)), Ok(Some(g))) => (t, g),
+            (Ok(_), Ok(None)) => {
+                return RefreshOutcome::Skipped {
+                    reason: "Patchbay does not know how this credential was granted (it was authorized elsewhere or before Patchbay kept grants); authorize again in Patchbay to let it renew".into(),
+                }
+            }
+            (Ok(None), _) => {
+                return RefreshOutcome::Skipped {
+                    reason: "the credential was removed meanwhile".into(),
+                }
+            }
+            (Err(e), _) | (_, Err(e)) => {
+                return RefreshOutcome::Skipped {
+                    reason: format!("cannot open the vault: {e}"),
+                }
+            }
+        };
+        let Some(refresh_token) = tokens.refresh_token.clone() else {
+            return RefreshOutcome::Skipped {
+                reason: "no refresh token: nothing can renew it; authorize again".into(),
+            };
+        };
+
+        let request = RefreshRequest {
+            token_endpoint: &grant.token_endpoint,
+            client_id: &grant.client_id,
+            client_secret: grant.client_secret.as_ref(),
+            auth_method: &grant.token_auth_method,
+            refresh_token: &refresh_token,
+            resource: grant.resource.as_deref(),
+            scopes: grant.scopes.as_deref(),
+        };
+        let mut retries = 0;
+        let result = loop {
+            match refresh_once(&self.http, request).await {
+                Err(f)
+                    if f.class == RefreshClass::Retryable
+                        && retries < self.policy.retry.max_retries =>
+                {
+                    let delay = self.policy.retry.delay(retries, random_unit());
+                    tracing::info!(connector, retry = retries + 1, "{}", f.summary);
+                    (self.policy.retry.sleep)(delay).await;
+                    retries += 1;
+                }
+                other => break other,
+            }
+        };
+
+        match result {
+            Ok(answer) => {
+                let now = self.now();
+                let expires_at = answer
+                    .expires_in
+                    .and_then(|s| i64::try_from(s).ok())
+                    .and_then(chrono::Duration::try_seconds)
+                    .map(|d| now + d);
+                let renewed = CredentialRow {
+                    expires_at,
+                    scope: answer.scope.clone().or(row.scope.clone()),
+                    issuer: Some(grant.issuer.clone()),
+                    client_id: Some(grant.client_id.clone()),
+                    updated_at: now,
+                    ..row.clone()
+                };
+                // Persist before anything uses the new pair: a crash after this loses nothing.
+                if let Err(e) = vault.put_credential(
+                    &renewed,
+                    &TokenSet {
+                        access_token: answer.access_token,
+                        refresh_token: answer.refresh_token,
+                    },
+                ) {
+                    // The server rotated and we could not keep the result: the old refresh
+                    // token is spent, exactly like a lost answer.
+                    let _ = vault.quarantine_refresh_token(&key);
+                    let summary = format!("refreshed, but the vault could not store it: {e}");
+                    tracing::error!(connector, "{summary}");
+                    self.record(&key, "ambiguous", None, summary.clone(), None, retries);
+                    return RefreshOutcome::Failed {
+                        class: RefreshClass::Ambiguous,
+                        http_status: None,
+                        summary,
+                        retries,
+                    };
+                }
+                self.record(
+                    &key,
+                    "refreshed",
+                    Some(200),
+                    match expires_at {
+                        Some(at) => {
+                            format!("refreshed; valid until {}", at.format("%Y-%m-%d %H:%M UTC"))
+                        }
+                        None => "refreshed".into(),
+                    },
+                    None,
+                    retries,
+                );
+                if let Some(bridges) = &self.bridges {
+                    let bridges = bridges.clone();
+                    let name = connector.clone();
+                    let written = tokio::task::spawn_blocking(move || {
+                        bridges.write_through_in(&bridged, &name)
+                    })
+                    .await;
+                    if let Ok(Err(e)) = written {
+                        tracing::warn!(connector, "cannot write the refreshed pair through: {e}");
+                    }
+                }
+                tracing::info!(connector, "refreshed");
+                RefreshOutcome::Refreshed {
+                    expires_at,
+                    retries,
+                }
+            }
+            Err(failure) => {
+                let now = self.now();
+                match failure.class {
+                    RefreshClass::Ambiguous => {
+                        if let Err(e) = vault.quarantine_refresh_token(&key) {
+                            tracing::error!(connector, "cannot quarantine the refresh token: {e}");
+                        }
+                        tracing::warn!(connector, "{}", failure.summary);
+                    }
+                    RefreshClass::Permanent => {
+                        if let Err(e) = vault.drop_refresh_token(&key, now) {
+                            tracing::error!(connector, "cannot drop the refresh token: {e}");
+                        }
+                        tracing::warn!(connector, "{}", failure.summary);
+                    }
+                    // Loud: the refresh token is fine and the server is not; someone may need
+                    // to know the provider is down.
+                    RefreshClass::Transient => tracing::error!(connector, "{}", failure.summary),
+                    RefreshClass::Retryable => tracing::warn!(connector, "{}", failure.summary),
+                }
+                self.record(
+                    &key,
+                    failure.class.id(),
+                    failure.http_status,
+                    failure.summary.clone(),
+                    failure.detail.clone(),
+                    retries,
+                );
+                RefreshOutcome::Failed {
+                    class: failure.class,
+                    http_status: failure.http_status,
+                    summary: failure.summary,
+                    retries,
+                }
+            }
+        }
+    }
+
+    async fn disconnect(
+        &self,
+        connector: String,
+        row: CredentialRow,
+        forget_registration: bool,
+    ) -> Result<Disconnected, CoreError> {
+        let vault = self.patchbay.vault();
+        let key = row.credential_key.clone();
+        let grant = vault.grant(&key)?;
+        let tokens = vault.credential_tokens(&key)?;
+        let mut revoked = None;
+        let mut revocation_error = None;
+        if let (Some(grant), Some(tokens)) = (&grant, &tokens) {
+            match self.revoke(grant, tokens).await {
+                Ok(true) => revoked = Some(true),
+                Ok(false) => {}
+                Err(e) => {
+                    revoked = Some(false);
+                    revocation_error = Some(e);
+                }
+            }
+        }
+        let mut removed_from = Vec::new();
+        if let Some(bridges) = &self.bridges {
+            for (runtime, runtime_key, result) in bridges.remove_everywhere(&connector) {
+                match result {
+                    Ok(true) => removed_from.push(runtime),
+                    Ok(false) => {}
+                    Err(e) => tracing::warn!(
+                        connector,
+                        runtime = runtime_id(runtime),
+                        key = %runtime_key,
+                        "cannot remove the entry: {e}"
+                    ),
+                }
+            }
+        }
+        vault.delete_credential(&key)?;
+        let mut registration_forgotten = false;
+        if forget_registration {
+            if let Some(grant) = grant.as_ref().filter(|g| g.client_registered) {
+                registration_forgotten =
+                    vault.delete_registration(&grant.issuer, &grant.redirect_uri)?;
+            }
+        }
+        tracing::info!(connector, "disconnected");
+        Ok(Disconnected {
+            connector,
+            revoked,
+            revocation_error,
+            removed_from,
+            registration_forgotten,
+        })
+    }
+
+    /// `Ok(false)`: the server offers no revocation endpoint.
+    async fn revoke(
+        &self,
+        grant: &patchbay_vault::Grant,
+        tokens: &TokenSet,
+    ) -> Result<bool, String> {
+        let metadata = discovery::server_metadata(&self.http, &grant.issuer)
+            .await
+            .map_err(|e| e.to_string())?;
+        let Some(endpoint) = metadata.revocation_endpoint else {
+            return Ok(false);
+        };
+        let client = RevokeClient {
+            client_id: &grant.client_id,
+            client_secret: grant.client_secret.as_ref(),
+            auth_method: &grant.token_auth_method,
+        };
+        // The refresh token first: revoking it revokes the grant on most servers.
+        if let Some(refresh) = &tokens.refresh_token {
+            patchbay_oauth::revoke(&self.http, &endpoint, client, refresh, "refresh_token")
+                .await
+                .map_err(|e| e.to_string())?;
+        }
+        patchbay_oauth::revoke(
+            &self.http,
+            &endpoint,
+            client,
+            &tokens.access_token,
+            "access_token",
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+        Ok(true)
+    }
+}
+
+/// The phrasing of a refresh the provider rejected, as a runtime reports it: "Token refresh
+/// failed with <grant error>" or "Invalid refresh token". A bare `invalid_grant` elsewhere in the
+/// text is not enough: a server that brokers another provider's OAuth reports that provider's
+/// errors while our credential for it is healthy.
+pub fn refresh_rejected(message: &str) -> bool {
+    let m = message.to_ascii_lowercase();
+    const GRANT_ERRORS: [&str; 3] = ["invalid_grant", "invalid_client", "unauthorized_client"];
+    m.contains("invalid refresh token")
+        || GRANT_ERRORS
+            .iter()
+            .any(|e| m.contains(&format!("token refresh failed with {e}")))
+}
+
+/// A uniform number in [0, 1) for the jitter.
+fn random_unit() -> f64 {
+    let mut bytes = [0u8; 4];
+    if getrandom::getrandom(&mut bytes).is_err() {
+        return 0.5;
+    }
+    f64::from(u32::from_le_bytes(bytes)) / (f64::from(u32::MAX) + 1.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(expires_in: i64, updated_ago: i64, refresh: bool, now: DateTime<Utc>) -> CredentialRow {
+        CredentialRow {
+            credential_key: CredentialKey("n|1".into()),
+            server_name: "n".into(),
+            server_url: None,
+            expires_at: Some(now + chrono::Duration::minutes(expires_in)),
+            has_refresh_token: refresh,
+            one_shot: !refresh,
+            issuer: None,
+            client_id: None,
+            scope: None,
+            updated_at: now - chrono::Duration::minutes(updated_ago),
+            rotated_by: None,
+            rotated_at: None,
+        }
+    }
+
+    #[test]
+    fn due_rule_follows_horizon_throttle_and_expiry() {
+        let p = RefreshPolicy::default();
+        let now = Utc::now();
+        // Expires in 30 min, updated 5 h ago: due.
+        assert!(p.is_due(&row(30, 300, true, now), now));
+        // Expires in 30 min, updated 1 h ago: throttled.
+        assert!(!p.is_due(&row(30, 60, true, now), now));
+        // Expired, updated 10 min ago: refreshed now regardless of the throttle.
+        assert!(p.is_due(&row(-1, 10, true, now), now));
+        // Expires in 2 h: not yet.
+        assert!(!p.is_due(&row(120, 600, true, now), now));
+        // No refresh token: never.
+        assert!(!p.is_due(&row(-1, 600, false, now), now));
+        let mut forever = row(30, 600, true, now);
+        forever.expires_at = None;
+        assert!(!p.is_due(&forever, now));
+    }
+
+    #[test]
+    fn backoff_doubles_within_the_jitter() {
+        let p = RetryPolicy::default();
+        assert_eq!(p.delay(0, 0.5), Duration::from_millis(500));
+        assert_eq!(p.delay(1, 0.5), Duration::from_millis(1000));
+        assert_eq!(p.delay(0, 0.0), Duration::from_millis(350));
+        assert!(p.delay(0, 0.999_999) <= Duration::from_millis(650));
+        for _ in 0..100 {
+            let d = p.delay(2, random_unit());
+            assert!(d >= Duration::from_millis(1400) && d <= Duration::from_millis(2600));
+        }
+    }
+
+    #[test]
+    fn runtime_rejection_phrasing() {
+        assert!(refresh_rejected(
+            "Token refresh failed with invalid_grant: Invalid refresh token"
+        ));
+        assert!(refresh_rejected(
+            "MCP server \"notion\": Invalid refresh token"
+        ));
+        assert!(refresh_rejected("token refresh failed with invalid_client"));
+        // A brokering server's downstream error, or an unrelated failure: not ours to retire.
+        assert!(!refresh_rejected(
+            "tool call failed: upstream GitHub said invalid_grant"
+        ));
+        assert!(!refresh_rejected("Token refresh failed: connection reset"));
+        assert!(!refresh_rejected("invalid_grant"));
+    }
+}

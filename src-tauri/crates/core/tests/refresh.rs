@@ -1,0 +1,719 @@
+//! The refresher of record against a rotating token endpoint with reuse detection on
+//! 127.0.0.1 (tests/support/rotating_as.rs): every failure class with an injected clock and an
+//! injected retry sleeper, the quarantine after a lost answer (the same refresh token is never
+//! presented twice), the cross-process lock, a runtime's reported rejection, and Disconnect.
+
+mod support;
+
+use chrono::DateTime;
+use patchbay_catalog::{CatalogItem, CatalogSource, CredentialKey};
+use patchbay_core::refresh::{RefreshOutcome, RuntimeReportOutcome, Sleeper};
+use patchbay_core::{Bridges, Patchbay, Paths, RefreshPolicy, Refresher, RetryPolicy};
+use patchbay_oauth::RefreshClass;
+use patchbay_runtimes::claude::ClaudeFileStore;
+use patchbay_runtimes::config::RuntimePaths;
+use patchbay_runtimes::Runtime;
+use patchbay_runtimes::{RuntimeCredential, RuntimeStore};
+use patchbay_status::ConnectorState;
+use patchbay_vault::{CredentialRow, Grant, MemoryStore, Registration, Secret, TokenSet};
+use serde_json::json;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use support::rotating_as::{Fault, RotatingAs};
+
+const T0: i64 = 1_800_000_000_000;
+const MCP_URL: &str = "https://mcp.example.test/mcp";
+
+struct Rig {
+    dir: tempfile::TempDir,
+    patchbay: Arc<Patchbay>,
+    refresher: Refresher,
+    ras: RotatingAs,
+    clock: Arc<AtomicI64>,
+    store: Arc<MemoryStore>,
+    key: CredentialKey,
+    /// Every delay the retry sleeper was asked for.
+    slept: Arc<Mutex<Vec<Duration>>>,
+}
+
+fn paths(dir: &std::path::Path) -> Paths {
+    let file = dir.join("catalog.json");
+    let catalog = json!({ "mcpServers": { "fx": { "type": "http", "url": MCP_URL } } });
+    std::fs::write(&file, catalog.to_string()).unwrap();
+    Paths {
+        config_dir: dir.join("config"),
+        data_dir: dir.join("data"),
+        default_catalog: CatalogSource::Embedded,
+        catalog_override: Some(file),
+        keychain_account: "test".into(),
+    }
+}
+
+fn open(dir: &std::path::Path, store: Arc<MemoryStore>, clock: Arc<AtomicI64>) -> Arc<Patchbay> {
+    let c = clock.clone();
+    Arc::new(
+        Patchbay::with_store(paths(dir), store)
+            .unwrap()
+            .with_clock(Arc::new(move || {
+                DateTime::from_timestamp_millis(c.load(Ordering::SeqCst)).unwrap()
+            })),
+    )
+}
+
+fn policy(slept: Arc<Mutex<Vec<Duration>>>, sleep_hook: Option<Sleeper>) -> RefreshPolicy {
+    let sleep: Sleeper = Arc::new(move |d| {
+        slept.lock().unwrap().push(d);
+        match &sleep_hook {
+            Some(hook) => hook(d),
+            None => Box::pin(async {}),
+        }
+    });
+    RefreshPolicy {
+        http_timeout: Duration::from_millis(700),
+        lock_timeout: Duration::from_secs(5),
+        retry: RetryPolicy {
+            sleep,
+            ..RetryPolicy::default()
+        },
+        ..RefreshPolicy::default()
+    }
+}
+
+async fn rig_on(ras: RotatingAs, token_endpoint: String, sleep_hook: Option<Sleeper>) -> Rig {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(AtomicI64::new(T0));
+    let store = Arc::new(MemoryStore::new());
+    let patchbay = open(dir.path(), store.clone(), clock.clone());
+    let key = match &patchbay.catalog().items[0] {
+        CatalogItem::Server(e) => e.credential_key(&|_| None).unwrap().unwrap(),
+        CatalogItem::Invalid(_) => panic!("the test catalog is valid"),
+    };
+    let now = patchbay.now();
+    patchbay
+        .vault()
+        .put_credential(
+            &CredentialRow {
+                credential_key: key.clone(),
+                server_name: "fx".into(),
+                server_url: Some(MCP_URL.into()),
+                // Expires in 30 minutes; obtained 5 hours ago: due.
+                expires_at: Some(now + chrono::Duration::minutes(30)),
+                has_refresh_token: true,
+                one_shot: false,
+                issuer: Some(ras.base.clone()),
+                client_id: Some("cid".into()),
+                scope: Some("mcp:read".into()),
+                updated_at: now - chrono::Duration::hours(5),
+                rotated_by: None,
+                rotated_at: None,
+            },
+            &TokenSet {
+                access_token: Secret::new("at-fx-0"),
+                refresh_token: Some(Secret::new(ras.seed("fx"))),
+            },
+        )
+        .unwrap();
+    patchbay
+        .vault()
+        .put_grant(&Grant {
+            credential_key: key.clone(),
+            issuer: ras.base.clone(),
+            token_endpoint,
+            token_auth_method: "none".into(),
+            client_id: "cid".into(),
+            client_secret: None,
+            client_registered: true,
+            redirect_uri: "http://localhost:3118/callback".into(),
+            resource: Some(MCP_URL.into()),
+            scopes: Some("mcp:read".into()),
+        })
+        .unwrap();
+    let slept = Arc::new(Mutex::new(Vec::new()));
+    let refresher = Refresher::new(patchbay.clone(), None, policy(slept.clone(), sleep_hook));
+    Rig {
+        dir,
+        patchbay,
+        refresher,
+        ras,
+        clock,
+        store,
+        key,
+        slept,
+    }
+}
+
+async fn rig() -> Rig {
+    let ras = RotatingAs::start().await;
+    let endpoint = ras.token_endpoint();
+    rig_on(ras, endpoint, None).await
+}
+
+impl Rig {
+    fn advance(&self, d: chrono::Duration) {
+        self.clock.fetch_add(d.num_milliseconds(), Ordering::SeqCst);
+    }
+
+    fn row(&self) -> CredentialRow {
+        self.patchbay.vault().credential_rows().unwrap().remove(0)
+    }
+
+    fn tokens(&self) -> TokenSet {
+        self.patchbay
+            .vault()
+            .credential_tokens(&self.key)
+            .unwrap()
+            .unwrap()
+    }
+
+    fn refresh_token(&self) -> Option<String> {
+        self.tokens().refresh_token.map(|t| t.expose().to_string())
+    }
+
+    fn state(&self) -> ConnectorState {
+        self.patchbay.status().connectors[0].state
+    }
+
+    async fn pass_outcome(&self) -> RefreshOutcome {
+        let report = self.refresher.pass().await.unwrap();
+        report
+            .results
+            .into_iter()
+            .next()
+            .map(|r| r.outcome)
+            .unwrap_or(RefreshOutcome::NotDue)
+    }
+
+    fn history(&self) -> Vec<patchbay_vault::RefreshAttempt> {
+        self.refresher.history("fx").unwrap()
+    }
+}
+
+fn failed_class(outcome: &RefreshOutcome) -> Option<RefreshClass> {
+    match outcome {
+        RefreshOutcome::Failed { class, .. } => Some(*class),
+        _ => None,
+    }
+}
+
+#[tokio::test]
+async fn a_due_credential_is_rotated_persisted_and_then_left_alone() {
+    let rig = rig().await;
+    let outcome = rig.pass_outcome().await;
+    assert!(
+        matches!(outcome, RefreshOutcome::Refreshed { retries: 0, .. }),
+        "{outcome:?}"
+    );
+    assert_eq!(rig.tokens().access_token.expose(), "at-fx-1");
+    assert_eq!(rig.refresh_token().as_deref(), Some("rt-fx-1"));
+    let row = rig.row();
+    assert_eq!(
+        row.expires_at,
+        Some(rig.patchbay.now() + chrono::Duration::hours(1))
+    );
+    // The same resource and scopes as the grant, and the public client's id.
+    let form = &rig.ras.forms()[0];
+    assert_eq!(form["resource"], MCP_URL);
+    assert_eq!(form["scope"], "mcp:read");
+    assert_eq!(form["client_id"], "cid");
+    assert_eq!(rig.history()[0].outcome, "refreshed");
+
+    // Just updated: the 4-hour throttle leaves it alone even though it expires within the hour.
+    rig.advance(chrono::Duration::minutes(30));
+    assert_eq!(rig.pass_outcome().await, RefreshOutcome::NotDue);
+    // Expired: refreshed at once, throttle or not.
+    rig.advance(chrono::Duration::minutes(31));
+    assert!(matches!(
+        rig.pass_outcome().await,
+        RefreshOutcome::Refreshed { .. }
+    ));
+    assert_eq!(rig.refresh_token().as_deref(), Some("rt-fx-2"));
+    assert_eq!(rig.ras.reuse_detected(), 0);
+}
+
+#[tokio::test]
+async fn a_refused_connection_is_retried_in_band_and_succeeds_once_the_server_is_up() {
+    // A free port with nothing listening: refused until the sleeper starts the server there.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let started: Arc<Mutex<Option<RotatingAs>>> = Arc::new(Mutex::new(None));
+    let calls = Arc::new(AtomicI64::new(0));
+    let (s, c) = (started.clone(), calls.clone());
+    let hook: Sleeper = Arc::new(move |_d| {
+        let (s, c) = (s.clone(), c.clone());
+        Box::pin(async move {
+            // Up before the third attempt.
+            if c.fetch_add(1, Ordering::SeqCst) == 1 {
+                let server = RotatingAs::start_on(port).await;
+                server.seed("fx");
+                *s.lock().unwrap() = Some(server);
+            }
+        })
+    });
+    // The seeded family lives on the late server; seed the rig's own too for the vault's token.
+    let ras = RotatingAs::start().await;
+    let rig = rig_on(ras, format!("http://127.0.0.1:{port}/token"), Some(hook)).await;
+    let outcome = rig.pass_outcome().await;
+    assert!(
+        matches!(outcome, RefreshOutcome::Refreshed { retries: 2, .. }),
+        "{outcome:?}"
+    );
+    let late = started.lock().unwrap().take().unwrap();
+    assert_eq!(late.presented(), vec!["rt-fx-0".to_string()]);
+    // 500 ms, then 1 s, each within ±30 %.
+    let slept = rig.slept.lock().unwrap().clone();
+    assert_eq!(slept.len(), 2);
+    assert!(slept[0] >= Duration::from_millis(350) && slept[0] <= Duration::from_millis(650));
+    assert!(slept[1] >= Duration::from_millis(700) && slept[1] <= Duration::from_millis(1300));
+    assert_eq!(rig.history()[0].retries, 2);
+}
+
+#[tokio::test]
+async fn a_server_that_stays_unreachable_costs_three_retries_and_keeps_the_token() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let ras = RotatingAs::start().await;
+    let rig = rig_on(ras, format!("http://127.0.0.1:{port}/token"), None).await;
+    let outcome = rig.pass_outcome().await;
+    assert!(
+        matches!(
+            outcome,
+            RefreshOutcome::Failed {
+                class: RefreshClass::Retryable,
+                retries: 3,
+                ..
+            }
+        ),
+        "{outcome:?}"
+    );
+    assert_eq!(rig.slept.lock().unwrap().len(), 3);
+    assert_eq!(rig.refresh_token().as_deref(), Some("rt-fx-0"));
+    assert_eq!(rig.history()[0].outcome, "retryable");
+    // Still renewable: the status does not ask for a human.
+    assert_eq!(rig.state(), ConnectorState::Ready);
+}
+
+#[tokio::test]
+async fn after_a_lost_answer_the_same_refresh_token_is_never_presented_again() {
+    for fault in [
+        Fault::ConsumeThenHang,
+        Fault::ConsumeThenReset,
+        Fault::ConsumeThenGarbage,
+    ] {
+        let rig = rig().await;
+        rig.ras.push_fault(fault.clone());
+        let outcome = rig.pass_outcome().await;
+        assert_eq!(
+            failed_class(&outcome),
+            Some(RefreshClass::Ambiguous),
+            "{fault:?}: {outcome:?}"
+        );
+        assert_eq!(rig.history()[0].outcome, "ambiguous", "{fault:?}");
+        // Never retried in-band.
+        assert!(rig.slept.lock().unwrap().is_empty(), "{fault:?}");
+        // Many later passes, across the expiry: the quarantined token is not presented again.
+        for _ in 0..6 {
+            rig.advance(chrono::Duration::minutes(30));
+            let outcome = rig.pass_outcome().await;
+            assert!(
+                matches!(outcome, RefreshOutcome::Skipped { .. }),
+                "{fault:?}: {outcome:?}"
+            );
+        }
+        let presented = rig.ras.presented();
+        assert_eq!(
+            presented.iter().filter(|t| *t == "rt-fx-0").count(),
+            1,
+            "{fault:?}: {presented:?}"
+        );
+        assert_eq!(rig.ras.reuse_detected(), 0, "{fault:?}");
+        // Expired with nothing Patchbay will present: a human is needed, and the status says so.
+        assert_eq!(rig.state(), ConnectorState::NeedsReauth, "{fault:?}");
+    }
+}
+
+#[tokio::test]
+async fn rate_limits_and_outages_keep_the_refresh_token_for_the_next_pass() {
+    let faults = [
+        Fault::Status(
+            503,
+            "text/html",
+            "<html><h1>503 Service Unavailable</h1></html>".into(),
+        ),
+        Fault::Status(429, "application/json", r#"{"error":"slow_down"}"#.into()),
+        Fault::Status(
+            500,
+            "application/json",
+            r#"{"error":"server_error"}"#.into(),
+        ),
+        Fault::Status(502, "text/html", "<html>Bad Gateway</html>".into()),
+    ];
+    for fault in faults {
+        let rig = rig().await;
+        rig.ras.push_fault(fault.clone());
+        let outcome = rig.pass_outcome().await;
+        assert_eq!(
+            failed_class(&outcome),
+            Some(RefreshClass::Transient),
+            "{fault:?}: {outcome:?}"
+        );
+        assert_eq!(rig.refresh_token().as_deref(), Some("rt-fx-0"), "{fault:?}");
+        let attempt = &rig.history()[0];
+        assert_eq!(attempt.outcome, "transient");
+        assert!(attempt.http_status.is_some_and(|s| s == 429 || s >= 500));
+        // The next pass presents the same token, which the server never spent: it works.
+        rig.advance(chrono::Duration::minutes(30));
+        assert!(
+            matches!(rig.pass_outcome().await, RefreshOutcome::Refreshed { .. }),
+            "{fault:?}"
+        );
+        assert_eq!(rig.ras.reuse_detected(), 0);
+    }
+}
+
+#[tokio::test]
+async fn any_other_4xx_drops_the_refresh_token_and_keeps_a_valid_access_token() {
+    let faults = [
+        Fault::Status(
+            400,
+            "text/html",
+            "<html><body>400 Bad Request</body></html>".into(),
+        ),
+        Fault::Status(
+            400,
+            "application/json",
+            r#"{"error":"invalid_grant"}"#.into(),
+        ),
+        Fault::Status(
+            401,
+            "application/json",
+            r#"{"error":"invalid_client"}"#.into(),
+        ),
+        Fault::Status(403, "text/plain", "forbidden".into()),
+    ];
+    for fault in faults {
+        let rig = rig().await;
+        rig.ras.push_fault(fault.clone());
+        let outcome = rig.pass_outcome().await;
+        assert_eq!(
+            failed_class(&outcome),
+            Some(RefreshClass::Permanent),
+            "{fault:?}: {outcome:?}"
+        );
+        assert_eq!(rig.refresh_token(), None, "{fault:?}");
+        assert_eq!(rig.tokens().access_token.expose(), "at-fx-0");
+        // Valid for 30 more minutes: still Ready; once it lapses, Needs re-auth.
+        assert_eq!(rig.state(), ConnectorState::Ready);
+        rig.advance(chrono::Duration::minutes(31));
+        assert_eq!(rig.state(), ConnectorState::NeedsReauth);
+        assert!(matches!(
+            rig.pass_outcome().await,
+            RefreshOutcome::NotDue | RefreshOutcome::Skipped { .. }
+        ));
+        assert_eq!(rig.ras.presented().len(), 1);
+    }
+}
+
+#[tokio::test]
+async fn the_history_detail_is_scrubbed_and_capped() {
+    let rig = rig().await;
+    let echo = format!(
+        r#"{{"error":"invalid_grant","error_description":"refresh token rt-fx-0 is not valid","padding":"{}"}}"#,
+        "x".repeat(10_000)
+    );
+    rig.ras
+        .push_fault(Fault::Status(400, "application/json", echo));
+    rig.pass_outcome().await;
+    let attempt = &rig.history()[0];
+    let detail = attempt.detail.as_ref().unwrap();
+    assert!(!detail.contains("rt-fx-0"), "{detail}");
+    assert!(detail.contains("invalid_grant"));
+    assert!(detail.len() <= patchbay_vault::DETAIL_MAX);
+    assert_eq!(attempt.http_status, Some(400));
+}
+
+#[tokio::test]
+async fn two_processes_refreshing_at_once_spend_the_token_once() {
+    let rig = rig().await;
+    // A second "process": its own database connection and refresher over the same data
+    // directory and keychain; only the lock file serializes the two.
+    let second = open(rig.dir.path(), rig.store.clone(), rig.clock.clone());
+    let other = Refresher::new(second, None, policy(Arc::new(Mutex::new(Vec::new())), None));
+    let (a, b) = tokio::join!(rig.refresher.pass(), other.pass());
+    let outcomes: Vec<RefreshOutcome> = [a.unwrap(), b.unwrap()]
+        .into_iter()
+        .flat_map(|r| r.results.into_iter().map(|r| r.outcome))
+        .collect();
+    let refreshed = outcomes
+        .iter()
+        .filter(|o| matches!(o, RefreshOutcome::Refreshed { .. }))
+        .count();
+    assert_eq!(refreshed, 1, "{outcomes:?}");
+    assert_eq!(rig.ras.presented(), vec!["rt-fx-0".to_string()]);
+    assert_eq!(rig.ras.reuse_detected(), 0);
+}
+
+#[tokio::test]
+async fn a_runtime_reporting_its_refresh_rejected_retires_the_credential() {
+    let rig = rig().await;
+    // A brokered provider's error is not ours: nothing changes.
+    assert_eq!(
+        rig.refresher
+            .runtime_reported(
+                "fx",
+                Runtime::ClaudeCode,
+                "tool call failed: upstream said invalid_grant"
+            )
+            .unwrap(),
+        RuntimeReportOutcome::NotRecognized
+    );
+    assert_eq!(rig.refresh_token().as_deref(), Some("rt-fx-0"));
+    assert_eq!(
+        rig.refresher
+            .runtime_reported(
+                "fx",
+                Runtime::ClaudeCode,
+                "Token refresh failed with invalid_grant: Invalid refresh token"
+            )
+            .unwrap(),
+        RuntimeReportOutcome::Retired
+    );
+    let row = rig.row();
+    assert!(!row.is_live(rig.patchbay.now()));
+    assert_eq!(rig.refresh_token(), None);
+    assert_eq!(rig.state(), ConnectorState::NeedsReauth);
+    assert_eq!(rig.history()[0].outcome, "retired");
+    // Nothing left to present.
+    rig.pass_outcome().await;
+    assert!(rig.ras.presented().is_empty());
+}
+
+#[tokio::test]
+async fn disconnect_revokes_at_the_server_and_forgets_everything_asked() {
+    let rig = rig().await;
+    rig.patchbay
+        .vault()
+        .put_registration(&Registration {
+            issuer: rig.ras.base.clone(),
+            redirect_uri: "http://localhost:3118/callback".into(),
+            client_id: "cid".into(),
+            client_secret: None,
+            token_auth_method: None,
+            created_at: rig.patchbay.now(),
+        })
+        .unwrap();
+    let done = rig.refresher.disconnect("fx", true).await.unwrap();
+    assert_eq!(done.revoked, Some(true), "{:?}", done.revocation_error);
+    assert!(done.registration_forgotten);
+    assert_eq!(
+        rig.ras.revoked(),
+        vec![
+            ("rt-fx-0".to_string(), "refresh_token".to_string()),
+            ("at-fx-0".to_string(), "access_token".to_string()),
+        ]
+    );
+    assert!(rig.patchbay.vault().credential_rows().unwrap().is_empty());
+    assert!(rig.patchbay.vault().grant(&rig.key).unwrap().is_none());
+    assert!(rig
+        .patchbay
+        .vault()
+        .registration(&rig.ras.base, "http://localhost:3118/callback")
+        .unwrap()
+        .is_none());
+    assert_eq!(rig.state(), ConnectorState::NeedsAuthorization);
+    let _ = &rig.dir;
+}
+
+#[tokio::test]
+async fn disconnect_without_a_revocation_endpoint_still_removes_the_credential() {
+    let rig = rig().await;
+    rig.ras.set_revocation(false);
+    let done = rig.refresher.disconnect("fx", false).await.unwrap();
+    assert_eq!(done.revoked, None);
+    assert!(!done.registration_forgotten);
+    assert!(rig.ras.revoked().is_empty());
+    assert!(rig.patchbay.vault().credential_rows().unwrap().is_empty());
+}
+
+// ---- with the runtime bridges: reconcile before refreshing, write through after ----
+
+struct Bridged {
+    rig: Rig,
+    refresher: Refresher,
+    claude: ClaudeFileStore,
+    runtime_key: CredentialKey,
+}
+
+/// The rig with Claude Code configured with the connector (as "fx-claude", its own name).
+async fn bridged_rig() -> Bridged {
+    let rig = rig().await;
+    let home = rig.dir.path().join("home");
+    let runtime_paths = RuntimePaths::resolve(&home, &|_| None);
+    std::fs::create_dir_all(&runtime_paths.claude_config_dir).unwrap();
+    std::fs::write(
+        &runtime_paths.claude_json,
+        json!({"mcpServers": {"fx-claude": {"type": "http", "url": MCP_URL}}}).to_string(),
+    )
+    .unwrap();
+    let bridges = Arc::new(Bridges::with_paths(
+        rig.patchbay.clone(),
+        Some(runtime_paths.clone()),
+    ));
+    let runtime_key = bridges
+        .bridged()
+        .into_iter()
+        .find(|b| b.connector == "fx")
+        .and_then(|b| b.credential_key)
+        .expect("fx is bridged to Claude Code");
+    let refresher = Refresher::new(
+        rig.patchbay.clone(),
+        Some(bridges),
+        policy(Arc::new(Mutex::new(Vec::new())), None),
+    );
+    Bridged {
+        claude: ClaudeFileStore::new(&runtime_paths),
+        rig,
+        refresher,
+        runtime_key,
+    }
+}
+
+impl Bridged {
+    /// Claude Code refreshed by itself: its store holds the family's next pair.
+    fn runtime_rotates(&self, expires_at: DateTime<chrono::Utc>) -> (String, String) {
+        let (access, refresh) = self.rig.ras.rotate_elsewhere("fx");
+        self.claude
+            .write(
+                &RuntimeCredential {
+                    key: self.runtime_key.clone(),
+                    server_name: "fx-claude".into(),
+                    server_url: MCP_URL.into(),
+                    access_token: Secret::new(access.clone()),
+                    refresh_token: Some(Secret::new(refresh.clone())),
+                    expires_at: Some(expires_at),
+                    scope: None,
+                    client_id: Some("cid".into()),
+                    client_secret: None,
+                    issuer: None,
+                },
+                // Written "before" our clock so a still-valid check never keeps ours.
+                expires_at - chrono::Duration::hours(2),
+            )
+            .unwrap();
+        (access, refresh)
+    }
+
+    fn runtime_refresh_token(&self) -> Option<String> {
+        self.claude
+            .read(&self.runtime_key)
+            .unwrap()
+            .and_then(|c| c.refresh_token)
+            .map(|t| t.expose().to_string())
+    }
+
+    async fn pass_outcome(&self) -> RefreshOutcome {
+        let report = self.refresher.pass().await.unwrap();
+        report
+            .results
+            .into_iter()
+            .next()
+            .map(|r| r.outcome)
+            .unwrap_or(RefreshOutcome::NotDue)
+    }
+}
+
+#[tokio::test]
+async fn a_pair_the_runtime_rotated_is_adopted_instead_of_refreshed() {
+    let b = bridged_rig().await;
+    let now = b.rig.patchbay.now();
+    b.runtime_rotates(now + chrono::Duration::minutes(55));
+    let outcome = b.pass_outcome().await;
+    assert_eq!(
+        outcome,
+        RefreshOutcome::Adopted {
+            runtime: Runtime::ClaudeCode
+        }
+    );
+    // Nothing was sent: the runtime's rotation is the live head of the chain.
+    assert!(b.rig.ras.presented().is_empty());
+    assert_eq!(b.rig.refresh_token().as_deref(), Some("rt-fx-1"));
+    assert_eq!(b.rig.history()[0].outcome, "adopted");
+}
+
+#[tokio::test]
+async fn an_adopted_pair_that_already_expired_is_refreshed_from_its_own_refresh_token() {
+    let b = bridged_rig().await;
+    let now = b.rig.patchbay.now();
+    // Claude Code refreshed a while ago; its access token lapsed since, yet it is later than
+    // ours, so its refresh token is the live one.
+    b.runtime_rotates(now + chrono::Duration::minutes(40));
+    b.rig.advance(chrono::Duration::minutes(45));
+    let outcome = b.pass_outcome().await;
+    assert!(
+        matches!(outcome, RefreshOutcome::Refreshed { .. }),
+        "{outcome:?}"
+    );
+    // rt-fx-0 (ours, rotated away) was never presented: that would have been reuse.
+    assert_eq!(b.rig.ras.presented(), vec!["rt-fx-1".to_string()]);
+    assert_eq!(b.rig.ras.reuse_detected(), 0);
+    // And the refreshed pair was written through to Claude Code.
+    assert_eq!(b.runtime_refresh_token().as_deref(), Some("rt-fx-2"));
+}
+
+#[tokio::test]
+async fn a_refresh_is_written_through_and_a_retirement_leaves_nothing_to_adopt() {
+    let b = bridged_rig().await;
+    assert!(matches!(
+        b.pass_outcome().await,
+        RefreshOutcome::Refreshed { .. }
+    ));
+    assert_eq!(b.runtime_refresh_token().as_deref(), Some("rt-fx-1"));
+    b.refresher
+        .runtime_reported(
+            "fx",
+            Runtime::ClaudeCode,
+            "Token refresh failed with invalid_grant: Invalid refresh token",
+        )
+        .unwrap();
+    // Gone from Claude Code's store too, so its later expiry can never be adopted back.
+    assert!(b.claude.read(&b.runtime_key).unwrap().is_none());
+    assert_eq!(b.rig.state(), ConnectorState::NeedsReauth);
+}
+
+#[tokio::test]
+async fn disconnect_removes_the_runtime_entry_too() {
+    let b = bridged_rig().await;
+    b.pass_outcome().await;
+    assert!(b.claude.read(&b.runtime_key).unwrap().is_some());
+    let done = b.refresher.disconnect("fx", false).await.unwrap();
+    assert_eq!(done.removed_from, vec![Runtime::ClaudeCode]);
+    assert!(b.claude.read(&b.runtime_key).unwrap().is_none());
+}
+
+#[tokio::test]
+async fn a_confidential_clients_secret_is_bridged_so_the_runtime_can_refresh_by_itself() {
+    let b = bridged_rig().await;
+    let mut grant = b.rig.patchbay.vault().grant(&b.rig.key).unwrap().unwrap();
+    grant.client_secret = Some(Secret::new("client-secret-value"));
+    grant.token_auth_method = "client_secret_post".into();
+    b.rig.patchbay.vault().put_grant(&grant).unwrap();
+    assert!(matches!(
+        b.pass_outcome().await,
+        RefreshOutcome::Refreshed { .. }
+    ));
+    let written = b.claude.read(&b.runtime_key).unwrap().unwrap();
+    assert_eq!(
+        written
+            .client_secret
+            .map(|s| s.expose().to_string())
+            .as_deref(),
+        Some("client-secret-value")
+    );
+    assert_eq!(b.rig.ras.forms()[0]["client_secret"], "client-secret-value");
+}

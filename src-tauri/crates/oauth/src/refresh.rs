@@ -1,0 +1,309 @@
+//! The refresh grant (RFC 6749 §6) and what its failures mean. One request per call: the
+//! in-band retry of a refresh that never reached the server belongs to the caller, which owns
+//! the clock and the backoff.
+//!
+//! The classes follow from one question, "could the server have consumed the refresh token?":
+//! - [`RefreshClass::Retryable`]: the connection was never established (refused, DNS, TLS), so
+//!   the server never saw the request. Safe to send again at once.
+//! - [`RefreshClass::Ambiguous`]: the request went out and the answer was lost (a timeout after
+//!   sending, a reset mid-response, a 2xx we cannot read). A rotating server may have spent the
+//!   token; presenting it again could trip its reuse detection, so it is never retried.
+//! - [`RefreshClass::Transient`]: 429 or 5xx (HTML error pages included). The refresh token is
+//!   not implicated; try again on the next pass.
+//! - [`RefreshClass::Permanent`]: any other 4xx, whatever the body (some servers answer a bare
+//!   HTML 400). The refresh token is dead.
+
+use patchbay_vault::Secret;
+use serde_json::Value;
+
+use crate::http::Http;
+use crate::token::{client_request, parse_token_response, text, TokenResponse};
+use crate::OAuthError;
+
+/// What renewing one credential needs. Debug redacts the secrets.
+#[derive(Debug, Clone, Copy)]
+pub struct RefreshRequest<'a> {
+    pub token_endpoint: &'a str,
+    pub client_id: &'a str,
+    pub client_secret: Option<&'a Secret>,
+    /// `none`, `client_secret_basic` or `client_secret_post`.
+    pub auth_method: &'a str,
+    pub refresh_token: &'a Secret,
+    /// Sent as before (RFC 8707), so the new token keeps its audience.
+    pub resource: Option<&'a str>,
+    /// The scopes granted before; never more (RFC 6749 §6).
+    pub scopes: Option<&'a str>,
+}
+
+/// Whether the refresh token may have been spent; see the module doc.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RefreshClass {
+    Retryable,
+    Ambiguous,
+    Transient,
+    Permanent,
+}
+
+impl RefreshClass {
+    /// The stable id the history stores (`retryable`, `ambiguous`, `transient`, `permanent`).
+    pub fn id(self) -> &'static str {
+        match self {
+            RefreshClass::Retryable => "retryable",
+            RefreshClass::Ambiguous => "ambiguous",
+            RefreshClass::Transient => "transient",
+            RefreshClass::Permanent => "permanent",
+        }
+    }
+}
+
+/// A failed refresh: its class, the HTTP status when there was one, a one-line summary and the
+/// raw detail (the server's body or the error chain) with every secret scrubbed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{summary}")]
+pub struct RefreshFailure {
+    pub class: RefreshClass,
+    pub http_status: Option<u16>,
+    pub summary: String,
+    pub detail: Option<String>,
+}
+
+/// Sends one refresh grant and classifies the outcome. Never retries.
+pub async fn refresh_once(
+    http: &Http,
+    req: RefreshRequest<'_>,
+) -> Result<TokenResponse, RefreshFailure> {
+    let mut form: Vec<(&str, String)> = vec![
+        ("grant_type", "refresh_token".into()),
+        ("refresh_token", req.refresh_token.expose().to_string()),
+    ];
+    if let Some(resource) = req.resource {
+        form.push(("resource", resource.to_string()));
+    }
+    if let Some(scopes) = req.scopes.filter(|s| !s.trim().is_empty()) {
+        form.push(("scope", scopes.to_string()));
+    }
+    let secrets: Vec<&Secret> = [Some(req.refresh_token), req.client_secret]
+        .into_iter()
+        .flatten()
+        .collect();
+    let request = client_request(
+        http,
+        req.token_endpoint,
+        req.client_id,
+        req.client_secret,
+        req.auth_method,
+        form,
+    );
+    let answer = match http.send(req.token_endpoint, request).await {
+        Ok(answer) => answer,
+        Err(error) => return Err(transport_failure(&error, &secrets)),
+    };
+    let status = answer.status.as_u16();
+    let raw = String::from_utf8_lossy(&answer.body);
+    let detail = (!raw.trim().is_empty()).then(|| scrub(&raw, &secrets));
+    let body: Option<Value> = serde_json::from_slice(&answer.body).ok();
+    let oauth_error = body.as_ref().and_then(|v| text(v, "error"));
+    let described = |what: &str| match &oauth_error {
+        Some(e) => format!("{what} ({status} {e})"),
+        None => format!("{what} ({status})"),
+    };
+    if status == 429 || answer.status.is_server_error() {
+        return Err(RefreshFailure {
+            class: RefreshClass::Transient,
+            http_status: Some(status),
+            summary: described(if status == 429 {
+                "the token endpoint is rate limiting; the refresh token is kept, next pass retries"
+            } else {
+                "the token endpoint failed on its side; the refresh token is kept, next pass retries"
+            }),
+            detail,
+        });
+    }
+    if answer.status.is_client_error() {
+        return Err(RefreshFailure {
+            class: RefreshClass::Permanent,
+            http_status: Some(status),
+            summary: described("the token endpoint refused the refresh token; authorize again"),
+            detail,
+        });
+    }
+    if !answer.status.is_success() {
+        // A 1xx or an unfollowed 3xx: no grant was processed, the token is not implicated.
+        return Err(RefreshFailure {
+            class: RefreshClass::Transient,
+            http_status: Some(status),
+            summary: format!("the token endpoint answered {status}, not a token response"),
+            detail,
+        });
+    }
+    // 2xx: the server processed the grant. If we cannot read the pair it sent, the old refresh
+    // token may already be spent.
+    let parsed = match body {
+        Some(v) => parse_token_response(&v).map_err(|e| e.to_string()),
+        None => Err("the answer is not JSON".to_string()),
+    };
+    parsed.map_err(|why| RefreshFailure {
+        class: RefreshClass::Ambiguous,
+        http_status: Some(status),
+        summary: format!("the token endpoint answered {status} but its answer is unusable: {why}"),
+        detail,
+    })
+}
+
+/// Revokes one token at the server (RFC 7009), authenticated as the client that holds it. A 200
+/// is success; the server answers 200 for a token it no longer knows, too.
+pub async fn revoke(
+    http: &Http,
+    revocation_endpoint: &str,
+    client: RevokeClient<'_>,
+    token: &Secret,
+    token_type_hint: &str,
+) -> Result<(), OAuthError> {
+    let form: Vec<(&str, String)> = vec![
+        ("token", token.expose().to_string()),
+        ("token_type_hint", token_type_hint.to_string()),
+    ];
+    let request = client_request(
+        http,
+        revocation_endpoint,
+        client.client_id,
+        client.client_secret,
+        client.auth_method,
+        form,
+    );
+    let answer = http.send(revocation_endpoint, request).await?;
+    if answer.status.is_success() {
+        Ok(())
+    } else {
+        Err(crate::discovery::status_error(&answer))
+    }
+}
+
+/// The client a revocation authenticates as.
+#[derive(Debug, Clone, Copy)]
+pub struct RevokeClient<'a> {
+    pub client_id: &'a str,
+    pub client_secret: Option<&'a Secret>,
+    pub auth_method: &'a str,
+}
+
+/// Classifies a request that produced no HTTP answer.
+fn transport_failure(error: &OAuthError, secrets: &[&Secret]) -> RefreshFailure {
+    let message = scrub(&error.to_string(), secrets);
+    match error {
+        OAuthError::Connect { .. } => RefreshFailure {
+            class: RefreshClass::Retryable,
+            http_status: None,
+            summary: format!("the token endpoint could not be reached: {message}"),
+            detail: None,
+        },
+        OAuthError::CrossOriginRedirect { .. } => RefreshFailure {
+            class: RefreshClass::Transient,
+            http_status: None,
+            summary: message,
+            detail: None,
+        },
+        // Timeout after sending, a reset or truncated answer, an oversized one: the request
+        // went out, so the server may have acted on it.
+        _ => RefreshFailure {
+            class: RefreshClass::Ambiguous,
+            http_status: None,
+            summary: format!(
+                "the refresh went out and its answer was lost; the refresh token is not presented again: {message}"
+            ),
+            detail: None,
+        },
+    }
+}
+
+/// Keys whose string values are never recorded, in JSON bodies.
+fn is_secret_key(key: &str) -> bool {
+    let key = key.to_ascii_lowercase();
+    ["token", "secret", "password", "code", "assertion"]
+        .iter()
+        .any(|word| key.contains(word))
+}
+
+/// Removes every secret from text bound for the history: the known values anywhere, and in a
+/// JSON body the value of every token-, secret- or code-named key.
+pub fn scrub(text: &str, secrets: &[&Secret]) -> String {
+    let mut out = text.to_string();
+    for secret in secrets {
+        let value = secret.expose();
+        // Very short values would scrub innocent text and protect nothing.
+        if value.len() >= 4 {
+            out = out.replace(value, "[redacted]");
+        }
+    }
+    if let Ok(mut v) = serde_json::from_str::<Value>(&out) {
+        redact_json(&mut v);
+        return v.to_string();
+    }
+    out
+}
+
+fn redact_json(v: &mut Value) {
+    match v {
+        Value::Object(map) => {
+            for (k, val) in map.iter_mut() {
+                if is_secret_key(k) && val.is_string() {
+                    *val = Value::String("[redacted]".into());
+                } else {
+                    redact_json(val);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(redact_json),
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scrub_removes_known_values_and_token_fields() {
+        let rt = Secret::new("rt-very-secret");
+        let body = r#"{"error":"invalid_grant","error_description":"token rt-very-secret reused","access_token":"leak","nested":{"refresh_token":"x2"}}"#;
+        let out = scrub(body, &[&rt]);
+        assert!(!out.contains("rt-very-secret"));
+        assert!(!out.contains("leak"));
+        assert!(!out.contains("x2"));
+        assert!(out.contains("invalid_grant"));
+        // Not JSON: known values still go.
+        let html = "<html>400 Bad Request rt-very-secret</html>";
+        assert_eq!(
+            scrub(html, &[&rt]),
+            "<html>400 Bad Request [redacted]</html>"
+        );
+        // Error codes are not secrets; the key `error` is kept even though values may say "token".
+        assert!(scrub(r#"{"error":"invalid_token"}"#, &[]).contains("invalid_token"));
+    }
+
+    #[test]
+    fn transport_failures_are_split_by_whether_the_request_went_out() {
+        let never = OAuthError::Connect {
+            url: "http://127.0.0.1:9/token".into(),
+            message: "Connection refused".into(),
+        };
+        assert_eq!(
+            transport_failure(&never, &[]).class,
+            RefreshClass::Retryable
+        );
+        let lost = OAuthError::Timeout {
+            url: "http://127.0.0.1:9/token".into(),
+            after: std::time::Duration::from_secs(30),
+        };
+        assert_eq!(transport_failure(&lost, &[]).class, RefreshClass::Ambiguous);
+        let reset = OAuthError::Http {
+            url: "http://127.0.0.1:9/token".into(),
+            message: "connection reset".into(),
+        };
+        assert_eq!(
+            transport_failure(&reset, &[]).class,
+            RefreshClass::Ambiguous
+        );
+    }
+}

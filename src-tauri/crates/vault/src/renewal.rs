@@ -1,0 +1,445 @@
+//! What the refresher of record keeps beside each credential: the grant it was obtained with
+//! (token endpoint, client, resource, scopes; a client secret sealed like a token), the
+//! quarantine of a refresh token whose refresh answer was lost, and a short history of refresh
+//! attempts for the window's error drawer.
+//!
+//! The history holds no secret: callers scrub the raw detail before recording it, and the vault
+//! caps it at [`DETAIL_MAX`] bytes and keeps the last [`HISTORY_LEN`] attempts per credential.
+
+use chrono::{DateTime, Utc};
+use patchbay_catalog::CredentialKey;
+use rusqlite::{params, OptionalExtension, TransactionBehavior};
+
+use crate::db::{from_ms, to_ms};
+use crate::seal::Kind;
+use crate::{Secret, Vault, VaultError};
+
+/// Attempts kept per credential; older ones are dropped on insert.
+pub const HISTORY_LEN: usize = 20;
+/// The raw detail's cap, in bytes (cut on a character boundary).
+pub const DETAIL_MAX: usize = 4096;
+
+/// How a credential is renewed: what its token exchange used. Debug redacts the secret.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Grant {
+    pub credential_key: CredentialKey,
+    pub issuer: String,
+    pub token_endpoint: String,
+    /// `none`, `client_secret_basic` or `client_secret_post`.
+    pub token_auth_method: String,
+    pub client_id: String,
+    pub client_secret: Option<Secret>,
+    /// The client came from dynamic registration (Disconnect can forget it).
+    pub client_registered: bool,
+    pub redirect_uri: String,
+    /// RFC 8707 resource, sent again on every refresh; `None` when suppressed.
+    pub resource: Option<String>,
+    /// The scopes asked for, space-separated.
+    pub scopes: Option<String>,
+}
+
+/// One refresh attempt, as the error drawer shows it. Holds nothing secret.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct RefreshAttempt {
+    pub credential_key: CredentialKey,
+    pub at: DateTime<Utc>,
+    /// `refreshed`, `adopted`, `retryable`, `ambiguous`, `transient`, `permanent`, `retired`,
+    /// `skipped`: the refresher's classes, stored as their ids.
+    pub outcome: String,
+    pub http_status: Option<u16>,
+    pub summary: String,
+    /// The raw server answer or error chain, scrubbed by the caller, at most [`DETAIL_MAX`].
+    pub detail: Option<String>,
+    /// In-band retries before this outcome.
+    pub retries: u32,
+}
+
+impl Vault {
+    // ---- grants ----
+
+    /// Upserts the grant of `grant.credential_key`.
+    pub fn put_grant(&self, grant: &Grant) -> Result<(), VaultError> {
+        let name = grant.credential_key.as_str();
+        let sealed = match &grant.client_secret {
+            Some(secret) => Some(self.master_key()?.seal_secret(
+                Kind::GrantClientSecret,
+                name,
+                secret,
+            )),
+            None => None,
+        };
+        self.conn().execute(
+            "INSERT INTO grants (key, issuer, token_endpoint, token_auth_method, client_id,
+                 client_secret_sealed, client_registered, redirect_uri, resource, scopes)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
+             ON CONFLICT(key) DO UPDATE SET
+                 issuer = excluded.issuer, token_endpoint = excluded.token_endpoint,
+                 token_auth_method = excluded.token_auth_method, client_id = excluded.client_id,
+                 client_secret_sealed = excluded.client_secret_sealed,
+                 client_registered = excluded.client_registered,
+                 redirect_uri = excluded.redirect_uri, resource = excluded.resource,
+                 scopes = excluded.scopes",
+            params![
+                name,
+                grant.issuer,
+                grant.token_endpoint,
+                grant.token_auth_method,
+                grant.client_id,
+                sealed,
+                grant.client_registered,
+                grant.redirect_uri,
+                grant.resource,
+                grant.scopes,
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// The grant of `key`; the keychain only when it holds a client secret.
+    pub fn grant(&self, key: &CredentialKey) -> Result<Option<Grant>, VaultError> {
+        type RawGrant = (
+            String,
+            String,
+            String,
+            String,
+            Option<Vec<u8>>,
+            bool,
+            String,
+            Option<String>,
+            Option<String>,
+        );
+        let raw: Option<RawGrant> = self
+            .conn()
+            .query_row(
+                "SELECT issuer, token_endpoint, token_auth_method, client_id, client_secret_sealed,
+                        client_registered, redirect_uri, resource, scopes
+                 FROM grants WHERE key = ?1",
+                [key.as_str()],
+                |r| {
+                    Ok((
+                        r.get(0)?,
+                        r.get(1)?,
+                        r.get(2)?,
+                        r.get(3)?,
+                        r.get(4)?,
+                        r.get(5)?,
+                        r.get(6)?,
+                        r.get(7)?,
+                        r.get(8)?,
+                    ))
+                },
+            )
+            .optional()?;
+        let Some((
+            issuer,
+            token_endpoint,
+            method,
+            client_id,
+            sealed,
+            registered,
+            redirect,
+            resource,
+            scopes,
+        )) = raw
+        else {
+            return Ok(None);
+        };
+        let client_secret = match sealed {
+            Some(s) => Some(
+                self.master_key()?
+                    .open_secret(Kind::GrantClientSecret, key.as_str(), &s)
+                    .map_err(|_| VaultError::Corrupt {
+                        what: format!("the client secret of credential {key}"),
+                    })?,
+            ),
+            None => None,
+        };
+        Ok(Some(Grant {
+            credential_key: key.clone(),
+            issuer,
+            token_endpoint,
+            token_auth_method: method,
+            client_id,
+            client_secret,
+            client_registered: registered,
+            redirect_uri: redirect,
+            resource,
+            scopes,
+        }))
+    }
+
+    // ---- quarantine and permanent failures ----
+
+    /// Marks the stored refresh token as possibly consumed (a refresh went out and its answer
+    /// was lost). It is never presented again; storing a new refresh token (an adoption, a
+    /// re-authorization) lifts the mark. `false` when no such credential holds a refresh token.
+    pub fn quarantine_refresh_token(&self, key: &CredentialKey) -> Result<bool, VaultError> {
+        let n = self.conn().execute(
+            "UPDATE credentials SET refresh_suspect = 1
+             WHERE key = ?1 AND refresh_sealed IS NOT NULL",
+            [key.as_str()],
+        )?;
+        Ok(n > 0)
+    }
+
+    /// Whether `key`'s refresh token is quarantined. Needs no keychain.
+    pub fn is_refresh_quarantined(&self, key: &CredentialKey) -> Result<bool, VaultError> {
+        Ok(self
+            .conn()
+            .query_row(
+                "SELECT refresh_suspect = 1 AND refresh_sealed IS NOT NULL FROM credentials
+                 WHERE key = ?1",
+                [key.as_str()],
+                |r| r.get::<_, bool>(0),
+            )
+            .optional()?
+            .unwrap_or(false))
+    }
+
+    /// The keys whose refresh token is quarantined. Needs no keychain.
+    pub fn quarantined_refresh_tokens(&self) -> Result<Vec<CredentialKey>, VaultError> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare(
+            "SELECT key FROM credentials WHERE refresh_suspect = 1 AND refresh_sealed IS NOT NULL
+             ORDER BY key",
+        )?;
+        let keys = stmt
+            .query_map([], |r| r.get::<_, String>(0))?
+            .map(|k| k.map(CredentialKey))
+            .collect::<Result<_, _>>()?;
+        Ok(keys)
+    }
+
+    /// After a permanent refusal of the refresh grant: drops the refresh token and keeps the
+    /// access token with its expiry, so a still-valid one goes on working until it lapses.
+    /// `false` when no such credential is stored. Needs no keychain.
+    pub fn drop_refresh_token(
+        &self,
+        key: &CredentialKey,
+        now: DateTime<Utc>,
+    ) -> Result<bool, VaultError> {
+        let n = self.conn().execute(
+            "UPDATE credentials SET refresh_sealed = NULL, has_refresh_token = 0, one_shot = 1,
+                 refresh_suspect = 0, updated_at_ms = ?2
+             WHERE key = ?1",
+            params![key.as_str(), to_ms(now)],
+        )?;
+        Ok(n > 0)
+    }
+
+    // ---- history ----
+
+    /// Records an attempt (detail capped at [`DETAIL_MAX`]) and drops all but the last
+    /// [`HISTORY_LEN`] of that credential, in one transaction. Needs no keychain.
+    pub fn record_refresh_attempt(&self, attempt: &RefreshAttempt) -> Result<(), VaultError> {
+        let detail = attempt.detail.as_deref().map(|d| cap(d, DETAIL_MAX));
+        let mut conn = self.conn();
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        tx.execute(
+            "INSERT INTO refresh_attempts (key, at_ms, outcome, http_status, summary, detail, retries)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            params![
+                attempt.credential_key.as_str(),
+                to_ms(attempt.at),
+                attempt.outcome,
+                attempt.http_status,
+                attempt.summary,
+                detail,
+                attempt.retries,
+            ],
+        )?;
+        tx.execute(
+            "DELETE FROM refresh_attempts WHERE key = ?1 AND id NOT IN
+                 (SELECT id FROM refresh_attempts WHERE key = ?1 ORDER BY id DESC LIMIT ?2)",
+            params![attempt.credential_key.as_str(), HISTORY_LEN as i64],
+        )?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// The attempts of `key`, newest first. Needs no keychain.
+    pub fn refresh_attempts(&self, key: &CredentialKey) -> Result<Vec<RefreshAttempt>, VaultError> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare(
+            "SELECT at_ms, outcome, http_status, summary, detail, retries
+             FROM refresh_attempts WHERE key = ?1 ORDER BY id DESC",
+        )?;
+        type RawAttempt = (i64, String, Option<u16>, String, Option<String>, u32);
+        let raw: Vec<RawAttempt> = stmt
+            .query_map([key.as_str()], |r| {
+                Ok((
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get(2)?,
+                    r.get(3)?,
+                    r.get(4)?,
+                    r.get(5)?,
+                ))
+            })?
+            .collect::<Result<_, _>>()?;
+        raw.into_iter()
+            .map(|(at_ms, outcome, http_status, summary, detail, retries)| {
+                Ok(RefreshAttempt {
+                    credential_key: key.clone(),
+                    at: from_ms(at_ms, &format!("refresh attempt of {key}"))?,
+                    outcome,
+                    http_status,
+                    summary,
+                    detail,
+                    retries,
+                })
+            })
+            .collect()
+    }
+}
+
+/// `s` cut to at most `max` bytes on a character boundary.
+fn cap(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_string();
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    s[..end].to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{CredentialRow, MemoryStore, TokenSet};
+    use std::sync::Arc;
+
+    fn vault() -> (tempfile::TempDir, Vault) {
+        let dir = tempfile::tempdir().unwrap();
+        let v = Vault::open(
+            &dir.path().join("v.sqlite"),
+            Arc::new(MemoryStore::new()),
+            "test",
+        )
+        .unwrap();
+        (dir, v)
+    }
+
+    fn row(key: &str, now: DateTime<Utc>) -> CredentialRow {
+        CredentialRow {
+            credential_key: CredentialKey(key.into()),
+            server_name: "notion".into(),
+            server_url: Some("https://mcp.example/mcp".into()),
+            expires_at: Some(now + chrono::Duration::hours(1)),
+            has_refresh_token: true,
+            one_shot: false,
+            issuer: None,
+            client_id: None,
+            scope: None,
+            updated_at: now,
+            rotated_by: None,
+            rotated_at: None,
+        }
+    }
+
+    fn tokens(access: &str, refresh: Option<&str>) -> TokenSet {
+        TokenSet {
+            access_token: Secret::new(access),
+            refresh_token: refresh.map(Secret::new),
+        }
+    }
+
+    #[test]
+    fn grant_round_trips_with_its_secret_sealed() {
+        let (_d, v) = vault();
+        let key = CredentialKey("notion|abc".into());
+        let grant = Grant {
+            credential_key: key.clone(),
+            issuer: "https://as.example".into(),
+            token_endpoint: "https://as.example/token".into(),
+            token_auth_method: "client_secret_basic".into(),
+            client_id: "cid".into(),
+            client_secret: Some(Secret::new("grant-secret-value")),
+            client_registered: true,
+            redirect_uri: "http://localhost:3118/callback".into(),
+            resource: Some("https://mcp.example/mcp".into()),
+            scopes: Some("read write".into()),
+        };
+        v.put_grant(&grant).unwrap();
+        assert_eq!(v.grant(&key).unwrap(), Some(grant));
+        let raw: Vec<u8> = v
+            .conn()
+            .query_row("SELECT client_secret_sealed FROM grants", [], |r| r.get(0))
+            .unwrap();
+        assert!(!String::from_utf8_lossy(&raw).contains("grant-secret-value"));
+        assert!(v.delete_credential(&key).is_ok());
+        assert_eq!(v.grant(&key).unwrap(), None);
+    }
+
+    #[test]
+    fn quarantine_holds_until_a_new_refresh_token_arrives() {
+        let (_d, v) = vault();
+        let now = Utc::now();
+        let key = CredentialKey("notion|abc".into());
+        v.put_credential(&row("notion|abc", now), &tokens("a1", Some("r1")))
+            .unwrap();
+        assert!(v.quarantine_refresh_token(&key).unwrap());
+        assert_eq!(v.quarantined_refresh_tokens().unwrap(), vec![key.clone()]);
+        // A response without a refresh token keeps the stored one, and its quarantine.
+        v.put_credential(&row("notion|abc", now), &tokens("a2", None))
+            .unwrap();
+        assert_eq!(v.quarantined_refresh_tokens().unwrap(), vec![key.clone()]);
+        v.put_credential(&row("notion|abc", now), &tokens("a3", Some("r2")))
+            .unwrap();
+        assert!(v.quarantined_refresh_tokens().unwrap().is_empty());
+    }
+
+    #[test]
+    fn dropping_the_refresh_token_keeps_the_access_token_and_expiry() {
+        let (_d, v) = vault();
+        // Whole milliseconds: the database keeps no finer.
+        let now = DateTime::from_timestamp_millis(Utc::now().timestamp_millis()).unwrap();
+        let key = CredentialKey("notion|abc".into());
+        v.put_credential(&row("notion|abc", now), &tokens("a1", Some("r1")))
+            .unwrap();
+        assert!(v.drop_refresh_token(&key, now).unwrap());
+        let r = &v.credential_rows().unwrap()[0];
+        assert!(!r.has_refresh_token);
+        assert_eq!(r.expires_at, Some(now + chrono::Duration::hours(1)));
+        let t = v.credential_tokens(&key).unwrap().unwrap();
+        assert_eq!(t.access_token.expose(), "a1");
+        assert!(t.refresh_token.is_none());
+    }
+
+    #[test]
+    fn history_keeps_the_last_attempts_newest_first_capped() {
+        let (_d, v) = vault();
+        let key = CredentialKey("notion|abc".into());
+        let other = CredentialKey("linear|def".into());
+        let at = Utc::now();
+        for i in 0..(HISTORY_LEN + 5) {
+            v.record_refresh_attempt(&RefreshAttempt {
+                credential_key: key.clone(),
+                at,
+                outcome: "transient".into(),
+                http_status: Some(503),
+                summary: format!("attempt {i}"),
+                detail: Some("é".repeat(DETAIL_MAX)),
+                retries: 0,
+            })
+            .unwrap();
+        }
+        v.record_refresh_attempt(&RefreshAttempt {
+            credential_key: other.clone(),
+            at,
+            outcome: "refreshed".into(),
+            http_status: None,
+            summary: "ok".into(),
+            detail: None,
+            retries: 1,
+        })
+        .unwrap();
+        let got = v.refresh_attempts(&key).unwrap();
+        assert_eq!(got.len(), HISTORY_LEN);
+        assert_eq!(got[0].summary, format!("attempt {}", HISTORY_LEN + 4));
+        assert!(got[0].detail.as_ref().unwrap().len() <= DETAIL_MAX);
+        assert_eq!(v.refresh_attempts(&other).unwrap().len(), 1);
+    }
+}
