@@ -1,4 +1,5 @@
-// Renders docs/screenshot.png (light) and docs/screenshot-dark.png from the `mixed` fixture.
+// Renders docs/screenshot.png (light) and docs/screenshot-dark.png from the `mixed` fixture, and
+// docs/screenshot-history.png: the Dropbox row's refresh history drawer, open.
 // Usage: npm run screenshots  (builds first). Options: --scale=2 for a HiDPI capture.
 
 import { fileURLToPath } from "node:url";
@@ -11,15 +12,28 @@ const deviceScaleFactor = scaleArg ? Number(scaleArg.split("=")[1]) : 1;
 const server = await startServer();
 const browser = await launch();
 try {
-  for (const [scheme, file] of [
-    ["light", "screenshot.png"],
-    ["dark", "screenshot-dark.png"],
+  for (const [scheme, file, drawer] of [
+    ["light", "screenshot.png", null],
+    ["dark", "screenshot-dark.png", null],
+    ["light", "screenshot-history.png", "dropbox"],
   ]) {
     const page = await openWindow(browser, server.url, "fixture=mixed", {
       colorScheme: scheme,
       viewport: { width: 900, height: 640 },
       deviceScaleFactor,
     });
+    if (drawer) {
+      const row = page.locator(`li[data-connector="${drawer}"]`);
+      await row.locator("details[data-drawer] summary").click();
+      // the row a little below the header, with the row above it for context
+      await page.evaluate((name) => {
+        const scroller = document.querySelector(".scroller");
+        const li = document.querySelector(`li[data-connector="${name}"]`);
+        const prev = li.previousElementSibling ?? li;
+        scroller.scrollTop += prev.getBoundingClientRect().top - scroller.getBoundingClientRect().top - 14;
+      }, drawer);
+      await page.mouse.move(0, 0);
+    }
     await page.screenshot({ path: docs + file });
     if (page.errors.length) throw new Error(page.errors.join("\n"));
     await page.context.close();

@@ -11,6 +11,7 @@ import {
   buildRow,
   buildSources,
   buildUnclaimedRow,
+  outcomeTone,
   refreshTimes,
   runtimeName,
   secretCommand,
@@ -96,6 +97,12 @@ export class ConnectorsWindow {
     this.list.addEventListener("click", (e) => this.onListClick(e));
     this.list.addEventListener("submit", (e) => this.onListSubmit(e));
     this.list.addEventListener("input", (e) => this.onListInput(e));
+    this.list.addEventListener("change", (e) => this.onListChange(e));
+    // `toggle` does not bubble: listen in the capture phase for every row's history drawer.
+    this.list.addEventListener("toggle", (e) => this.onDrawerToggle(e), true);
+    // A click anywhere but on the confirm (or its option) cancels a pending disconnect; this
+    // runs after the list's own handler, which has already acted on the click.
+    document.addEventListener("click", (e) => this.cancelDisconnectsOutside(e.target));
 
     const connectors = el("section", "connectors");
     connectors.setAttribute("aria-label", "Connectors");
@@ -220,10 +227,22 @@ export class ConnectorsWindow {
       if (ui?.notice && ui.notice.forState !== c.state) ui = { ...ui, notice: null };
       if (ui?.flow && ui.flow.forState !== c.state) ui = { ...ui, flow: null };
       if (ui && c.action !== "authorize" && c.action !== "reauthorize") ui = { ...ui, pending: false, flow: null };
+      // No credential any more (disconnected, retired elsewhere): nothing to refresh or disconnect.
+      if (ui && !c.credential && (ui.refreshing || ui.disconnect)) ui = { ...ui, refreshing: false, disconnect: null };
+      if (ui?.historyOpen && !c.refresh_history?.length) ui = { ...ui, historyOpen: false };
       if (ui) this.rowUi.set(c.name, ui);
       const state: RowUi = ui ?? NO_ROW;
-      // What is typed into the paste field does not rebuild the row (the field keeps its caret).
-      const sig = JSON.stringify([c, { ...state, flow: state.flow && { ...state.flow, draft: null } }]);
+      // What is typed into the paste field, the drawer opened or closed and the forget option
+      // ticked do not rebuild the row: the DOM already shows them (the field keeps its caret).
+      const sig = JSON.stringify([
+        c,
+        {
+          ...state,
+          historyOpen: null,
+          flow: state.flow && { ...state.flow, draft: null },
+          disconnect: state.disconnect && { ...state.disconnect, forget: null },
+        },
+      ]);
       let entry = this.rows.get(c.name);
       if (!entry || entry.sig !== sig) {
         const fresh = buildRow(c, state, t);
@@ -404,7 +423,9 @@ export class ConnectorsWindow {
     for (const row of this.rowEls()) {
       const on = row === active;
       row.tabIndex = on ? 0 : -1;
-      for (const c of row.querySelectorAll<HTMLElement>("button, a[href], input")) c.tabIndex = on ? 0 : -1;
+      for (const c of row.querySelectorAll<HTMLElement>("button, a[href], input, summary, pre[data-control]")) {
+        c.tabIndex = on ? 0 : -1;
+      }
     }
   }
 
@@ -426,6 +447,8 @@ export class ConnectorsWindow {
       }
       return;
     }
+    // The raw answer scrolls with the arrow keys, Home and End, like any scrolled text.
+    if (target.matches("pre") && e.key !== "Escape" && e.key !== "Tab") return;
     const rows = this.rowEls();
     const i = rows.indexOf(row);
     let next: HTMLLIElement | undefined;
@@ -450,9 +473,24 @@ export class ConnectorsWindow {
         }
         return;
       case "Escape": {
-        if (this.rowUi.get(row.dataset.connector!)?.flow) {
+        const name = row.dataset.connector!;
+        if (this.rowUi.get(name)?.disconnect?.phase === "confirm") {
           e.preventDefault();
-          this.closeFlow(row.dataset.connector!);
+          this.cancelDisconnect(name, true);
+          return;
+        }
+        if (this.rowUi.get(name)?.flow) {
+          e.preventDefault();
+          this.closeFlow(name);
+          return;
+        }
+        const drawer = target.closest<HTMLDetailsElement>("details[data-drawer]");
+        if (drawer?.open) {
+          // Escape inside the open drawer closes it and leaves the focus on its summary.
+          e.preventDefault();
+          drawer.open = false;
+          this.updateRowUiQuietly(name, { historyOpen: false });
+          drawer.querySelector<HTMLElement>("summary")?.focus();
           return;
         }
         const close = row.querySelector<HTMLButtonElement>("[data-control=dismiss]");
@@ -496,6 +534,22 @@ export class ConnectorsWindow {
       if (btn.getAttribute("aria-disabled") !== "true") void this.addToRuntime(name, btn.dataset.runtime ?? "", c.state);
       return;
     }
+    if (btn.dataset.control === "refresh") {
+      if (btn.getAttribute("aria-disabled") !== "true") void this.refreshNow(name, c.state);
+      return;
+    }
+    if (btn.dataset.control === "disconnect") {
+      if (btn.getAttribute("aria-disabled") === "true") return;
+      const pending = this.rowUi.get(name)?.disconnect;
+      if (pending?.phase === "confirm") {
+        const box = row.querySelector<HTMLInputElement>("[data-control=forget-registration]");
+        void this.disconnect(name, box ? box.checked : pending.forget, c.state);
+      } else {
+        this.updateRowUi(name, { disconnect: { phase: "confirm", forget: false }, notice: null });
+        this.announce(`Press Confirm disconnect to remove the credential for ${c.title || c.name}`);
+      }
+      return;
+    }
     if (btn.dataset.control !== "primary" || btn.getAttribute("aria-disabled") === "true") return;
     if (c.action === "authorize" || c.action === "reauthorize") void this.authorize(name, c.state);
     else if (c.action === "set_variable") void this.copy(btn, name, secretCommand(c) ?? "", c.state);
@@ -516,6 +570,41 @@ export class ConnectorsWindow {
     const name = input.closest<HTMLLIElement>("li[data-connector]")?.dataset.connector;
     const flow = name ? this.rowUi.get(name)?.flow : null;
     if (flow) flow.draft = input.value;
+  }
+
+  private onListChange(e: Event): void {
+    const input = e.target as HTMLInputElement;
+    if (input.dataset.control !== "forget-registration") return;
+    const name = input.closest<HTMLLIElement>("li[data-connector]")?.dataset.connector;
+    const pending = name ? this.rowUi.get(name)?.disconnect : null;
+    if (name && pending) this.updateRowUiQuietly(name, { disconnect: { ...pending, forget: input.checked } });
+  }
+
+  private onDrawerToggle(e: Event): void {
+    const drawer = e.target as HTMLElement;
+    if (!(drawer instanceof HTMLDetailsElement) || drawer.dataset.drawer !== "refresh") return;
+    const name = drawer.closest<HTMLLIElement>("li[data-connector]")?.dataset.connector;
+    if (!name || this.rows.get(name)?.el.contains(drawer) !== true) return;
+    if ((this.rowUi.get(name)?.historyOpen ?? false) !== drawer.open) this.updateRowUiQuietly(name, { historyOpen: drawer.open });
+  }
+
+  private cancelDisconnectsOutside(target: EventTarget | null): void {
+    const inside = target instanceof Element ? target.closest("[data-control=disconnect], .row__forget") : null;
+    const own = inside?.closest<HTMLLIElement>("li[data-connector]")?.dataset.connector ?? null;
+    for (const [name, ui] of this.rowUi) {
+      if (ui.disconnect?.phase === "confirm" && name !== own) this.cancelDisconnect(name, false);
+    }
+  }
+
+  private cancelDisconnect(name: string, refocus: boolean): void {
+    this.updateRowUi(name, { disconnect: null });
+    if (refocus) this.rows.get(name)?.el.querySelector<HTMLElement>("[data-control=disconnect]")?.focus();
+  }
+
+  /** Records what the DOM already shows (a ticked box, an opened drawer) without re-rendering. */
+  private updateRowUiQuietly(name: string, patch: Partial<RowUi>): void {
+    const cur = this.rowUi.get(name) ?? NO_ROW;
+    this.rowUi.set(name, { ...cur, ...patch });
   }
 
   private updateRowUi(name: string, patch: Partial<RowUi>): void {
@@ -638,6 +727,59 @@ export class ConnectorsWindow {
     } catch (err) {
       const e = toBackendError(err);
       this.updateRowUi(name, { adding: null, notice: { tone: "error", text: e.message, kind: e.kind, forState: state } });
+    }
+  }
+
+  private async refreshNow(name: string, state: ConnectorStateId): Promise<void> {
+    const before = this.report?.connectors.find((x) => x.name === name)?.refresh_history?.[0] ?? null;
+    this.updateRowUi(name, { refreshing: true, notice: null });
+    let report: StatusReport;
+    try {
+      report = await this.backend.refreshConnector(name);
+    } catch (err) {
+      const e = toBackendError(err);
+      this.updateRowUi(name, { refreshing: false, notice: { tone: "error", text: e.message, kind: e.kind, forState: state } });
+      return;
+    }
+    const c = report.connectors.find((x) => x.name === name);
+    const last = c?.refresh_history?.[0] ?? null;
+    const title = c?.title || name;
+    const fresh = last !== null && JSON.stringify(last) !== JSON.stringify(before);
+    // Quietly, then render the answer: a render of the previous report first would drop a notice
+    // raised for the answer's state.
+    this.updateRowUiQuietly(name, {
+      refreshing: false,
+      // Nothing recorded: the refresher sent nothing (no usable refresh token, or busy).
+      notice:
+        fresh || !c?.credential
+          ? null
+          : {
+              tone: "info",
+              text: c.credential.has_refresh_token
+                ? "Nothing was refreshed: Patchbay has no usable refresh token for this credential, or another refresh was under way."
+                : `Nothing was refreshed: ${title} issued no refresh token, so only authorizing again renews this credential.`,
+              forState: c.state,
+            },
+    });
+    this.render(report);
+    if (!fresh) this.announce(`${title}: nothing was refreshed`);
+    else if (outcomeTone(last.outcome) === "ok") this.announce(`${title} refreshed`);
+    else this.announce(`Refreshing ${title} failed: ${last.summary}`);
+  }
+
+  private async disconnect(name: string, forgetRegistration: boolean, state: ConnectorStateId): Promise<void> {
+    this.updateRowUi(name, { disconnect: { phase: "busy", forget: forgetRegistration }, notice: null });
+    try {
+      const report = await this.backend.disconnectConnector(name, forgetRegistration);
+      this.updateRowUiQuietly(name, { disconnect: null, refreshing: false });
+      const c = report.connectors.find((x) => x.name === name);
+      this.announce(`${c?.title || name} disconnected`);
+      this.render(report);
+      this.rows.get(name)?.el.focus({ preventScroll: true });
+    } catch (err) {
+      const e = toBackendError(err);
+      this.updateRowUi(name, { disconnect: null, notice: { tone: "error", text: e.message, kind: e.kind, forState: state } });
+      this.rows.get(name)?.el.querySelector<HTMLElement>("[data-control=disconnect]")?.focus({ preventScroll: true });
     }
   }
 

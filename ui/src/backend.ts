@@ -14,6 +14,17 @@ export interface Backend {
   completeAuthorization(name: string, pasted: string): Promise<StatusReport>;
   /** "Add to Claude Code" / "Add to Codex"; answers the new report. Rejects with a BackendError. */
   addToRuntime(name: string, runtime: string): Promise<StatusReport>;
+  /**
+   * "Refresh now": refreshes the stored credential at once (or adopts a runtime's newer pair);
+   * answers the new report, whose `refresh_history` tells how it went. Rejects with a
+   * BackendError only when nothing could be attempted (no stored credential, the store failed).
+   */
+  refreshConnector(name: string): Promise<StatusReport>;
+  /**
+   * "Disconnect": revokes at the server where it can, removes the credential from the vault and
+   * every runtime, and forgets the app's client registration when asked; answers the new report.
+   */
+  disconnectConnector(name: string, forgetRegistration: boolean): Promise<StatusReport>;
   onStatusChanged(cb: (report: StatusReport) => void): Promise<() => void>;
   onFocusConnector(cb: (name: string) => void): Promise<() => void>;
   /** The tray or a patchbay://authorize/NAME link asks the window to authorize a connector. */
@@ -50,6 +61,9 @@ function tauriBackend(): Backend {
     startAuthorization: (name) => invoke<StartedFlow>("start_authorization", { name }),
     completeAuthorization: (name, pasted) => invoke<StatusReport>("complete_authorization", { name, pasted }),
     addToRuntime: (name, runtime) => invoke<StatusReport>("add_to_runtime", { name, runtime }),
+    refreshConnector: (name) => invoke<StatusReport>("refresh_connector", { name }),
+    disconnectConnector: (name, forgetRegistration) =>
+      invoke<StatusReport>("disconnect_connector", { name, forgetRegistration }),
     onStatusChanged: (cb) => listen<StatusReport>("status-changed", (e) => cb(e.payload)),
     onFocusConnector: (cb) => listen<string>("focus-connector", (e) => cb(e.payload)),
     onAuthorizeConnector: (cb) => listen<string>("authorize-connector", (e) => cb(e.payload)),

@@ -9,7 +9,10 @@ type Shape = [tag: string, attrs: Record<string, string>];
 
 const circle = (r = "6.25"): Shape => ["circle", { cx: "8", cy: "8", r }];
 
-const SHAPES: Record<ConnectorStateId | "oneshot" | "warning" | "info" | "close", Shape[]> = {
+const SHAPES: Record<
+  ConnectorStateId | "oneshot" | "warning" | "info" | "close" | "refresh" | "chevron",
+  Shape[]
+> = {
   // check in a circle
   ready: [circle(), ["path", { d: "M5.2 8.2l1.9 1.9 3.7-4" }]],
   // key
@@ -51,6 +54,9 @@ const SHAPES: Record<ConnectorStateId | "oneshot" | "warning" | "info" | "close"
   ],
   info: [circle(), ["path", { d: "M8 7.2v4" }], ["circle", { cx: "8", cy: "5", r: "0.35" }]],
   close: [["path", { d: "M4.5 4.5l7 7M11.5 4.5l-7 7" }]],
+  // the refresh line: circular arrow (the drawer's toggle: a chevron pointing right)
+  refresh: [["path", { d: "M12.8 8a4.8 4.8 0 1 1-1.4-3.4" }], ["path", { d: "M12 2.6v2.6H9.4" }]],
+  chevron: [["path", { d: "M6.2 3.8L10.4 8l-4.2 4.2" }]],
 };
 
 export type IconName = keyof typeof SHAPES;

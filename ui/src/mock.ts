@@ -4,17 +4,23 @@
 // Query parameters:
 //   fixture=<name>     which fixture to serve
 //   fail=get_status    the first get_status rejects (to show the error state and Retry)
+//   fail=refresh_connector / fail=disconnect_connector
+//                      every Refresh now / Disconnect rejects (comma-separate to combine)
 //   now=<iso>|real     the clock; default: the fixture's generated_at (stable screenshots)
 //   start=receiver|paste_back|port_taken
 //                      what start_authorization answers (default receiver)
 //
 // add_to_runtime succeeds by default: the connector gets a bridge to that runtime.
 // complete_authorization succeeds by default: the connector turns ready in the report it
-// answers (and emits). Script other results with `nextResult` / `failNext`.
+// answers (and emits). refresh_connector succeeds by default for a credential with a refresh
+// token: a `refreshed` entry heads its refresh_history and it expires an hour from now (a
+// credential without one is left as it is, as the refresher skips it). disconnect_connector
+// removes the credential: the connector needs authorization, its bridges and history cleared.
+// Script other results with `nextResult` / `failNext`.
 
-import { setClock } from "./clock";
+import { now, setClock } from "./clock";
 import type { Backend } from "./backend";
-import type { BackendError, StartedFlow, StatusReport } from "./types";
+import type { BackendError, Connector, RefreshEntry, StartedFlow, StatusReport } from "./types";
 
 const fixtures = import.meta.glob<StatusReport>("./fixtures/*.json", { import: "default" });
 
@@ -66,11 +72,17 @@ export async function createMockBackend(params: URLSearchParams): Promise<Backen
   const failures = new Map<string, (BackendError | string)[]>();
   const results = new Map<string, unknown[]>();
   const handlers = new Map<string, Handler>();
-  if (params.get("fail") === "get_status") {
+  // Commands that reject on every call (`fail=refresh_connector`).
+  const always = new Map<string, BackendError>();
+  const failing = new Set((params.get("fail") ?? "").split(",").filter(Boolean));
+  if (failing.has("get_status")) {
     failures.set("get_status", [
       { kind: "data_dir_unreadable", message: "Could not read /home/me/.local/share/patchbay: Permission denied (os error 13)" },
     ]);
   }
+  const storeDown = "The secret store did not answer: org.freedesktop.secrets was not provided by any .service files";
+  if (failing.has("refresh_connector")) always.set("refresh_connector", { kind: "secret_store", message: storeDown });
+  if (failing.has("disconnect_connector")) always.set("disconnect_connector", { kind: "secret_store", message: storeDown });
 
   const mock: PatchbayMock = {
     calls: [],
@@ -118,6 +130,8 @@ export async function createMockBackend(params: URLSearchParams): Promise<Backen
     await new Promise((r) => setTimeout(r, 0));
     const queued = failures.get(cmd);
     if (queued && queued.length > 0) throw queued.shift();
+    const broken = always.get(cmd);
+    if (broken) throw clone(broken);
     const scripted = results.get(cmd);
     if (scripted && scripted.length > 0) return scripted.shift() as T;
     const h = handlers.get(cmd);
@@ -168,6 +182,60 @@ export async function createMockBackend(params: URLSearchParams): Promise<Backen
         mock.emitStatus(report);
         return clone(report);
       }),
+    refreshConnector: (name) =>
+      call("refresh_connector", { name }, () => {
+        const c = report.connectors.find((x) => x.name === name);
+        if (!c?.credential) throw { kind: "invalid", message: `no stored credential for the connector ${name}` };
+        // The refresher skips a credential it has no refresh token for: nothing is recorded.
+        if (!c.credential.has_refresh_token) return clone(report);
+        const t = now();
+        const expires = new Date(t + 60 * 60_000).toISOString();
+        const entry: RefreshEntry = {
+          at: new Date(t).toISOString(),
+          outcome: "refreshed",
+          http_status: 200,
+          summary: `refreshed; valid until ${expires.slice(0, 16).replace("T", " ")} UTC`,
+          detail: null,
+          retries: 0,
+        };
+        const wasExpired = c.state === "token_expired";
+        report = withConnectors(report, (x) =>
+          x.name !== name
+            ? x
+            : {
+                ...x,
+                ...(wasExpired ? { state: "ready", label: "Ready", severity: 0, needs_attention: false, blocks_start: false, detail: "Authorized; renews automatically." } : {}),
+                credential: { ...c.credential!, expires_at: expires, updated_at: entry.at, last_rotated_by: null, last_rotated_at: null },
+                refresh_history: [entry, ...(x.refresh_history ?? [])].slice(0, 10),
+              },
+        );
+        mock.emitStatus(report);
+        return clone(report);
+      }),
+    disconnectConnector: (name, forgetRegistration) =>
+      call("disconnect_connector", { name, forgetRegistration }, () => {
+        const c = report.connectors.find((x) => x.name === name);
+        if (!c?.credential) throw { kind: "invalid", message: `no stored credential for the connector ${name}` };
+        report = withConnectors(report, (x) =>
+          x.name !== name
+            ? x
+            : {
+                ...x,
+                state: "needs_authorization",
+                label: "Needs authorization",
+                severity: 60,
+                needs_attention: true,
+                blocks_start: true,
+                action: "authorize",
+                detail: `Authorize Patchbay with ${x.title || x.name}: click Authorize, or run \`patchbay authorize ${x.name}\`.`,
+                credential: null,
+                bridges: [],
+                refresh_history: [],
+              },
+        );
+        mock.emitStatus(report);
+        return clone(report);
+      }),
     onStatusChanged: async (cb) => {
       statusListeners.add(cb);
       return () => statusListeners.delete(cb);
@@ -180,6 +248,19 @@ export async function createMockBackend(params: URLSearchParams): Promise<Backen
       authorizeListeners.add(cb);
       return () => authorizeListeners.delete(cb);
     },
+  };
+}
+
+/** `report` with each connector mapped, re-sorted (worst first, then by name) and recounted. */
+function withConnectors(report: StatusReport, fn: (c: Connector) => Connector): StatusReport {
+  const connectors = report.connectors
+    .map(fn)
+    .sort((a, b) => b.severity - a.severity || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  return {
+    ...report,
+    connectors,
+    need_attention: connectors.filter((c) => c.needs_attention).length,
+    worst: connectors[0]?.state ?? null,
   };
 }
 

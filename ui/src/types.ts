@@ -40,6 +40,30 @@ export interface BridgeInfo {
   in_store: boolean;
 }
 
+/** How one refresh attempt ended (docs/status-json.md, `refresh_history`). */
+export type RefreshOutcomeId =
+  | "refreshed"
+  | "adopted"
+  | "retryable"
+  | "ambiguous"
+  | "transient"
+  | "permanent"
+  | "retired";
+
+/** One attempt of the refresher of record on a connector's credential. Nothing secret. */
+export interface RefreshEntry {
+  /** RFC 3339. */
+  at: string;
+  outcome: RefreshOutcomeId | string;
+  http_status: number | null;
+  /** One line. */
+  summary: string;
+  /** The server's raw answer (up to 4 KB), secrets already scrubbed. */
+  detail: string | null;
+  /** In-band retries before this outcome (only for a refresh that never reached the server). */
+  retries: number;
+}
+
 /** One agent runtime, found on this machine or not. */
 export interface RuntimeInfo {
   runtime: RuntimeId | string;
@@ -69,6 +93,8 @@ export interface Connector {
   bridges?: BridgeInfo[];
   /** Runtimes this connector can be added to (decided by the core). */
   can_add_to?: string[];
+  /** The refresher's last attempts (newest first, up to 10); empty or absent when none. */
+  refresh_history?: RefreshEntry[];
 }
 
 export interface CatalogSource {

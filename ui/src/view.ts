@@ -7,6 +7,7 @@ import type {
   CatalogSource,
   Connector,
   ConnectorStateId,
+  RefreshEntry,
   StatusReport,
   UnclaimedCredential,
 } from "./types";
@@ -64,12 +65,64 @@ export interface PasteFlow {
   forState: ConnectorStateId;
 }
 
+/** "Disconnect" waiting for its confirmation, or under way. */
+export interface DisconnectUi {
+  phase: "confirm" | "busy";
+  /** "Also forget this app's registration with the server" (kept across re-renders). */
+  forget: boolean;
+}
+
 export interface RowUi {
   notice: RowNotice | null;
   pending: boolean;
   /** The runtime an "Add to …" is under way for. */
   adding?: string | null;
   flow: PasteFlow | null;
+  /** The refresh history drawer is open (kept across re-renders of the row). */
+  historyOpen?: boolean;
+  /** A "Refresh now" is under way. */
+  refreshing?: boolean;
+  disconnect?: DisconnectUi | null;
+}
+
+// ---- refresh history --------------------------------------------------------------------
+
+export type OutcomeTone = "ok" | "warning" | "error" | "neutral";
+
+export const OUTCOME_LABELS: Record<string, string> = {
+  refreshed: "Refreshed",
+  adopted: "Adopted",
+  retryable: "Retryable",
+  ambiguous: "Ambiguous",
+  transient: "Transient",
+  permanent: "Permanent",
+  retired: "Retired",
+};
+
+/**
+ * What an outcome means for the credential: a new pair (ok); a failure the next pass retries and
+ * that leaves the refresh token usable (warning); or one that spent, dropped or retired it, so
+ * the connector will need authorizing again (error).
+ */
+export function outcomeTone(outcome: string): OutcomeTone {
+  switch (outcome) {
+    case "refreshed":
+    case "adopted":
+      return "ok";
+    case "transient":
+    case "retryable":
+      return "warning";
+    case "permanent":
+    case "ambiguous":
+    case "retired":
+      return "error";
+    default:
+      return "neutral";
+  }
+}
+
+export function outcomeLabel(outcome: string): string {
+  return OUTCOME_LABELS[outcome] ?? outcome;
 }
 
 export const PASTE_LABEL = "Paste the address you landed on, or the code";
@@ -193,6 +246,12 @@ export function buildRow(c: Connector, ui: RowUi, nowMs: number): HTMLLIElement 
     describedBy.push(line.id);
   }
 
+  const history = c.refresh_history ?? [];
+  if (history.length > 0) {
+    main.append(buildRefreshDrawer(history, ui.historyOpen === true, id, nowMs));
+    describedBy.push(`${id}-refresh`);
+  }
+
   const bridges = c.bridges ?? [];
   if (bridges.length > 0) {
     const list = el("ul", "row__bridges");
@@ -263,9 +322,120 @@ export function buildRow(c: Connector, ui: RowUi, nowMs: number): HTMLLIElement 
     side.append(actions);
   }
 
+  if (c.credential) side.append(buildCredentialActions(ui, id));
+
   li.setAttribute("aria-describedby", describedBy.join(" "));
   li.append(main, side);
   return li;
+}
+
+/** "Refresh now" and "Disconnect" (two steps, with the forget-registration option). */
+function buildCredentialActions(ui: RowUi, id: string): HTMLElement {
+  const box = el("div", "row__cred");
+  const actions = el("div", "row__actions");
+  const disconnect = ui.disconnect ?? null;
+  const refresh = el("button", "btn", ui.refreshing ? "Refreshing…" : "Refresh now");
+  refresh.type = "button";
+  refresh.dataset.control = "refresh";
+  refresh.setAttribute("aria-describedby", `${id}-title`);
+  if (ui.refreshing || disconnect?.phase === "busy") refresh.setAttribute("aria-disabled", "true");
+  const off = el("button", "btn");
+  off.type = "button";
+  off.dataset.control = "disconnect";
+  off.dataset.phase = disconnect?.phase ?? "idle";
+  off.textContent = !disconnect ? "Disconnect" : disconnect.phase === "confirm" ? "Confirm disconnect" : "Disconnecting…";
+  off.setAttribute("aria-describedby", `${id}-title`);
+  if (disconnect?.phase === "confirm") off.classList.add("btn--danger-confirm");
+  if (disconnect?.phase === "busy" || ui.refreshing) off.setAttribute("aria-disabled", "true");
+  actions.append(refresh, off);
+  box.append(actions);
+  if (disconnect) {
+    const label = el("label", "row__forget");
+    label.title =
+      "Patchbay registered itself as an app (OAuth client) with this server. Forgetting it means the next authorization registers anew.";
+    const check = el("input");
+    check.type = "checkbox";
+    check.id = `${id}-forget`;
+    check.dataset.control = "forget-registration";
+    check.checked = disconnect.forget;
+    if (disconnect.phase === "busy") check.disabled = true;
+    label.append(check, el("span", "", "Also forget this app’s registration with the server"));
+    box.append(label);
+  }
+  return box;
+}
+
+/** The last-refresh line, whose summary opens the drawer listing every recorded attempt. */
+function buildRefreshDrawer(history: RefreshEntry[], open: boolean, id: string, nowMs: number): HTMLElement {
+  const last = history[0]!;
+  const tone = outcomeTone(last.outcome);
+  const drawer = el("details", `refresh refresh--${tone}`);
+  drawer.id = `${id}-drawer`;
+  drawer.dataset.drawer = "refresh";
+  drawer.dataset.tone = tone;
+  drawer.open = open;
+
+  const summary = el("summary", "refresh__line");
+  summary.dataset.control = "history";
+  summary.append(icon(tone === "ok" || tone === "neutral" ? "refresh" : "warning", "icon refresh__icon"));
+  const text = el("span", "refresh__text");
+  text.id = `${id}-refresh`;
+  const at = parseTime(last.at);
+  const when = at !== null ? timeText("ago", at, nowMs, "refresh__time") : null;
+  if (tone === "ok") {
+    text.append("Last refreshed");
+    if (when) text.append(" ", when);
+    if (last.outcome === "adopted") text.append(" (adopted)");
+  } else {
+    text.append(tone === "neutral" ? `Last refresh: ${outcomeLabel(last.outcome).toLowerCase()}` : "Last refresh: failed");
+    if (when) text.append(" ", when);
+    if (tone !== "neutral") {
+      const why = [last.http_status, last.outcome].filter((x) => x !== null && x !== "").join(", ");
+      text.append(` (${why})`);
+    }
+  }
+  const toggle = el("span", "refresh__toggle");
+  toggle.append("History", icon("chevron", "icon refresh__chevron"));
+  summary.append(text, el("span", "refresh__sep", " · "), toggle);
+  drawer.append(summary);
+
+  const list = el("ol", "history");
+  list.setAttribute("aria-label", "Refresh attempts, newest first");
+  history.forEach((entry, i) => list.append(buildHistoryEntry(entry, i, id, nowMs)));
+  drawer.append(list);
+  return drawer;
+}
+
+function buildHistoryEntry(entry: RefreshEntry, index: number, id: string, nowMs: number): HTMLLIElement {
+  const tone = outcomeTone(entry.outcome);
+  const item = el("li", `history__entry history__entry--${tone}`);
+  item.dataset.outcome = entry.outcome;
+  const at = parseTime(entry.at);
+  const when = at !== null ? timeText("ago", at, nowMs, "history__time") : el("span", "history__time", entry.at);
+  const outcome = el("span", `outcome outcome--${tone}`, outcomeLabel(entry.outcome));
+  const body = el("div", "history__body");
+  body.append(el("p", "history__summary", entry.summary));
+  const facts: string[] = [];
+  if (entry.http_status !== null && entry.http_status !== undefined) facts.push(`HTTP ${entry.http_status}`);
+  if (entry.retries > 0) facts.push(entry.retries === 1 ? "1 retry" : `${entry.retries} retries`);
+  if (facts.length > 0) {
+    const meta = el("p", "history__facts");
+    facts.forEach((f, i) => {
+      if (i > 0) meta.append(" · ");
+      meta.append(el("span", f.startsWith("HTTP") ? "history__status" : "history__retries", f));
+    });
+    body.append(meta);
+  }
+  if (entry.detail) {
+    const pre = el("pre", "history__detail", entry.detail);
+    pre.id = `${id}-h${index}-detail`;
+    pre.dataset.control = `detail-${index}`;
+    pre.tabIndex = 0;
+    pre.setAttribute("aria-label", "Raw answer");
+    body.append(pre);
+  }
+  item.append(when, outcome, body);
+  return item;
 }
 
 function buildNotice(n: RowNotice, id: string): HTMLDivElement {

@@ -56,7 +56,7 @@ describe("rendering", () => {
     const page = await open("fixture=mixed");
     assert.deepEqual(await rowNames(page), MIXED.connectors.map((c) => c.name));
     assert.equal(await page.textContent(".summary"), "6 need attention, listed first");
-    assert.match(await page.textContent(".sources"), /\/usr\/share\/patchbay\/mcp\.json \(default, 8 entries\)/);
+    assert.match(await page.textContent(".sources"), /\/usr\/share\/patchbay\/mcp\.json \(default, 9 entries\)/);
     assert.match(await page.textContent(".sources"), /\/home\/me\/\.config\/patchbay\/mcp\.json \(user, 2 entries\)/);
     assert.deepEqual(page.errors, []);
     await page.context.close();
@@ -477,6 +477,399 @@ describe("authorization flow", () => {
   });
 });
 
+describe("refresh history and credential actions", () => {
+  const row = (page, name) => page.locator(`li[data-connector="${name}"]`);
+  const drawer = (page, name) => row(page, name).locator("details[data-drawer=refresh]");
+  const DROPBOX = MIXED.connectors.find((c) => c.name === "dropbox");
+  const lineColor = (page, name) =>
+    row(page, name).locator(".refresh__line").evaluate((e) => getComputedStyle(e).color);
+  const control = (page, name, c) => row(page, name).locator(`[data-control="${c}"]`);
+  const FORGET = "Also forget this app’s registration with the server";
+
+  test("the last-refresh line says when and how the newest attempt went, failures in their tone", async () => {
+    const page = await open("fixture=mixed");
+    const line = row(page, "dropbox").locator(".refresh__line");
+    assert.equal(await line.textContent(), "Last refresh: failed 3 min ago (503, transient) · History");
+    assert.equal(await drawer(page, "dropbox").getAttribute("data-tone"), "warning");
+    assert.equal(await row(page, "slack").locator(".refresh__line").textContent(), "Last refreshed 5 min ago (adopted) · History");
+    assert.equal(await drawer(page, "slack").getAttribute("data-tone"), "ok");
+    // only rows with a history have the line
+    assert.equal(await page.locator("details[data-drawer=refresh]").count(), 2);
+    assert.equal(await row(page, "notion").locator(".refresh").count(), 0);
+    assert.equal(await row(page, "asana").locator(".refresh").count(), 0);
+    // the relative time is absolute in its title, and the ticker keeps it current
+    const time = row(page, "dropbox").locator(".refresh__line time");
+    assert.equal(await time.getAttribute("datetime"), "2026-11-30T08:57:00.000Z");
+    assert.match(await time.getAttribute("title"), /2026/);
+    await page.evaluate(() => {
+      window.__patchbayMock.setNow("2026-11-30T10:00:00Z");
+      document.dispatchEvent(new Event("visibilitychange"));
+    });
+    assert.equal(await line.textContent(), "Last refresh: failed 1 h ago (503, transient) · History");
+
+    // a refresh token the server refused: the error tone, distinct from the warning and the ok one
+    const next = structuredClone(MIXED);
+    next.connectors.find((c) => c.name === "dropbox").refresh_history.unshift({
+      at: "2026-11-30T09:59:00Z",
+      outcome: "permanent",
+      http_status: 400,
+      summary: "the token endpoint refused the refresh token; authorize again (400 invalid_grant)",
+      detail: '{"error":"invalid_grant","error_description":"refresh token revoked"}',
+      retries: 0,
+    });
+    const warning = await lineColor(page, "dropbox");
+    await page.evaluate((r) => window.__patchbayMock.emitStatus(r), next);
+    assert.equal(await line.textContent(), "Last refresh: failed 1 min ago (400, permanent) · History");
+    assert.equal(await drawer(page, "dropbox").getAttribute("data-tone"), "error");
+    const error = await lineColor(page, "dropbox");
+    const ok = await lineColor(page, "slack");
+    assert.equal(new Set([warning, error, ok]).size, 3, `${warning} / ${error} / ${ok}`);
+    assert.equal(error, await page.evaluate(() => getComputedStyle(document.querySelector(".btn--danger")).color));
+    assert.deepEqual(page.errors, []);
+    await page.context.close();
+  });
+
+  test("opening the drawer lists each attempt with its outcome, status, retries and raw answer", async () => {
+    const page = await open("fixture=mixed");
+    const d = drawer(page, "dropbox");
+    assert.equal(await d.evaluate((e) => e.open), false);
+    assert.equal(await d.locator(".history").isVisible(), false);
+    // keyboard: the row's first stop is the summary; Enter opens the drawer
+    await row(page, "dropbox").focus();
+    await page.keyboard.press("Tab");
+    assert.equal(await page.evaluate(() => document.activeElement.dataset.control), "history");
+    await page.keyboard.press("Enter");
+    await page.waitForFunction(() => document.querySelector('li[data-connector="dropbox"] details').open);
+    const entries = d.locator(".history__entry");
+    assert.equal(await entries.count(), 2);
+    const [first, second] = [entries.nth(0), entries.nth(1)];
+    assert.equal(await first.locator("time").textContent(), "3 min ago");
+    assert.match(await first.locator("time").getAttribute("title"), /2026/);
+    assert.equal(await first.locator(".outcome").textContent(), "Transient");
+    assert.match(await first.locator(".outcome").getAttribute("class"), /outcome--warning/);
+    assert.equal(await first.locator(".history__summary").textContent(), DROPBOX.refresh_history[0].summary);
+    assert.equal(await first.locator(".history__facts").textContent(), "HTTP 503");
+    const pre = first.locator("pre.history__detail");
+    assert.equal(await pre.evaluate((e) => e.textContent), DROPBOX.refresh_history[0].detail);
+    assert.ok(await pre.isVisible());
+    const box = await pre.evaluate((e) => ({
+      scroll: e.scrollHeight > e.clientHeight,
+      overflow: getComputedStyle(e).overflowY,
+      select: getComputedStyle(e).userSelect,
+    }));
+    assert.deepEqual(box, { scroll: true, overflow: "auto", select: "text" }, "collapsed to a scrollable, selectable box");
+    assert.equal(await second.locator(".outcome").textContent(), "Refreshed");
+    assert.match(await second.locator(".outcome").getAttribute("class"), /outcome--ok/);
+    assert.equal(await second.locator(".history__facts").textContent(), "HTTP 200 · 1 retry");
+    assert.equal(await second.locator("pre").count(), 0);
+    // the raw answer is reachable by Tab (to scroll it), and arrow keys there scroll, not move rows
+    await page.keyboard.press("Tab");
+    assert.equal(await page.evaluate(() => document.activeElement.dataset.control), "detail-0");
+    await page.keyboard.press("ArrowDown");
+    assert.equal(await focusedRow(page), "dropbox");
+    // the arrow key scrolled the answer (keyboard scrolling may animate)
+    await page.waitForFunction(() => document.querySelector('li[data-connector="dropbox"] pre').scrollTop > 0, null, {
+      timeout: 3000,
+    });
+    // only the focused row's controls are in the tab order
+    assert.equal(
+      await page.$$eval('li[data-connector]:not([tabindex="0"]) :is(summary, pre, input, button)', (els) =>
+        els.filter((e) => e.tabIndex !== -1).length,
+      ),
+      0,
+    );
+    // Escape closes the drawer and leaves the focus on its summary
+    await page.keyboard.press("Escape");
+    assert.equal(await d.evaluate((e) => e.open), false);
+    assert.equal(await page.evaluate(() => document.activeElement.dataset.control), "history");
+    assert.deepEqual(page.errors, []);
+    await page.context.close();
+  });
+
+  test("the drawer stays open (and closed) across status-changed re-renders", async () => {
+    const page = await open("fixture=mixed");
+    await drawer(page, "dropbox").locator("summary").click();
+    await page.waitForFunction(() => document.querySelector('li[data-connector="dropbox"] details').open);
+    const before = await row(page, "dropbox").elementHandle();
+    const next = structuredClone(MIXED);
+    const dropbox = next.connectors.find((c) => c.name === "dropbox");
+    dropbox.detail = "Authorized; the last refresh failed, the next pass retries.";
+    dropbox.refresh_history.unshift({
+      at: "2026-11-30T08:59:00Z",
+      outcome: "retryable",
+      http_status: null,
+      summary: "the token endpoint could not be reached: connection refused",
+      detail: null,
+      retries: 3,
+    });
+    await page.evaluate((r) => window.__patchbayMock.emitStatus(r), next);
+    assert.equal(await row(page, "dropbox").locator(".row__detail").textContent(), dropbox.detail);
+    assert.equal(await before.evaluate((e) => e.isConnected), false, "the row was rebuilt");
+    assert.equal(await drawer(page, "dropbox").evaluate((e) => e.open), true);
+    const entries = drawer(page, "dropbox").locator(".history__entry");
+    assert.equal(await entries.count(), 3);
+    assert.equal(await entries.nth(0).locator(".outcome").textContent(), "Retryable");
+    assert.equal(await entries.nth(0).locator(".history__facts").textContent(), "3 retries");
+    assert.equal(
+      await row(page, "dropbox").locator(".refresh__line").textContent(),
+      "Last refresh: failed 1 min ago (retryable) · History",
+    );
+    // closed again, it stays closed through the next re-render
+    await drawer(page, "dropbox").locator("summary").click();
+    await page.waitForFunction(() => !document.querySelector('li[data-connector="dropbox"] details').open);
+    dropbox.detail = "Changed again.";
+    await page.evaluate((r) => window.__patchbayMock.emitStatus(r), next);
+    assert.equal(await row(page, "dropbox").locator(".row__detail").textContent(), "Changed again.");
+    assert.equal(await drawer(page, "dropbox").evaluate((e) => e.open), false);
+    // the other row's drawer never opened
+    assert.equal(await drawer(page, "slack").evaluate((e) => e.open), false);
+    assert.deepEqual(page.errors, []);
+    await page.context.close();
+  });
+
+  test("Refresh now and Disconnect only on rows with a stored credential, after the primary action", async () => {
+    const page = await open("fixture=mixed");
+    const withCred = MIXED.connectors.filter((c) => c.credential !== null).map((c) => c.name);
+    const owners = (control) =>
+      page.$$eval(`[data-control=${control}]`, (bs) => bs.map((b) => b.closest("li").dataset.connector));
+    assert.deepEqual(await owners("refresh"), withCred);
+    assert.deepEqual(await owners("disconnect"), withCred);
+    // figma: Re-authorize stays first and primary; the new buttons are secondary
+    const figma = await row(page, "figma").locator(".row__side button").evaluateAll((bs) =>
+      bs.map((b) => [b.textContent, b.classList.contains("btn--primary")]),
+    );
+    assert.deepEqual(figma, [
+      ["Re-authorize", true],
+      ["Refresh now", false],
+      ["Disconnect", false],
+    ]);
+    await page.context.close();
+  });
+
+  test("Refresh now invokes refresh_connector with the name and shows the new history", async () => {
+    const page = await open("fixture=mixed");
+    await control(page, "dropbox", "refresh").click();
+    const line = row(page, "dropbox").locator(".refresh__line");
+    await page.waitForFunction(() =>
+      document.querySelector('li[data-connector="dropbox"] .refresh__line')?.textContent.startsWith("Last refreshed"),
+    );
+    assert.deepEqual(await calls(page, "refresh_connector"), [{ name: "dropbox" }]);
+    assert.equal(await line.textContent(), "Last refreshed just now · History");
+    assert.equal(await drawer(page, "dropbox").getAttribute("data-tone"), "ok");
+    assert.match(await row(page, "dropbox").locator(".row__meta").textContent(), /Token expires in 1 h/);
+    const btn = control(page, "dropbox", "refresh");
+    assert.equal(await btn.textContent(), "Refresh now");
+    assert.equal(await btn.getAttribute("aria-disabled"), null);
+    assert.equal(await page.evaluate(() => document.activeElement.dataset.control), "refresh", "focus stays on the button");
+    assert.equal(await row(page, "dropbox").locator(".notice").count(), 0);
+    await drawer(page, "dropbox").locator("summary").click();
+    const entries = drawer(page, "dropbox").locator(".history__entry");
+    assert.equal(await entries.count(), 3);
+    assert.equal(await entries.nth(0).locator(".outcome").textContent(), "Refreshed");
+    assert.equal(await entries.nth(0).locator(".history__summary").textContent(), "refreshed; valid until 2026-11-30 10:00 UTC");
+    assert.equal(await entries.nth(1).locator(".outcome").textContent(), "Transient");
+
+    // what the window draws is the command's answer (here without a status-changed beside it)
+    const answer = structuredClone(await page.evaluate(() => window.__patchbayMock.report));
+    answer.connectors.find((c) => c.name === "dropbox").refresh_history.unshift({
+      at: "2026-11-30T09:00:00Z",
+      outcome: "ambiguous",
+      http_status: null,
+      summary: "the refresh went out and its answer was lost; the refresh token is not presented again: timed out",
+      detail: null,
+      retries: 0,
+    });
+    await page.evaluate((r) => window.__patchbayMock.nextResult("refresh_connector", r), answer);
+    await control(page, "dropbox", "refresh").click();
+    await page.waitForFunction(() =>
+      document.querySelector('li[data-connector="dropbox"] .refresh__line')?.textContent.startsWith("Last refresh: failed"),
+    );
+    assert.equal(await line.textContent(), "Last refresh: failed just now (ambiguous) · History");
+    assert.equal(await drawer(page, "dropbox").getAttribute("data-tone"), "error");
+    assert.equal(await drawer(page, "dropbox").evaluate((e) => e.open), true, "the open drawer stayed open");
+    assert.equal(await entries.count(), 4);
+
+    // a credential the refresher has nothing to send for: no new entry, the row says so
+    await control(page, "linear", "refresh").click();
+    const info = row(page, "linear").locator(".notice--info");
+    await info.waitFor();
+    assert.equal(await info.textContent(), "Nothing was refreshed: Linear issued no refresh token, so only authorizing again renews this credential.");
+    assert.deepEqual(await calls(page, "refresh_connector"), [{ name: "dropbox" }, { name: "dropbox" }, { name: "linear" }]);
+    assert.deepEqual(page.errors, []);
+    await page.context.close();
+  });
+
+  test("Refresh now is busy while it runs, and a rejection shows as the row's notice", async () => {
+    let page = await open("fixture=mixed");
+    await page.evaluate(() =>
+      window.__patchbayMock.setHandler(
+        "refresh_connector",
+        () =>
+          new Promise((_, reject) => {
+            window.__rejectRefresh = () => reject({ kind: "invalid", message: "no stored credential for the connector slack" });
+          }),
+      ),
+    );
+    const btn = control(page, "slack", "refresh");
+    await btn.click();
+    await page.waitForFunction(() => typeof window.__rejectRefresh === "function");
+    assert.equal(await btn.textContent(), "Refreshing…");
+    assert.equal(await btn.getAttribute("aria-disabled"), "true");
+    assert.equal(await control(page, "slack", "disconnect").getAttribute("aria-disabled"), "true");
+    await btn.dispatchEvent("click");
+    assert.equal((await calls(page, "refresh_connector")).length, 1, "a busy button does nothing");
+    await page.evaluate(() => window.__rejectRefresh());
+    const notice = row(page, "slack").locator(".notice--error");
+    await notice.waitFor();
+    assert.match(await notice.textContent(), /no stored credential for the connector slack/);
+    assert.equal(await notice.locator("[data-kind]").getAttribute("data-kind"), "invalid");
+    assert.equal(await btn.textContent(), "Refresh now");
+    assert.equal(await btn.getAttribute("aria-disabled"), null);
+    await page.context.close();
+
+    // ?fail=refresh_connector: every Refresh now rejects; the history is untouched
+    page = await open("fixture=mixed&fail=refresh_connector");
+    await control(page, "dropbox", "refresh").click();
+    const err = row(page, "dropbox").locator(".notice--error");
+    await err.waitFor();
+    assert.match(await err.textContent(), /secret store did not answer/);
+    assert.equal(await err.getAttribute("role"), "alert");
+    assert.deepEqual(await calls(page, "refresh_connector"), [{ name: "dropbox" }]);
+    assert.equal(await drawer(page, "dropbox").locator(".history__entry").count(), 2);
+    assert.equal(
+      await row(page, "dropbox").locator(".refresh__line").textContent(),
+      "Last refresh: failed 3 min ago (503, transient) · History",
+    );
+    assert.deepEqual(page.errors, []);
+    await page.context.close();
+  });
+
+  test("Disconnect needs a confirmation, sends forgetRegistration false by default, then offers Authorize", async () => {
+    const page = await open("fixture=mixed");
+    const btn = control(page, "slack", "disconnect");
+    assert.equal(await btn.textContent(), "Disconnect");
+    assert.equal(await control(page, "slack", "forget-registration").count(), 0);
+    await btn.click();
+    assert.equal(await btn.textContent(), "Confirm disconnect");
+    const forget = row(page, "slack").getByLabel(FORGET);
+    assert.equal(await forget.isVisible(), true);
+    assert.equal(await forget.isChecked(), false);
+    assert.deepEqual(await calls(page, "disconnect_connector"), []);
+    await btn.click();
+    await page.waitForFunction(() => document.querySelector('li[data-connector="slack"]').dataset.state === "needs_authorization");
+    assert.deepEqual(await calls(page, "disconnect_connector"), [{ name: "slack", forgetRegistration: false }]);
+    const primary = control(page, "slack", "primary");
+    assert.equal(await primary.textContent(), "Authorize");
+    assert.match(await primary.getAttribute("class"), /btn--primary/);
+    assert.equal(await control(page, "slack", "refresh").count(), 0);
+    assert.equal(await control(page, "slack", "disconnect").count(), 0);
+    assert.equal(await row(page, "slack").locator(".refresh, .row__bridges, .row__meta").count(), 0);
+    assert.equal(await page.textContent(".summary"), "7 need attention, listed first");
+    assert.equal(await focusedRow(page), "slack");
+    assert.deepEqual(page.errors, []);
+    await page.context.close();
+  });
+
+  test("Disconnect from the keyboard with Also forget ticked sends forgetRegistration true", async () => {
+    const page = await open("fixture=mixed");
+    await control(page, "dropbox", "disconnect").focus();
+    await page.keyboard.press("Enter");
+    assert.equal(await control(page, "dropbox", "disconnect").textContent(), "Confirm disconnect");
+    assert.equal(await page.evaluate(() => document.activeElement.textContent), "Confirm disconnect");
+    await page.keyboard.press("Tab");
+    assert.equal(await page.evaluate(() => document.activeElement.dataset.control), "forget-registration");
+    await page.keyboard.press("Space");
+    assert.equal(await control(page, "dropbox", "forget-registration").isChecked(), true);
+    // a status-changed that rebuilds the row keeps the confirm, the tick and the focus
+    const next = structuredClone(MIXED);
+    next.connectors.find((c) => c.name === "dropbox").detail = "Still there.";
+    await page.evaluate((r) => window.__patchbayMock.emitStatus(r), next);
+    assert.equal(await row(page, "dropbox").locator(".row__detail").textContent(), "Still there.");
+    assert.equal(await control(page, "dropbox", "forget-registration").isChecked(), true);
+    assert.equal(await page.evaluate(() => document.activeElement.dataset.control), "forget-registration");
+    // held until we answer, to see the busy state
+    await page.evaluate(() =>
+      window.__patchbayMock.setHandler(
+        "disconnect_connector",
+        () => new Promise((resolve) => (window.__finishDisconnect = resolve)),
+      ),
+    );
+    await page.keyboard.press("Shift+Tab");
+    await page.keyboard.press("Enter");
+    await page.waitForFunction(() => typeof window.__finishDisconnect === "function");
+    const btn = control(page, "dropbox", "disconnect");
+    assert.equal(await btn.textContent(), "Disconnecting…");
+    assert.equal(await btn.getAttribute("aria-disabled"), "true");
+    assert.equal(await control(page, "dropbox", "refresh").getAttribute("aria-disabled"), "true");
+    assert.deepEqual(await calls(page, "disconnect_connector"), [{ name: "dropbox", forgetRegistration: true }]);
+    const answer = structuredClone(MIXED);
+    Object.assign(answer.connectors.find((c) => c.name === "dropbox"), {
+      state: "needs_authorization",
+      label: "Needs authorization",
+      severity: 60,
+      needs_attention: true,
+      blocks_start: true,
+      action: "authorize",
+      detail: "Disconnected.",
+      credential: null,
+      refresh_history: [],
+    });
+    await page.evaluate((r) => window.__finishDisconnect(r), answer);
+    await page.waitForFunction(() => document.querySelector('li[data-connector="dropbox"]').dataset.state === "needs_authorization");
+    assert.equal(await control(page, "dropbox", "primary").textContent(), "Authorize");
+    assert.equal(await row(page, "dropbox").locator(".refresh, [data-control=disconnect]").count(), 0);
+    assert.deepEqual(page.errors, []);
+    await page.context.close();
+  });
+
+  test("Escape or a click elsewhere cancels the confirm; the option itself does not", async () => {
+    const page = await open("fixture=mixed");
+    const btn = control(page, "slack", "disconnect");
+    await btn.click();
+    assert.equal(await btn.textContent(), "Confirm disconnect");
+    await page.keyboard.press("Escape");
+    assert.equal(await btn.textContent(), "Disconnect");
+    assert.equal(await control(page, "slack", "forget-registration").count(), 0);
+    assert.equal(await page.evaluate(() => document.activeElement.dataset.control), "disconnect");
+
+    await btn.click();
+    await row(page, "slack").getByLabel(FORGET).check();
+    assert.equal(await btn.textContent(), "Confirm disconnect", "ticking the option keeps the confirm");
+    await page.click(".header__title");
+    assert.equal(await btn.textContent(), "Disconnect");
+
+    // a click on another row's button cancels too, and that button still does its job
+    await btn.click();
+    await control(page, "dropbox", "refresh").click();
+    assert.equal(await btn.textContent(), "Disconnect");
+    await page.waitForFunction(() =>
+      document.querySelector('li[data-connector="dropbox"] .refresh__line')?.textContent.startsWith("Last refreshed"),
+    );
+    // a fresh confirm starts with the option unticked
+    await btn.click();
+    assert.equal(await control(page, "slack", "forget-registration").isChecked(), false);
+    await page.keyboard.press("Escape");
+    assert.deepEqual(await calls(page, "disconnect_connector"), []);
+    assert.equal(await row(page, "slack").getAttribute("data-state"), "ready");
+    assert.deepEqual(page.errors, []);
+    await page.context.close();
+  });
+
+  test("a rejected Disconnect shows the error and keeps the credential", async () => {
+    const page = await open("fixture=mixed&fail=disconnect_connector");
+    const btn = control(page, "slack", "disconnect");
+    await btn.click();
+    await btn.click();
+    const notice = row(page, "slack").locator(".notice--error");
+    await notice.waitFor();
+    assert.match(await notice.textContent(), /secret store did not answer/);
+    assert.equal(await btn.textContent(), "Disconnect");
+    assert.equal(await row(page, "slack").getAttribute("data-state"), "ready");
+    assert.deepEqual(await calls(page, "disconnect_connector"), [{ name: "slack", forgetRegistration: false }]);
+    await page.context.close();
+  });
+});
+
 describe("keyboard", () => {
   test("arrow keys, Home and End move between rows; Enter runs the row's action; Tab reaches its buttons", async () => {
     const page = await open("fixture=mixed");
@@ -639,6 +1032,11 @@ describe("theme and CSP", () => {
     await page.click('li[data-connector="notion"] [data-control=primary]');
     await page.waitForSelector(".flow [data-control=pasted]");
     assert.deepEqual(await page.evaluate(() => window.__cspViolations), [], "paste-back panel");
+    // the refresh drawer and the disconnect confirm too
+    await page.click('li[data-connector="dropbox"] details[data-drawer] summary');
+    await page.click('li[data-connector="slack"] [data-control=disconnect]');
+    await page.waitForSelector('li[data-connector="slack"] [data-control=forget-registration]');
+    assert.deepEqual(await page.evaluate(() => window.__cspViolations), [], "refresh drawer, disconnect confirm");
     assert.deepEqual(messages.filter((m) => /Content.Security.Policy|Refused to/i.test(m)), []);
     assert.ok((await page.locator("li[data-connector]").count()) > 0, "the app's scripts ran");
     await context.close();

@@ -492,11 +492,16 @@ fn cut(text: &str, max: usize) -> String {
     text[..end].to_owned()
 }
 
-fn rfc3339<S: serde::Serializer>(t: &DateTime<Utc>, s: S) -> Result<S::Ok, S::Error> {
+/// Times in the health JSON: RFC 3339, milliseconds, `Z`.
+pub fn rfc3339<S: serde::Serializer>(t: &DateTime<Utc>, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(&t.to_rfc3339_opts(SecondsFormat::Millis, true))
 }
 
-fn rfc3339_opt<S: serde::Serializer>(t: &Option<DateTime<Utc>>, s: S) -> Result<S::Ok, S::Error> {
+/// [`rfc3339`], or `null`.
+pub fn rfc3339_opt<S: serde::Serializer>(
+    t: &Option<DateTime<Utc>>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
     match t {
         Some(t) => rfc3339(t, s),
         None => s.serialize_none(),

@@ -310,24 +310,7 @@ impl Bridges {
 
     /// Reconcile every bridged credential now: adopt whatever a runtime rotated.
     pub fn adopt_all(&self) -> Vec<Adoption> {
-        let bridges = self.bridged();
-        let stores = self.stores_for(&bridges);
-        let now = self.patchbay.now();
-        let mut adopted = Vec::new();
-        for bridge in &bridges {
-            let (Some(key), Some(store)) = (bridge.key(), stores.get(&bridge.runtime)) else {
-                continue;
-            };
-            match self
-                .reconciler
-                .reconcile(self.vault(), store.as_ref(), &key, now)
-            {
-                Ok(Reconciled::Adopted(a)) => adopted.push(a),
-                Ok(_) => {}
-                Err(e) => tracing::warn!(connector = bridge.connector, "cannot reconcile: {e}"),
-            }
-        }
-        adopted
+        self.reconcile_each(&self.bridged())
     }
 
     /// Adopt whatever a runtime rotated for one connector: the refresher's first step, so it
@@ -343,10 +326,15 @@ impl Bridges {
             .filter(|b| b.connector == connector)
             .cloned()
             .collect();
-        let stores = self.stores_for(&bridges);
+        self.reconcile_each(&bridges)
+    }
+
+    /// Reconcile each bridge against its runtime's store; the adoptions made.
+    fn reconcile_each(&self, bridges: &[Bridged]) -> Vec<Adoption> {
+        let stores = self.stores_for(bridges);
         let now = self.patchbay.now();
         let mut adopted = Vec::new();
-        for bridge in &bridges {
+        for bridge in bridges {
             let (Some(key), Some(store)) = (bridge.key(), stores.get(&bridge.runtime)) else {
                 continue;
             };
@@ -356,7 +344,7 @@ impl Bridges {
             {
                 Ok(Reconciled::Adopted(a)) => adopted.push(a),
                 Ok(_) => {}
-                Err(e) => tracing::warn!(connector, "cannot reconcile: {e}"),
+                Err(e) => tracing::warn!(connector = bridge.connector, "cannot reconcile: {e}"),
             }
         }
         adopted

@@ -6,10 +6,11 @@
 //! all come through [`Checker`].
 
 use crate::{CoreError, Patchbay, Paths};
-use chrono::{DateTime, SecondsFormat, Utc};
+use chrono::{DateTime, Utc};
 use patchbay_catalog::{
     expand, Catalog, CatalogItem, CredentialKey, ServerEntry, Transport, BUILT_IN_PATH,
 };
+use patchbay_check::health::{rfc3339, rfc3339_opt};
 use patchbay_check::{
     check, npm_cache, Attempt, AuthKind, CheckError, CheckOutcome, CheckTarget, Degraded,
     DegradedRule, Endpoint, ErrorSummary, HealthStats, HealthStore, HttpEndpoint, KnownTools,
@@ -909,17 +910,6 @@ fn atomic_write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         let _ = std::fs::remove_file(&temp);
     }
     result
-}
-
-fn rfc3339<S: serde::Serializer>(t: &DateTime<Utc>, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(&t.to_rfc3339_opts(SecondsFormat::Millis, true))
-}
-
-fn rfc3339_opt<S: serde::Serializer>(t: &Option<DateTime<Utc>>, s: S) -> Result<S::Ok, S::Error> {
-    match t {
-        Some(t) => rfc3339(t, s),
-        None => s.serialize_none(),
-    }
 }
 
 #[cfg(test)]
