@@ -59,7 +59,9 @@ if [ ! -d ui/node_modules ]; then
   echo "setup: npm ci in ui/"
   npm --prefix ui ci --no-audit --no-fund
 fi
-if [ ! -d tests/node/node_modules ]; then
+# Also when package-lock.json changed since the last install (npm's own copy of it is older).
+if [ ! -d tests/node/node_modules ] \
+  || [ tests/node/package-lock.json -nt tests/node/node_modules/.package-lock.json ]; then
   echo "setup: npm ci in tests/node/"
   npm --prefix tests/node ci --no-audit --no-fund
 fi

@@ -474,6 +474,8 @@ fn a_401_means_needs_authorization_for_oauth_and_names_the_header_for_a_static_c
     assert!(!c.ok);
     let error = c.error.as_ref().unwrap();
     assert_eq!(error.kind, "needs_authorization", "{c:#?}");
+    assert_eq!(c.transition, Some(patchbay_check::Transition::NotCounted));
+    assert!(c.degraded.is_none(), "{c:#?}");
     assert_eq!(error.http_status, Some(401));
     assert_eq!(c.action, Some(Action::Authorize));
     assert_eq!(c.attempts.len(), 1, "a 401 is no reason to try SSE");
@@ -532,7 +534,8 @@ fn a_401_means_needs_authorization_for_oauth_and_names_the_header_for_a_static_c
     let c = rt.block_on(checker.check("sdk")).unwrap();
     assert!(c.ok, "{c:#?}\n{}", server.output());
     assert!(c.tools.iter().any(|t| t.name == "sdk.greet"), "{c:#?}");
-    assert_eq!(c.transition, Some(patchbay_check::Transition::Recovered));
+    // The 401 before was "authorize", not "the server is gone": never counted against it.
+    assert_eq!(c.transition, Some(patchbay_check::Transition::Healthy));
 
     let key = patchbay
         .status()

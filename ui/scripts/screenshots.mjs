@@ -1,5 +1,7 @@
-// Renders docs/screenshot.png (light) and docs/screenshot-dark.png from the `mixed` fixture, and
-// docs/screenshot-history.png: the Dropbox row's refresh history drawer, open.
+// Renders docs/screenshot.png (light) and docs/screenshot-dark.png from the `mixed` fixture,
+// docs/screenshot-history.png: the Dropbox row's refresh history drawer, open, and
+// docs/screenshot-check.png: DeepWiki tested (it fell back to SSE: the Save offer) above the
+// degraded Dropbox row with its health drawer open.
 // Usage: npm run screenshots  (builds first). Options: --scale=2 for a HiDPI capture.
 
 import { fileURLToPath } from "node:url";
@@ -12,19 +14,20 @@ const deviceScaleFactor = scaleArg ? Number(scaleArg.split("=")[1]) : 1;
 const server = await startServer();
 const browser = await launch();
 try {
-  for (const [scheme, file, drawer] of [
-    ["light", "screenshot.png", null],
-    ["dark", "screenshot-dark.png", null],
-    ["light", "screenshot-history.png", "dropbox"],
+  for (const [scheme, file, drawer, check] of [
+    ["light", "screenshot.png", null, null],
+    ["dark", "screenshot-dark.png", null, null],
+    ["light", "screenshot-history.png", "dropbox", null],
+    ["light", "screenshot-check.png", null, "deepwiki"],
   ]) {
     const page = await openWindow(browser, server.url, "fixture=mixed", {
       colorScheme: scheme,
-      viewport: { width: 900, height: 640 },
+      viewport: { width: 900, height: check ? 860 : 640 },
       deviceScaleFactor,
     });
     if (drawer) {
       const row = page.locator(`li[data-connector="${drawer}"]`);
-      await row.locator("details[data-drawer] summary").click();
+      await row.locator("details[data-drawer=refresh] summary").click();
       // the row a little below the header, with the row above it for context
       await page.evaluate((name) => {
         const scroller = document.querySelector(".scroller");
@@ -32,6 +35,18 @@ try {
         const prev = li.previousElementSibling ?? li;
         scroller.scrollTop += prev.getBoundingClientRect().top - scroller.getBoundingClientRect().top - 14;
       }, drawer);
+      await page.mouse.move(0, 0);
+    }
+    if (check) {
+      const row = page.locator(`li[data-connector="${check}"]`);
+      await row.locator("[data-control=test]").click();
+      await row.locator("section.check summary").click();
+      await page.locator('li[data-connector="dropbox"] details[data-drawer=health] summary').click();
+      await page.evaluate((name) => {
+        const scroller = document.querySelector(".scroller");
+        const li = document.querySelector(`li[data-connector="${name}"]`);
+        scroller.scrollTop += li.getBoundingClientRect().top - scroller.getBoundingClientRect().top - 14;
+      }, check);
       await page.mouse.move(0, 0);
     }
     await page.screenshot({ path: docs + file });

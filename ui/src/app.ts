@@ -5,7 +5,16 @@ import { toBackendError } from "./backend";
 import { now } from "./clock";
 import { el } from "./format";
 import { icon } from "./icons";
-import type { BackendError, ConnectorStateId, StartedFlow, StatusReport } from "./types";
+import type {
+  BackendError,
+  Connector,
+  ConnectorCheck,
+  ConnectorStateId,
+  HealthBoard,
+  HealthRow,
+  StartedFlow,
+  StatusReport,
+} from "./types";
 import {
   buildBanners,
   buildRow,
@@ -17,6 +26,7 @@ import {
   secretCommand,
   setDeleteButton,
   summaryText,
+  transportLabel,
   type PasteFlow,
   type RowUi,
 } from "./view";
@@ -32,8 +42,25 @@ type FocusDesc =
   | { kind: "row"; name: string; control: string | null; index: number }
   | { kind: "unclaimed"; key: string; control: string | null; index: number };
 
+/** The drawers a row keeps open across re-renders, and the RowUi flag each one is kept in. */
+const DRAWERS = { refresh: "historyOpen", health: "healthOpen", tools: "toolsOpen" } as const;
+type DrawerName = keyof typeof DRAWERS;
+
+function isDrawer(name: string | undefined): name is DrawerName {
+  return name !== undefined && Object.hasOwn(DRAWERS, name);
+}
+
+/** An authorize offered by the row itself or by its last Test. */
+function authorizeAction(a: string | null | undefined): boolean {
+  return a === "authorize" || a === "reauthorize";
+}
+
 export class ConnectorsWindow {
   private report: StatusReport | null = null;
+  /** The health board's rows by connector (empty until the first board arrives). */
+  private health = new Map<string, HealthRow>();
+  /** Only the newest board request's answer is applied. */
+  private boardSeq = 0;
   private readonly rowUi = new Map<string, RowUi>();
   private readonly rows = new Map<string, { el: HTMLLIElement; sig: string }>();
   private readonly confirmTimers = new Map<string, number>();
@@ -70,6 +97,7 @@ export class ConnectorsWindow {
   async start(): Promise<void> {
     await Promise.all([
       this.backend.onStatusChanged((r) => this.render(r)),
+      this.backend.onHealthChanged(() => void this.loadBoard()),
       this.backend.onFocusConnector((name) => this.focusConnector(name)),
       this.backend.onAuthorizeConnector((name) => this.requestAuthorize(name)),
     ]);
@@ -137,8 +165,20 @@ export class ConnectorsWindow {
 
   private async load(): Promise<void> {
     const slow = window.setTimeout(() => this.root.classList.add("is-loading"), 300);
+    // The board with the status, so the first render has the health lines; a board that cannot
+    // be read leaves them out and nothing else.
+    const seq = ++this.boardSeq;
+    const board = this.backend.getHealthBoard().then(
+      (b) => b,
+      (err) => {
+        console.warn("health board unavailable:", toBackendError(err).message);
+        return null;
+      },
+    );
     try {
       const r = await this.backend.getStatus();
+      const b = await board;
+      if (b && seq === this.boardSeq) this.setBoard(b);
       this.render(r);
     } catch (err) {
       this.showError(toBackendError(err));
@@ -147,6 +187,25 @@ export class ConnectorsWindow {
       this.root.classList.remove("is-loading");
       this.root.removeAttribute("aria-busy");
     }
+  }
+
+  /** Fetches the health board again (on health-changed, after a Test) and re-renders. */
+  private async loadBoard(): Promise<void> {
+    const seq = ++this.boardSeq;
+    let board: HealthBoard;
+    try {
+      board = await this.backend.getHealthBoard();
+    } catch (err) {
+      console.warn("health board unavailable:", toBackendError(err).message);
+      return;
+    }
+    if (seq !== this.boardSeq) return;
+    this.setBoard(board);
+    if (this.report) this.render(this.report);
+  }
+
+  private setBoard(board: HealthBoard): void {
+    this.health = new Map(board.connectors.map((row) => [row.connector, row]));
   }
 
   private showError(err: BackendError): void {
@@ -226,12 +285,25 @@ export class ConnectorsWindow {
       let ui = this.rowUi.get(c.name);
       if (ui?.notice && ui.notice.forState !== c.state) ui = { ...ui, notice: null };
       if (ui?.flow && ui.flow.forState !== c.state) ui = { ...ui, flow: null };
-      if (ui && c.action !== "authorize" && c.action !== "reauthorize") ui = { ...ui, pending: false, flow: null };
+      // A Test that asked for authorizing is outdated once authorized: a new credential, or
+      // another state.
+      const check = ui?.check;
+      if (
+        ui &&
+        check &&
+        !check.result.ok &&
+        authorizeAction(check.result.action) &&
+        (check.credentialAt !== (c.credential?.updated_at ?? null) || check.forState !== c.state)
+      ) {
+        ui = { ...ui, check: null };
+      }
+      if (ui && !authorizeAction(c.action) && !authorizeAction(ui.check?.result.action)) ui = { ...ui, pending: false, flow: null };
       // No credential any more (disconnected, retired elsewhere): nothing to refresh or disconnect.
       if (ui && !c.credential && (ui.refreshing || ui.disconnect)) ui = { ...ui, refreshing: false, disconnect: null };
       if (ui?.historyOpen && !c.refresh_history?.length) ui = { ...ui, historyOpen: false };
       if (ui) this.rowUi.set(c.name, ui);
       const state: RowUi = ui ?? NO_ROW;
+      const health = this.health.get(c.name) ?? null;
       // What is typed into the paste field, the drawer opened or closed and the forget option
       // ticked do not rebuild the row: the DOM already shows them (the field keeps its caret).
       const sig = JSON.stringify([
@@ -239,13 +311,16 @@ export class ConnectorsWindow {
         {
           ...state,
           historyOpen: null,
+          healthOpen: null,
+          toolsOpen: null,
           flow: state.flow && { ...state.flow, draft: null },
           disconnect: state.disconnect && { ...state.disconnect, forget: null },
         },
+        health,
       ]);
       let entry = this.rows.get(c.name);
       if (!entry || entry.sig !== sig) {
-        const fresh = buildRow(c, state, t);
+        const fresh = buildRow(c, state, t, health);
         if (entry) entry.el.replaceWith(fresh);
         entry = { el: fresh, sig };
         this.rows.set(c.name, entry);
@@ -489,7 +564,8 @@ export class ConnectorsWindow {
           // Escape inside the open drawer closes it and leaves the focus on its summary.
           e.preventDefault();
           drawer.open = false;
-          this.updateRowUiQuietly(name, { historyOpen: false });
+          const kind = drawer.dataset.drawer;
+          if (isDrawer(kind)) this.updateRowUiQuietly(name, { [DRAWERS[kind]]: false });
           drawer.querySelector<HTMLElement>("summary")?.focus();
           return;
         }
@@ -522,8 +598,26 @@ export class ConnectorsWindow {
       this.rows.get(name)?.el.focus();
       return;
     }
-    if (btn.dataset.control === "copy-link") {
+    if (btn.dataset.control === "copy-link" || btn.dataset.control === "check-copy") {
       void this.copy(btn, name, btn.dataset.copy ?? "", c.state);
+      return;
+    }
+    if (btn.dataset.control === "test") {
+      if (btn.getAttribute("aria-disabled") !== "true") void this.test(name, c.state);
+      return;
+    }
+    if (btn.dataset.control === "dismiss-check") {
+      this.updateRowUi(name, { check: null });
+      this.rows.get(name)?.el.querySelector<HTMLElement>("[data-control=test]")?.focus();
+      return;
+    }
+    if (btn.dataset.control === "check-authorize") {
+      // Exactly what the row's Authorize does.
+      if (btn.getAttribute("aria-disabled") !== "true") void this.authorize(name, c.state);
+      return;
+    }
+    if (btn.dataset.control === "write-back") {
+      if (btn.getAttribute("aria-disabled") !== "true") void this.writeBack(name, btn.dataset.transport ?? "", c.state);
       return;
     }
     if (btn.dataset.control === "cancel") {
@@ -582,10 +676,12 @@ export class ConnectorsWindow {
 
   private onDrawerToggle(e: Event): void {
     const drawer = e.target as HTMLElement;
-    if (!(drawer instanceof HTMLDetailsElement) || drawer.dataset.drawer !== "refresh") return;
+    const kind = drawer.dataset.drawer;
+    if (!(drawer instanceof HTMLDetailsElement) || !isDrawer(kind)) return;
     const name = drawer.closest<HTMLLIElement>("li[data-connector]")?.dataset.connector;
     if (!name || this.rows.get(name)?.el.contains(drawer) !== true) return;
-    if ((this.rowUi.get(name)?.historyOpen ?? false) !== drawer.open) this.updateRowUiQuietly(name, { historyOpen: drawer.open });
+    const flag = DRAWERS[kind];
+    if ((this.rowUi.get(name)?.[flag] ?? false) !== drawer.open) this.updateRowUiQuietly(name, { [flag]: drawer.open });
   }
 
   private cancelDisconnectsOutside(target: EventTarget | null): void {
@@ -767,6 +863,78 @@ export class ConnectorsWindow {
     else this.announce(`Refreshing ${title} failed: ${last.summary}`);
   }
 
+  /** "Test": a real handshake; the answer shows in the row, the board is fetched again. */
+  private async test(name: string, state: ConnectorStateId): Promise<void> {
+    this.updateRowUi(name, { testing: true, notice: null });
+    let result: ConnectorCheck;
+    try {
+      result = await this.backend.checkConnector(name);
+    } catch (err) {
+      const e = toBackendError(err);
+      this.updateRowUi(name, { testing: false, notice: { tone: "error", text: e.message, kind: e.kind, forState: state } });
+      return;
+    }
+    // The answer carries the connector's health after this check: draw it at once, then fetch
+    // the whole board (the backend may have recorded more meanwhile).
+    const row = this.health.get(name);
+    if (row && result.skipped === null) {
+      this.health.set(name, {
+        ...row,
+        ...result.health,
+        degraded: result.degraded,
+        consecutive_failures: result.consecutive_failures,
+        tools:
+          result.ok && result.transport
+            ? { checked_at: result.checked_at, transport: result.transport, tools: result.tools }
+            : row.tools,
+      });
+    }
+    const c = this.report?.connectors.find((x) => x.name === name);
+    this.updateRowUi(name, {
+      testing: false,
+      check: { result, credentialAt: c?.credential?.updated_at ?? null, forState: c?.state ?? state },
+    });
+    this.announce(checkAnnouncement(c, result));
+    void this.loadBoard();
+  }
+
+  /** "Save SSE to catalog": writes the transport that answered to the user catalog. */
+  private async writeBack(name: string, transport: string, state: ConnectorStateId): Promise<void> {
+    const check = this.rowUi.get(name)?.check ?? null;
+    const file = check?.result.write_back?.file ?? null;
+    this.updateRowUi(name, { writingBack: true, notice: null });
+    let report: StatusReport;
+    try {
+      report = await this.backend.writeBackTransport(name, transport);
+    } catch (err) {
+      const e = toBackendError(err);
+      this.updateRowUi(name, { writingBack: false, notice: { tone: "error", text: e.message, kind: e.kind, forState: state } });
+      return;
+    }
+    const c = report.connectors.find((x) => x.name === name);
+    const title = c?.title || name;
+    const label = transportLabel(transport);
+    // Saved: the offer goes, the test result stays (it answered over what is now configured).
+    const saved: RowUi["check"] = check && {
+      ...check,
+      result: { ...check.result, configured_transport: check.result.fell_back_to, fell_back_to: null, write_back: null },
+    };
+    this.updateRowUiQuietly(name, {
+      writingBack: false,
+      check: saved,
+      notice: {
+        tone: "info",
+        text: file
+          ? `Saved ${label} as ${title}’s transport in \`${file}\`.`
+          : `Saved ${label} as ${title}’s transport in your catalog.`,
+        forState: c?.state ?? state,
+      },
+    });
+    this.render(report);
+    this.announce(`${title}: ${label} saved to the catalog`);
+    this.rows.get(name)?.el.querySelector<HTMLElement>("[data-control=test]")?.focus({ preventScroll: true });
+  }
+
   private async disconnect(name: string, forgetRegistration: boolean, state: ConnectorStateId): Promise<void> {
     this.updateRowUi(name, { disconnect: { phase: "busy", forget: forgetRegistration }, notice: null });
     try {
@@ -907,6 +1075,16 @@ export class ConnectorsWindow {
     node.textContent = "";
     window.setTimeout(() => (node.textContent = text), 60);
   }
+}
+
+/** What a screen reader hears when a Test answers. */
+function checkAnnouncement(c: Connector | undefined, r: ConnectorCheck): string {
+  const title = c?.title || r.connector;
+  if (r.skipped !== null) return `${title} was not tested: ${r.skipped}`;
+  if (!r.ok) return `${title} test failed: ${r.error?.message ?? "no answer"}`;
+  const tools = `${r.tools.length} ${r.tools.length === 1 ? "tool" : "tools"}`;
+  const fell = r.fell_back_to ? `; it answers over ${transportLabel(r.fell_back_to)}, not ${transportLabel(r.configured_transport)}` : "";
+  return `${title} answered in ${r.latency_ms ?? "?"} ms with ${tools}${fell}`;
 }
 
 /**

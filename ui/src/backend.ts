@@ -3,7 +3,7 @@
 
 import { invoke } from "@tauri-apps/api/core";
 import { listen } from "@tauri-apps/api/event";
-import type { BackendError, StartedFlow, StatusReport } from "./types";
+import type { BackendError, ConnectorCheck, HealthBoard, StartedFlow, StatusReport } from "./types";
 
 export interface Backend {
   getStatus(): Promise<StatusReport>;
@@ -25,7 +25,20 @@ export interface Backend {
    * every runtime, and forgets the app's client registration when asked; answers the new report.
    */
   disconnectConnector(name: string, forgetRegistration: boolean): Promise<StatusReport>;
+  /**
+   * "Test": a real MCP handshake (initialize + tools/list) with the stored credential, falling
+   * back to the other HTTP transport when the configured one is rejected; recorded on the health
+   * board. Can take up to ~15 s (a stdio server is started). A server that fails is an answer
+   * with `ok: false`; rejects (BackendError) only for an unknown connector or a broken health file.
+   */
+  checkConnector(name: string): Promise<ConnectorCheck>;
+  /** Every catalog connector's check history: calls, failure rate, p50/p95, errors, tools. */
+  getHealthBoard(): Promise<HealthBoard>;
+  /** Saves the transport a check fell back to (`sse`, `streamable-http`) to the user catalog. */
+  writeBackTransport(name: string, transport: string): Promise<StatusReport>;
   onStatusChanged(cb: (report: StatusReport) => void): Promise<() => void>;
+  /** The periodic check recorded results: fetch the board again (no payload). */
+  onHealthChanged(cb: () => void): Promise<() => void>;
   onFocusConnector(cb: (name: string) => void): Promise<() => void>;
   /** The tray or a patchbay://authorize/NAME link asks the window to authorize a connector. */
   onAuthorizeConnector(cb: (name: string) => void): Promise<() => void>;
@@ -64,7 +77,11 @@ function tauriBackend(): Backend {
     refreshConnector: (name) => invoke<StatusReport>("refresh_connector", { name }),
     disconnectConnector: (name, forgetRegistration) =>
       invoke<StatusReport>("disconnect_connector", { name, forgetRegistration }),
+    checkConnector: (name) => invoke<ConnectorCheck>("check_connector", { name }),
+    getHealthBoard: () => invoke<HealthBoard>("get_health_board"),
+    writeBackTransport: (name, transport) => invoke<StatusReport>("write_back_transport", { name, transport }),
     onStatusChanged: (cb) => listen<StatusReport>("status-changed", (e) => cb(e.payload)),
+    onHealthChanged: (cb) => listen<null>("health-changed", () => cb()),
     onFocusConnector: (cb) => listen<string>("focus-connector", (e) => cb(e.payload)),
     onAuthorizeConnector: (cb) => listen<string>("authorize-connector", (e) => cb(e.payload)),
   };

@@ -16,7 +16,9 @@ export function spanText(ms: number): string | null {
 
 export function parseTime(iso: string | null | undefined): number | null {
   if (!iso) return null;
-  const t = Date.parse(iso);
+  // Milliseconds at most: `degraded.since` can come with nanoseconds (chrono's default), which
+  // not every engine's Date.parse takes.
+  const t = Date.parse(iso.replace(/(\.\d{3})\d+/, "$1"));
   return Number.isNaN(t) ? null : t;
 }
 
@@ -40,6 +42,14 @@ export function agoText(t: number, nowMs: number): string {
   const span = spanText(diff);
   if (diff < 0) return span ? `in ${span}` : "just now";
   return span ? `${span} ago` : "just now";
+}
+
+/** "in 3 min" / "in under a minute": a future moment relative to now ("due" when it has passed). */
+export function untilText(t: number, nowMs: number): string {
+  const diff = t - nowMs;
+  if (diff <= 0) return "due now";
+  const span = spanText(diff);
+  return span ? `in ${span}` : "in under a minute";
 }
 
 /** Appends `text`, turning `backtick` spans into <code>. Unbalanced backticks stay literal. */

@@ -10,7 +10,7 @@ type Shape = [tag: string, attrs: Record<string, string>];
 const circle = (r = "6.25"): Shape => ["circle", { cx: "8", cy: "8", r }];
 
 const SHAPES: Record<
-  ConnectorStateId | "oneshot" | "warning" | "info" | "close" | "refresh" | "chevron",
+  ConnectorStateId | "oneshot" | "warning" | "info" | "close" | "refresh" | "chevron" | "pulse" | "swap" | "degraded" | "test",
   Shape[]
 > = {
   // check in a circle
@@ -57,6 +57,18 @@ const SHAPES: Record<
   // the refresh line: circular arrow (the drawer's toggle: a chevron pointing right)
   refresh: [["path", { d: "M12.8 8a4.8 4.8 0 1 1-1.4-3.4" }], ["path", { d: "M12 2.6v2.6H9.4" }]],
   chevron: [["path", { d: "M6.2 3.8L10.4 8l-4.2 4.2" }]],
+  // the health line: a pulse
+  pulse: [["path", { d: "M1.8 8.4h2.6l1.5-3.6 2.6 7 1.7-4.8 1 1.4h2.9" }]],
+  // a transport that answered after the configured one was rejected: two opposed arrows
+  swap: [["path", { d: "M2.8 5.6h9.4M9.8 3.2l2.4 2.4-2.4 2.4M13.2 10.4H3.8M6.2 8l-2.4 2.4 2.4 2.4" }]],
+  // degraded: a plug pulled apart
+  degraded: [
+    ["path", { d: "M2.2 13.8l2.3-2.3M13.8 2.2l-2.3 2.3" }],
+    ["path", { d: "M4.5 7.2l4.3 4.3-1 1a3 3 0 0 1-4.3-4.3z" }],
+    ["path", { d: "M11.5 8.8L7.2 4.5l1-1a3 3 0 0 1 4.3 4.3z" }],
+  ],
+  // the test result that answered: a check mark in a circle
+  test: [circle(), ["path", { d: "M5.2 8.2l1.9 1.9 3.7-4" }]],
 };
 
 export type IconName = keyof typeof SHAPES;

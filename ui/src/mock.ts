@@ -9,6 +9,12 @@
 //   now=<iso>|real     the clock; default: the fixture's generated_at (stable screenshots)
 //   start=receiver|paste_back|port_taken
 //                      what start_authorization answers (default receiver)
+//   health=<name>      which health board to serve (ui/src/fixtures/health/<name>.json; default:
+//                      the fixture's name, else an empty board: nothing checked yet)
+//   checkfail=<names>|all
+//                      the Test of these connectors (comma-separated) fails: nothing answers
+//   fail=check_connector / fail=get_health_board / fail=write_back_transport
+//                      every call of that command rejects (the health file is unreadable)
 //
 // add_to_runtime succeeds by default: the connector gets a bridge to that runtime.
 // complete_authorization succeeds by default: the connector turns ready in the report it
@@ -16,13 +22,36 @@
 // token: a `refreshed` entry heads its refresh_history and it expires an hour from now (a
 // credential without one is left as it is, as the refresher skips it). disconnect_connector
 // removes the credential: the connector needs authorization, its bridges and history cleared.
-// Script other results with `nextResult` / `failNext`.
+// check_connector answers what the connector's state suggests (ready rows answer with the
+// board's latency and tools; needs_authorization/needs_reauth a 401 with action authorize;
+// missing_configuration and secret_store_unreachable are skipped), overridden per connector by
+// ui/src/fixtures/checks/<fixture>.json (mixed: deepwiki falls back to SSE and offers the
+// write-back, stripe is rejected on both transports, sentry is skipped), and records the result
+// on the board as the backend does (three failures in a row, or one terminal failure, degrade).
+// write_back_transport sets the connector's transport. Script other results with `nextResult` /
+// `failNext`; `emitHealthChanged()` sends `health-changed`.
 
 import { now, setClock } from "./clock";
 import type { Backend } from "./backend";
-import type { BackendError, Connector, RefreshEntry, StartedFlow, StatusReport } from "./types";
+import type {
+  BackendError,
+  CheckErrorSummary,
+  Connector,
+  ConnectorCheck,
+  HealthBoard,
+  HealthRow,
+  RefreshEntry,
+  StartedFlow,
+  StatusReport,
+  ToolInfo,
+  TransportKind,
+} from "./types";
 
 const fixtures = import.meta.glob<StatusReport>("./fixtures/*.json", { import: "default" });
+const boards = import.meta.glob<HealthBoard>("./fixtures/health/*.json", { import: "default" });
+const scriptedChecks = import.meta.glob<Record<string, Partial<ConnectorCheck>>>("./fixtures/checks/*.json", {
+  import: "default",
+});
 
 type Handler = (args: Record<string, unknown>) => unknown;
 
@@ -42,6 +71,10 @@ export interface PatchbayMock {
   /** Replace a command's behaviour; the handler's return value (or throw) is the result. */
   setHandler(cmd: string, handler: Handler | null): void;
   setNow(iso: string | number): void;
+  /** The health board get_health_board answers (kept up to date by check_connector). */
+  board: HealthBoard;
+  /** Sends `health-changed`, as the periodic check does after recording results. */
+  emitHealthChanged(): void;
   fixtureNames: string[];
 }
 
@@ -58,6 +91,13 @@ export async function createMockBackend(params: URLSearchParams): Promise<Backen
   const load = fixtures[`./fixtures/${name}.json`];
   if (!load) throw { kind: "mock", message: `No fixture named "${name}" in ui/src/fixtures/.` };
   let report: StatusReport = clone(await load());
+  const boardName = params.get("health") ?? name;
+  const loadBoard = boards[`./fixtures/health/${boardName}.json`];
+  if (params.has("health") && !loadBoard) throw { kind: "mock", message: `No health board named "${boardName}" in ui/src/fixtures/health/.` };
+  let board: HealthBoard = loadBoard ? clone(await loadBoard()) : emptyBoard(report);
+  const loadChecks = scriptedChecks[`./fixtures/checks/${name}.json`];
+  const checkScripts: Record<string, Partial<ConnectorCheck>> = loadChecks ? clone(await loadChecks()) : {};
+  const checkFail = new Set((params.get("checkfail") ?? "").split(",").filter(Boolean));
 
   const nowParam = params.get("now");
   if (nowParam !== "real") {
@@ -69,6 +109,7 @@ export async function createMockBackend(params: URLSearchParams): Promise<Backen
   const statusListeners = new Set<(r: StatusReport) => void>();
   const focusListeners = new Set<(n: string) => void>();
   const authorizeListeners = new Set<(n: string) => void>();
+  const healthListeners = new Set<() => void>();
   const failures = new Map<string, (BackendError | string)[]>();
   const results = new Map<string, unknown[]>();
   const handlers = new Map<string, Handler>();
@@ -83,6 +124,16 @@ export async function createMockBackend(params: URLSearchParams): Promise<Backen
   const storeDown = "The secret store did not answer: org.freedesktop.secrets was not provided by any .service files";
   if (failing.has("refresh_connector")) always.set("refresh_connector", { kind: "secret_store", message: storeDown });
   if (failing.has("disconnect_connector")) always.set("disconnect_connector", { kind: "secret_store", message: storeDown });
+  const healthDown = "cannot open the health board /home/me/.local/share/patchbay/health.sqlite: database is locked";
+  for (const cmd of ["check_connector", "get_health_board"]) {
+    if (failing.has(cmd)) always.set(cmd, { kind: "health", message: healthDown });
+  }
+  if (failing.has("write_back_transport")) {
+    always.set("write_back_transport", {
+      kind: "catalog_write",
+      message: "cannot write /home/me/.config/patchbay/mcp.json: it is not valid JSON (expected `,` or `}` at line 7 column 5); nothing was written",
+    });
+  }
 
   const mock: PatchbayMock = {
     calls: [],
@@ -120,6 +171,15 @@ export async function createMockBackend(params: URLSearchParams): Promise<Backen
     setNow(t) {
       const fixed = typeof t === "number" ? t : Date.parse(t);
       setClock(() => fixed);
+    },
+    get board() {
+      return board;
+    },
+    set board(b) {
+      board = clone(b);
+    },
+    emitHealthChanged() {
+      for (const cb of healthListeners) cb();
     },
     fixtureNames: Object.keys(fixtures).map((k) => k.replace(/^.*\/(.*)\.json$/, "$1")),
   };
@@ -236,9 +296,49 @@ export async function createMockBackend(params: URLSearchParams): Promise<Backen
         mock.emitStatus(report);
         return clone(report);
       }),
+    checkConnector: (name) =>
+      call("check_connector", { name }, () => {
+        const c = report.connectors.find((x) => x.name === name);
+        if (!c) throw { kind: "invalid", message: `no connector named "${name}" in the catalog` };
+        const row = board.connectors.find((r) => r.connector === name) ?? emptyRow(name, c.transport);
+        if (!board.connectors.includes(row)) board.connectors.push(row);
+        const fail = checkFail.has(name) || checkFail.has("all");
+        const check = mockCheck(c, row, now(), fail ? null : (checkScripts[name] ?? null), fail);
+        return clone(recordCheck(row, check));
+      }),
+    getHealthBoard: () =>
+      call("get_health_board", {}, () => {
+        // Every catalog connector, checked or not, by name.
+        const rows = report.connectors.map(
+          (c) => board.connectors.find((r) => r.connector === c.name) ?? emptyRow(c.name, c.transport),
+        );
+        rows.sort((a, b) => (a.connector < b.connector ? -1 : a.connector > b.connector ? 1 : 0));
+        board = { generated_at: new Date(now()).toISOString(), connectors: rows };
+        return clone(board);
+      }),
+    writeBackTransport: (name, transport) =>
+      call("write_back_transport", { name, transport }, () => {
+        const c = report.connectors.find((x) => x.name === name);
+        if (!c) throw { kind: "invalid", message: `no connector named "${name}" in the catalog` };
+        if (transport !== "sse" && transport !== "streamable-http") {
+          throw { kind: "invalid_input", message: `"${transport}" is not an HTTP transport; expected streamable-http or sse` };
+        }
+        if (c.transport === "stdio" || c.transport === "unknown") {
+          throw { kind: "invalid", message: `only a remote connector's HTTP transport can be written back; ${name} is ${c.transport}` };
+        }
+        report = withConnectors(report, (x) => (x.name === name ? { ...x, transport } : x));
+        const row = board.connectors.find((r) => r.connector === name);
+        if (row) row.transport = transport;
+        mock.emitStatus(report);
+        return clone(report);
+      }),
     onStatusChanged: async (cb) => {
       statusListeners.add(cb);
       return () => statusListeners.delete(cb);
+    },
+    onHealthChanged: async (cb) => {
+      healthListeners.add(cb);
+      return () => healthListeners.delete(cb);
     },
     onFocusConnector: async (cb) => {
       focusListeners.add(cb);
@@ -291,4 +391,203 @@ function startedFlow(connector: string, completion: string): StartedFlow {
     };
   }
   return { connector, authorize_url: url, completion: "receiver", redirect_uri: "http://127.0.0.1:3118/callback", notice: null, expires_at };
+}
+
+// ---- connection checks --------------------------------------------------------------------
+
+function emptyRow(connector: string, transport: string): HealthRow {
+  return {
+    connector,
+    transport,
+    calls: 0,
+    failures: 0,
+    fail_rate: 0,
+    p50_ms: null,
+    p95_ms: null,
+    last_error: null,
+    last_error_at: null,
+    last_ok_at: null,
+    last_check_at: null,
+    recent_errors: [],
+    degraded: null,
+    consecutive_failures: 0,
+    next_check_at: null,
+    tools: null,
+  };
+}
+
+function emptyBoard(report: StatusReport): HealthBoard {
+  return {
+    generated_at: report.generated_at,
+    connectors: report.connectors
+      .map((c) => emptyRow(c.name, c.transport))
+      .sort((a, b) => (a.connector < b.connector ? -1 : 1)),
+  };
+}
+
+function statsOf(row: HealthRow): ConnectorCheck["health"] {
+  const { transport: _t, degraded: _d, consecutive_failures: _c, next_check_at: _n, tools: _tools, ...stats } = row;
+  return clone(stats);
+}
+
+function kindOf(transport: string): TransportKind | null {
+  return transport === "stdio" || transport === "sse" || transport === "streamable-http" ? transport : null;
+}
+
+/** What the real check would answer for `c`, before it is recorded. */
+function mockCheck(
+  c: Connector,
+  row: HealthRow,
+  t: number,
+  script: Partial<ConnectorCheck> | null,
+  unreachable: boolean,
+): ConnectorCheck {
+  const configured = kindOf(c.transport);
+  const base: ConnectorCheck = {
+    connector: c.name,
+    checked_at: new Date(t).toISOString(),
+    ok: false,
+    skipped: null,
+    configured_transport: configured,
+    transport: configured,
+    fell_back_to: null,
+    write_back: null,
+    latency_ms: null,
+    server: null,
+    tools: [],
+    error: null,
+    advice: null,
+    action: null,
+    attempts: [],
+    transition: null,
+    degraded: null,
+    consecutive_failures: 0,
+    health: statsOf(row),
+  };
+  const failed = (error: CheckErrorSummary, advice: string, action: ConnectorCheck["action"] = null, elapsed = 12): ConnectorCheck => ({
+    ...base,
+    error,
+    advice,
+    action,
+    attempts: configured ? [{ transport: configured, ok: false, elapsed_ms: elapsed, error }] : [],
+  });
+  const skipped = (reason: string, advice: string, action: ConnectorCheck["action"] = null): ConnectorCheck => ({
+    ...base,
+    skipped: reason,
+    transport: null,
+    advice,
+    action,
+  });
+  if (unreachable) {
+    if (configured === "stdio") {
+      return failed(
+        { kind: "exited", message: "the server process exited with status 1 before the handshake finished; it said: Error: ENOENT: no such file or directory, stat '/home/me/src'", retryable: true, http_status: null },
+        "The server process exited during the handshake; its last words are in the error.",
+      );
+    }
+    return failed(
+      { kind: "unreachable", message: `cannot reach the server over ${configured}: Connection refused (os error 111)`, retryable: true, http_status: null },
+      `Nothing answered at ${c.url ?? ""}; is the server up, and the URL right?`,
+    );
+  }
+  if (script) return { ...base, ...clone(script), health: base.health };
+  switch (c.state) {
+    case "missing_configuration": {
+      const names = c.missing_variables.map((v) => v.name).join(", ");
+      const reason = `missing configuration (${names} has no value)`;
+      return skipped(reason, `Nothing was contacted: ${reason}. Store it with \`patchbay secret set NAME\`, or set it in the environment.`, "set_variable");
+    }
+    case "secret_store_unreachable": {
+      const reason = "the stored credential cannot be read (the secret store did not answer)";
+      return skipped(reason, `Nothing was contacted: ${reason}.`);
+    }
+    case "needs_authorization":
+    case "needs_reauth": {
+      const message =
+        c.credential === null
+          ? `the server answered 401 over ${configured}: it needs authorization, and no credential is stored`
+          : `the server answered 401 over ${configured}: it refused the stored token (expired or revoked), so it needs authorizing again`;
+      return failed(
+        { kind: "needs_authorization", message, retryable: false, http_status: 401 },
+        `Authorize it: \`patchbay authorize ${c.name}\` or its Authorize button.`,
+        "authorize",
+        140,
+      );
+    }
+    default: {
+      const latency = row.p50_ms ?? 42;
+      const tools: ToolInfo[] = row.tools?.tools ?? [
+        { name: `${c.name}.search`, tool: "search", title: "Search", description: `Search ${c.title || c.name}.` },
+        { name: `${c.name}.fetch`, tool: "fetch", title: null, description: "Fetch one item by its id." },
+      ];
+      return {
+        ...base,
+        ok: true,
+        latency_ms: latency,
+        server: { name: `${c.name}-mcp`, version: "1.4.2", protocol_version: "2025-06-18" },
+        tools: clone(tools),
+        attempts: configured ? [{ transport: configured, ok: true, elapsed_ms: latency + 1, error: null }] : [],
+      };
+    }
+  }
+}
+
+/** Records `check` on `row` as the health store does, and answers the check with the result. */
+function recordCheck(row: HealthRow, check: ConnectorCheck): ConnectorCheck {
+  if (check.skipped !== null) {
+    return { ...check, degraded: row.degraded, consecutive_failures: row.consecutive_failures, health: statsOf(row) };
+  }
+  const at = check.checked_at;
+  row.calls += 1;
+  row.last_check_at = at;
+  if (check.ok) {
+    const latency = check.latency_ms ?? 0;
+    row.p50_ms = row.p50_ms === null ? latency : Math.round((row.p50_ms * 3 + latency) / 4);
+    row.p95_ms = row.p95_ms === null ? latency : Math.max(row.p95_ms, latency);
+    row.last_ok_at = at;
+    check.transition = row.consecutive_failures > 0 || row.degraded ? "recovered" : "healthy";
+    row.degraded = null;
+    row.consecutive_failures = 0;
+    row.next_check_at = null;
+    row.tools = { checked_at: at, transport: check.transport ?? row.transport, tools: clone(check.tools) };
+  } else {
+    const error = check.error!;
+    row.failures += 1;
+    row.last_error = error.message;
+    row.last_error_at = at;
+    const wasDegraded = row.degraded !== null;
+    // As the backend's rule: a server that wants authorizing is recorded, never counted.
+    const counted = error.kind !== "needs_authorization";
+    if (counted) {
+      row.consecutive_failures =
+        error.retryable || wasDegraded ? row.consecutive_failures + 1 : Math.max(row.consecutive_failures + 1, 3);
+    }
+    if (!counted) {
+      check.transition = "not_counted";
+    } else if (wasDegraded) {
+      check.transition = "still_degraded";
+      row.degraded = { since: row.degraded!.since, error: error.message, kind: error.kind };
+    } else if (row.consecutive_failures >= 3) {
+      check.transition = "degraded";
+      row.degraded = { since: at, error: error.message, kind: error.kind };
+    } else {
+      check.transition = "counted";
+    }
+    if (counted) row.next_check_at = new Date(Date.parse(at) + (row.degraded ? 120 : 30) * 1000).toISOString();
+    row.recent_errors = [
+      {
+        at,
+        ok: false,
+        latency_ms: check.attempts.reduce((n, a) => n + a.elapsed_ms, 0),
+        transport: check.transport ?? row.transport,
+        error_kind: error.kind,
+        http_status: error.http_status,
+        error: error.message,
+        streak: row.consecutive_failures,
+      },
+      ...row.recent_errors,
+    ].slice(0, 10);
+  }
+  row.fail_rate = row.calls > 0 ? row.failures / row.calls : 0;
+  return { ...check, degraded: clone(row.degraded), consecutive_failures: row.consecutive_failures, health: statsOf(row) };
 }

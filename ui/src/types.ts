@@ -145,3 +145,133 @@ export interface StartedFlow {
   notice?: string | null;
   expires_at: string;
 }
+
+// ---- connection checks and the health board (docs/check-json.md) -------------------------
+
+/** How a connector is reached, as the catalog and the check spell it. */
+export type TransportKind = "stdio" | "streamable-http" | "sse";
+
+/** A tool a server offers, named as the agent sees it. */
+export interface ToolInfo {
+  /** `<connector>.<tool>`, e.g. `notion.search`. */
+  name: string;
+  /** The server's own name for it. */
+  tool: string;
+  title: string | null;
+  description: string | null;
+}
+
+/** Why a check failed. */
+export interface CheckErrorSummary {
+  /** unreachable, timed_out, rejected, server_error, needs_authorization, credential_rejected,
+   * protocol, spawn_failed, exited, missing_configuration, invalid. */
+  kind: string;
+  message: string;
+  retryable: boolean;
+  http_status: number | null;
+}
+
+/** One transport tried during a check. */
+export interface CheckAttempt {
+  transport: TransportKind;
+  ok: boolean;
+  elapsed_ms: number;
+  /** The backend sends the error summary; older builds sent the message alone. */
+  error: CheckErrorSummary | string | null;
+}
+
+/** Why and since when a connector is degraded (agents are told it is unavailable). */
+export interface Degraded {
+  since: string;
+  error: string;
+  kind: string;
+}
+
+/** One recorded check (the health drawer lists the failed ones). */
+export interface CheckRecord {
+  at: string;
+  ok: boolean;
+  latency_ms: number;
+  transport: TransportKind | string;
+  error_kind: string | null;
+  http_status: number | null;
+  error: string | null;
+  /** Failures in a row when it was recorded. */
+  streak: number;
+}
+
+export interface HealthStats {
+  connector: string;
+  calls: number;
+  failures: number;
+  /** 0..1 */
+  fail_rate: number;
+  p50_ms: number | null;
+  p95_ms: number | null;
+  last_error: string | null;
+  last_error_at: string | null;
+  last_ok_at: string | null;
+  last_check_at: string | null;
+  /** Newest first, at most 10. */
+  recent_errors: CheckRecord[];
+}
+
+export type CheckTransition =
+  | "healthy"
+  | "recovered"
+  | "counted"
+  | "in_backoff"
+  | "not_counted"
+  | "degraded"
+  | "still_degraded";
+
+/** What `check_connector` answers: one real MCP handshake (initialize + tools/list). */
+export interface ConnectorCheck {
+  connector: string;
+  checked_at: string;
+  ok: boolean;
+  /** Why nothing was contacted; null when the check ran. */
+  skipped: string | null;
+  configured_transport: TransportKind | null;
+  /** The transport that answered, or the last one tried. */
+  transport: TransportKind | null;
+  /** Set when the configured transport was rejected and this one answered. */
+  fell_back_to: TransportKind | null;
+  /** The offer to save `fell_back_to` to the user catalog. */
+  write_back: { transport: TransportKind; file: string } | null;
+  latency_ms: number | null;
+  server: { name: string; version: string; protocol_version: string } | null;
+  tools: ToolInfo[];
+  error: CheckErrorSummary | null;
+  /** What to do about it, one sentence (may hold `code` spans). */
+  advice: string | null;
+  action: ConnectorAction | null;
+  attempts: CheckAttempt[];
+  transition: CheckTransition | null;
+  degraded: Degraded | null;
+  consecutive_failures: number;
+  health: HealthStats;
+}
+
+/** The tools a connector offered at its last successful check. */
+export interface KnownTools {
+  checked_at: string;
+  transport: TransportKind | string;
+  tools: ToolInfo[];
+}
+
+/** One row of the health board: the connector's stats, flattened, plus its streak. */
+export interface HealthRow extends HealthStats {
+  transport: string;
+  degraded: Degraded | null;
+  consecutive_failures: number;
+  /** When a failing connector's next check counts; null when healthy. */
+  next_check_at: string | null;
+  tools: KnownTools | null;
+}
+
+/** What `get_health_board` answers: every catalog connector, checked or not. */
+export interface HealthBoard {
+  generated_at: string;
+  connectors: HealthRow[];
+}

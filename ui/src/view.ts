@@ -1,14 +1,20 @@
 // Pure builders: a report (or part of one) in, DOM out. No state, no listeners.
 
-import { agoText, absoluteText, appendRich, el, expiryText, parseTime } from "./format";
+import { agoText, absoluteText, appendRich, el, expiryText, parseTime, untilText } from "./format";
 import { icon } from "./icons";
 import type {
   BackendError,
   CatalogSource,
+  CheckAttempt,
+  CheckRecord,
   Connector,
+  ConnectorCheck,
   ConnectorStateId,
+  Degraded,
+  HealthRow,
   RefreshEntry,
   StatusReport,
+  ToolInfo,
   UnclaimedCredential,
 } from "./types";
 
@@ -72,6 +78,15 @@ export interface DisconnectUi {
   forget: boolean;
 }
 
+/** The last Test of a row in this session. */
+export interface CheckUi {
+  result: ConnectorCheck;
+  /** The credential's `updated_at` when the answer came, and the row's state: a new credential
+   * or another state outdates a Test that asked for authorizing. */
+  credentialAt: string | null;
+  forState: ConnectorStateId;
+}
+
 export interface RowUi {
   notice: RowNotice | null;
   pending: boolean;
@@ -83,6 +98,16 @@ export interface RowUi {
   /** A "Refresh now" is under way. */
   refreshing?: boolean;
   disconnect?: DisconnectUi | null;
+  /** A "Test" is under way. */
+  testing?: boolean;
+  /** The last Test's answer (kept until dismissed or tested again). */
+  check?: CheckUi | null;
+  /** A "Save … to catalog" is under way. */
+  writingBack?: boolean;
+  /** The health drawer is open (kept across re-renders of the row). */
+  healthOpen?: boolean;
+  /** The test result's tool list is open (kept across re-renders of the row). */
+  toolsOpen?: boolean;
 }
 
 // ---- refresh history --------------------------------------------------------------------
@@ -161,12 +186,18 @@ export function badge(state: ConnectorStateId, label: string, id?: string): HTML
 }
 
 /** A time element whose text the ticker refreshes in place. */
-function timeText(kind: "expires" | "ago", t: number, nowMs: number, className: string): HTMLTimeElement {
+type RelKind = "expires" | "ago" | "until";
+
+function relText(kind: string | undefined, t: number, nowMs: number): string {
+  return kind === "expires" ? expiryText(t, nowMs) : kind === "until" ? untilText(t, nowMs) : agoText(t, nowMs);
+}
+
+function timeText(kind: RelKind, t: number, nowMs: number, className: string): HTMLTimeElement {
   const node = el("time", className);
   node.dateTime = new Date(t).toISOString();
   node.dataset.rel = kind;
   node.title = absoluteText(t);
-  node.textContent = kind === "expires" ? expiryText(t, nowMs) : agoText(t, nowMs);
+  node.textContent = relText(kind, t, nowMs);
   return node;
 }
 
@@ -174,19 +205,23 @@ export function refreshTimes(root: ParentNode, nowMs: number): void {
   for (const node of root.querySelectorAll<HTMLTimeElement>("time[data-rel]")) {
     const t = Date.parse(node.dateTime);
     if (Number.isNaN(t)) continue;
-    const text = node.dataset.rel === "expires" ? expiryText(t, nowMs) : agoText(t, nowMs);
+    const text = relText(node.dataset.rel, t, nowMs);
     if (node.textContent !== text) node.textContent = text;
   }
 }
 
-export function buildRow(c: Connector, ui: RowUi, nowMs: number): HTMLLIElement {
+export function buildRow(c: Connector, ui: RowUi, nowMs: number, health: HealthRow | null = null): HTMLLIElement {
   const id = idFor("c", c.name);
-  const li = el("li", `row row--${c.state}${c.needs_attention ? " row--attention" : ""}`);
+  const degraded = health?.degraded ?? null;
+  const li = el(
+    "li",
+    `row row--${c.state}${c.needs_attention ? " row--attention" : ""}${degraded ? " row--degraded" : ""}`,
+  );
   li.setAttribute("role", "listitem");
   li.tabIndex = -1;
   li.dataset.connector = c.name;
   li.dataset.state = c.state;
-  li.setAttribute("aria-labelledby", `${id}-title ${id}-badge`);
+  li.setAttribute("aria-labelledby", `${id}-title ${id}-badge${degraded ? ` ${id}-degraded-badge` : ""}`);
   const describedBy = [`${id}-detail`];
 
   const main = el("div", "row__main");
@@ -209,6 +244,11 @@ export function buildRow(c: Connector, ui: RowUi, nowMs: number): HTMLLIElement 
     appendRich(reason, c.unavailable_reason);
     main.append(reason);
     describedBy.push(reason.id);
+  }
+
+  if (degraded) {
+    main.append(buildDegraded(degraded, id, nowMs));
+    describedBy.push(`${id}-degraded`);
   }
 
   if (c.missing_variables.length > 0) {
@@ -252,6 +292,14 @@ export function buildRow(c: Connector, ui: RowUi, nowMs: number): HTMLLIElement 
     describedBy.push(`${id}-refresh`);
   }
 
+  if (health && health.calls > 0) {
+    // The board's tools are the last successful check's; a Test in this session that answered
+    // lists its own instead.
+    const tools = ui.check?.result.ok ? null : health.tools;
+    main.append(buildHealthDrawer(health, tools, ui.healthOpen === true, id, nowMs));
+    describedBy.push(`${id}-health`);
+  }
+
   const bridges = c.bridges ?? [];
   if (bridges.length > 0) {
     const list = el("ul", "row__bridges");
@@ -279,11 +327,21 @@ export function buildRow(c: Connector, ui: RowUi, nowMs: number): HTMLLIElement 
     describedBy.push(note.id);
   }
 
+  if (ui.check) main.append(buildCheckResult(c, ui, ui.check.result, id, nowMs));
   if (ui.notice) main.append(buildNotice(ui.notice, id));
   if (ui.flow) main.append(buildPasteFlow(c, ui.flow, id));
 
   const side = el("div", "row__side");
-  side.append(badge(c.state, c.label || STATE_LABELS[c.state] || c.state, `${id}-badge`));
+  const badges = el("div", "row__badges");
+  badges.append(badge(c.state, c.label || STATE_LABELS[c.state] || c.state, `${id}-badge`));
+  if (degraded) {
+    const b = el("span", "badge badge--degraded");
+    b.id = `${id}-degraded-badge`;
+    b.title = "Agents are told this connector is unavailable until a check passes";
+    b.append(icon("degraded", "icon badge__icon"), el("span", "badge__label", "Degraded"));
+    badges.append(b);
+  }
+  side.append(badges);
   const label = primaryLabel(c);
   if (label) {
     const actions = el("div", "row__actions");
@@ -322,23 +380,54 @@ export function buildRow(c: Connector, ui: RowUi, nowMs: number): HTMLLIElement 
     side.append(actions);
   }
 
-  if (c.credential) side.append(buildCredentialActions(ui, id));
+  const secondary = buildSecondaryActions(c, ui, id);
+  const above = side.querySelector<HTMLElement>(":scope > .row__actions:last-of-type");
+  if (secondary && !c.credential && above) {
+    // Test alone: beside the row's other buttons rather than on a line of its own.
+    above.append(...secondary.querySelector(".row__actions")!.childNodes);
+  } else if (secondary) {
+    side.append(secondary);
+  }
 
   li.setAttribute("aria-describedby", describedBy.join(" "));
   li.append(main, side);
   return li;
 }
 
-/** "Refresh now" and "Disconnect" (two steps, with the forget-registration option). */
-function buildCredentialActions(ui: RowUi, id: string): HTMLElement {
+/** Whether the row can be tested: every connector with a known transport. */
+export function canTest(c: Connector): boolean {
+  return c.transport !== "unknown";
+}
+
+/**
+ * "Test" (every row with a known transport), "Refresh now" (a stored credential with a refresh
+ * token: without one there is nothing to renew, the refresher skips it) and "Disconnect" (any
+ * stored credential; two steps, with the forget-registration option).
+ */
+function buildSecondaryActions(c: Connector, ui: RowUi, id: string): HTMLElement | null {
+  if (!canTest(c) && !c.credential) return null;
   const box = el("div", "row__cred");
   const actions = el("div", "row__actions");
+  box.append(actions);
+  if (canTest(c)) {
+    const test = el("button", "btn", ui.testing ? "Testing…" : "Test");
+    test.type = "button";
+    test.dataset.control = "test";
+    test.title = "Connect for real: the MCP handshake and the tool list, with the stored credential";
+    test.setAttribute("aria-describedby", `${id}-title`);
+    if (ui.testing) test.setAttribute("aria-disabled", "true");
+    actions.append(test);
+  }
+  if (!c.credential) return box;
   const disconnect = ui.disconnect ?? null;
-  const refresh = el("button", "btn", ui.refreshing ? "Refreshing…" : "Refresh now");
-  refresh.type = "button";
-  refresh.dataset.control = "refresh";
-  refresh.setAttribute("aria-describedby", `${id}-title`);
-  if (ui.refreshing || disconnect?.phase === "busy") refresh.setAttribute("aria-disabled", "true");
+  if (c.credential.has_refresh_token) {
+    const refresh = el("button", "btn", ui.refreshing ? "Refreshing…" : "Refresh now");
+    refresh.type = "button";
+    refresh.dataset.control = "refresh";
+    refresh.setAttribute("aria-describedby", `${id}-title`);
+    if (ui.refreshing || disconnect?.phase === "busy") refresh.setAttribute("aria-disabled", "true");
+    actions.append(refresh);
+  }
   const off = el("button", "btn");
   off.type = "button";
   off.dataset.control = "disconnect";
@@ -347,8 +436,7 @@ function buildCredentialActions(ui: RowUi, id: string): HTMLElement {
   off.setAttribute("aria-describedby", `${id}-title`);
   if (disconnect?.phase === "confirm") off.classList.add("btn--danger-confirm");
   if (disconnect?.phase === "busy" || ui.refreshing) off.setAttribute("aria-disabled", "true");
-  actions.append(refresh, off);
-  box.append(actions);
+  actions.append(off);
   if (disconnect) {
     const label = el("label", "row__forget");
     label.title =
@@ -436,6 +524,380 @@ function buildHistoryEntry(entry: RefreshEntry, index: number, id: string, nowMs
   }
   item.append(when, outcome, body);
   return item;
+}
+
+// ---- connection checks and health -------------------------------------------------------
+
+export const TRANSPORT_LABELS: Record<string, string> = {
+  "streamable-http": "streamable HTTP",
+  sse: "SSE",
+  stdio: "stdio",
+};
+
+/** "streamable HTTP", "SSE", "stdio": how people name a transport. */
+export function transportLabel(t: string | null | undefined): string {
+  return t ? (TRANSPORT_LABELS[t] ?? t) : "an unknown transport";
+}
+
+export const CHECK_ERROR_LABELS: Record<string, string> = {
+  unreachable: "Unreachable",
+  timed_out: "Timed out",
+  rejected: "Rejected",
+  server_error: "Server error",
+  needs_authorization: "Needs auth",
+  credential_rejected: "Refused",
+  protocol: "Protocol",
+  spawn_failed: "Won’t start",
+  exited: "Exited",
+  missing_configuration: "Missing config",
+  invalid: "Invalid entry",
+};
+
+/** A failure the next check may get past by itself (warning) or one that needs someone (error). */
+export function checkErrorTone(kind: string | null): OutcomeTone {
+  switch (kind) {
+    case "unreachable":
+    case "timed_out":
+    case "server_error":
+    case "protocol":
+    case "exited":
+      return "warning";
+    case null:
+      return "neutral";
+    default:
+      return "error";
+  }
+}
+
+/** "8 %", "<1 %" (failures, but too few to round up), "0 %". */
+export function percentText(rate: number, failures: number): string {
+  const pct = Math.round(rate * 100);
+  if (pct === 0 && failures > 0) return "<1 %";
+  return `${pct} %`;
+}
+
+/** "12 checks · 8 % failed · p50 40 ms · p95 120 ms" (the "last error" part is a time element). */
+export function healthSummary(h: { calls: number; failures: number; fail_rate: number; p50_ms: number | null; p95_ms: number | null }): string {
+  const parts = [`${h.calls} ${h.calls === 1 ? "check" : "checks"}`, `${percentText(h.fail_rate, h.failures)} failed`];
+  if (h.p50_ms !== null) parts.push(`p50 ${h.p50_ms} ms`);
+  if (h.p95_ms !== null) parts.push(`p95 ${h.p95_ms} ms`);
+  return parts.join(" · ");
+}
+
+const clockFormat = new Intl.DateTimeFormat(undefined, { timeStyle: "short" });
+
+/** "08:41" today, else the date as well: when a state began. */
+function clockTime(t: number, nowMs: number): HTMLTimeElement {
+  const node = el("time", "row__since");
+  node.dateTime = new Date(t).toISOString();
+  node.title = `${absoluteText(t)} (${agoText(t, nowMs)})`;
+  const sameDay = new Date(t).toDateString() === new Date(nowMs).toDateString();
+  node.textContent = sameDay ? clockFormat.format(new Date(t)) : absoluteText(t);
+  return node;
+}
+
+/** "Degraded since 08:41: <error>": agents are told the connector is unavailable. */
+function buildDegraded(d: Degraded, id: string, nowMs: number): HTMLElement {
+  const box = el("div", "row__degraded");
+  box.id = `${id}-degraded`;
+  box.dataset.kind = d.kind;
+  box.append(icon("degraded", "icon row__degraded-icon"));
+  const body = el("div", "row__degraded-body");
+  const line = el("p", "row__degraded-text");
+  line.append(el("strong", "row__degraded-label", "Degraded"));
+  const since = parseTime(d.since);
+  if (since !== null) line.append(" since ", clockTime(since, nowMs));
+  line.append(": ", el("span", "row__degraded-error", d.error));
+  body.append(line, el("p", "row__degraded-note", "Agents are told it is unavailable until a check passes."));
+  box.append(body);
+  return box;
+}
+
+/** The tools as `<connector>.<tool>` chips; title and description in the tooltip. */
+function buildToolList(tools: ToolInfo[], label: string): HTMLUListElement {
+  const list = el("ul", "toollist");
+  list.setAttribute("aria-label", label);
+  for (const t of tools) {
+    const item = el("li", "tool");
+    item.dataset.tool = t.name;
+    const tip = [t.title, t.description].filter((x): x is string => !!x && x.trim() !== "");
+    if (tip.length > 0) item.title = tip.join(" — ");
+    item.append(el("code", "tool__name", t.name));
+    list.append(item);
+  }
+  return list;
+}
+
+/** The compact health line over a drawer with the tools it offered last and its recent failures. */
+function buildHealthDrawer(
+  h: HealthRow,
+  tools: HealthRow["tools"],
+  open: boolean,
+  id: string,
+  nowMs: number,
+): HTMLElement {
+  const tone: OutcomeTone = h.degraded ? "error" : h.consecutive_failures > 0 ? "warning" : "neutral";
+  const drawer = el("details", `drawer health drawer--${tone}`);
+  drawer.id = `${id}-health-drawer`;
+  drawer.dataset.drawer = "health";
+  drawer.dataset.tone = tone;
+  drawer.open = open;
+
+  const summary = el("summary", "drawer__line");
+  summary.dataset.control = "health";
+  summary.append(icon("pulse", "icon drawer__icon"));
+  const text = el("span", "drawer__text health__text");
+  text.id = `${id}-health`;
+  text.append(healthSummary(h));
+  const lastError = parseTime(h.last_error_at);
+  if (lastError !== null) {
+    const when = timeText("ago", lastError, nowMs, "drawer__time");
+    if (h.last_error) when.title = `${absoluteText(lastError)}: ${h.last_error}`;
+    text.append(" · last error ", when);
+  }
+  const toggle = el("span", "drawer__toggle");
+  toggle.append("Details", icon("chevron", "icon drawer__chevron"));
+  summary.append(text, el("span", "drawer__sep", " · "), toggle);
+  drawer.append(summary);
+
+  const panel = el("div", "health__panel");
+  const facts = el("p", "health__facts");
+  const checked = parseTime(h.last_check_at);
+  const passed = parseTime(h.last_ok_at);
+  const next = parseTime(h.next_check_at);
+  if (checked !== null) facts.append("Last checked ", timeText("ago", checked, nowMs, "drawer__time"));
+  if (passed !== null) {
+    if (facts.childNodes.length > 0) facts.append(" · ");
+    facts.append(facts.childNodes.length > 0 ? "last passed " : "Last passed ", timeText("ago", passed, nowMs, "drawer__time"));
+  } else if (h.calls > 0) {
+    facts.append(" · never passed");
+  }
+  if (next !== null && next > nowMs) facts.append(" · next counted check ", timeText("until", next, nowMs, "drawer__time"));
+  if (h.consecutive_failures > 0) {
+    facts.append(` · ${h.consecutive_failures} ${h.consecutive_failures === 1 ? "failure" : "failures"} in a row`);
+  }
+  panel.append(facts);
+
+  if (tools && tools.tools.length > 0) {
+    const section = el("div", "health__tools");
+    const head = el("p", "health__subhead");
+    const at = parseTime(tools.checked_at);
+    head.append(el("strong", "", `${tools.tools.length} ${tools.tools.length === 1 ? "tool" : "tools"}`));
+    const rest = el("span", "health__subnote", " at the last successful check");
+    if (at !== null) rest.append(", ", timeText("ago", at, nowMs, "drawer__time"));
+    rest.append(`, over ${transportLabel(tools.transport)}`);
+    head.append(rest);
+    section.append(head, buildToolList(tools.tools, "Tools at the last successful check"));
+    panel.append(section);
+  }
+
+  if (h.recent_errors.length > 0) {
+    const head = el("p", "health__subhead");
+    head.append(
+      el("strong", "", h.recent_errors.length === 1 ? "1 failed check" : `${h.recent_errors.length} failed checks`),
+      el("span", "health__subnote", h.recent_errors.length === 1 ? "" : ", newest first"),
+    );
+    const list = el("ol", "history health__errors");
+    list.setAttribute("aria-label", "Failed checks, newest first");
+    h.recent_errors.forEach((r, i) => list.append(buildCheckRecord(r, i, id, nowMs)));
+    panel.append(head, list);
+  } else {
+    panel.append(
+      el("p", "health__none", h.calls === 1 ? "The one check recorded passed." : `No failed checks among the last ${h.calls}.`),
+    );
+  }
+  drawer.append(panel);
+  return drawer;
+}
+
+const ORDINAL = (n: number): string => {
+  const s = n % 100 >= 11 && n % 100 <= 13 ? "th" : (["th", "st", "nd", "rd"][n % 10] ?? "th");
+  return `${n}${s}`;
+};
+
+function buildCheckRecord(r: CheckRecord, index: number, id: string, nowMs: number): HTMLLIElement {
+  const tone = checkErrorTone(r.error_kind);
+  const item = el("li", `history__entry history__entry--${tone}`);
+  item.dataset.kind = r.error_kind ?? "";
+  const at = parseTime(r.at);
+  const when = at !== null ? timeText("ago", at, nowMs, "history__time") : el("span", "history__time", r.at);
+  const kind = el("span", `outcome outcome--${tone}`, CHECK_ERROR_LABELS[r.error_kind ?? ""] ?? r.error_kind ?? "Failed");
+  const body = el("div", "history__body");
+  const message = r.error ?? "failed";
+  const long = message.length > 240 || message.includes("\n");
+  body.append(el("p", "history__summary", long ? `${message.split("\n")[0]!.slice(0, 200)}…` : message));
+  const meta = el("p", "history__facts");
+  meta.append(el("span", "history__transport", transportLabel(r.transport)));
+  if (r.http_status !== null && r.http_status !== undefined) meta.append(" · ", el("span", "history__status", `HTTP ${r.http_status}`));
+  meta.append(` · after ${r.latency_ms} ms`);
+  if (r.streak > 1) meta.append(` · ${ORDINAL(r.streak)} failure in a row`);
+  body.append(meta);
+  if (long) {
+    const pre = el("pre", "history__detail", message);
+    pre.id = `${id}-c${index}-detail`;
+    pre.dataset.control = `check-detail-${index}`;
+    pre.tabIndex = 0;
+    pre.setAttribute("aria-label", "The whole error");
+    body.append(pre);
+  }
+  item.append(when, kind, body);
+  return item;
+}
+
+function attemptError(a: CheckAttempt): string | null {
+  if (a.error === null || a.error === undefined) return null;
+  return typeof a.error === "string" ? a.error : a.error.message;
+}
+
+/** The command a set_variable check points at: the row's missing variables, or the advice's. */
+export function checkCommand(c: Connector, r: ConnectorCheck): string | null {
+  const own = secretCommand(c);
+  if (own) return own;
+  const spans = (r.advice ?? "").split("`").filter((_, i) => i % 2 === 1);
+  return spans.find((x) => /^patchbay secret set \S+$/.test(x)) ?? null;
+}
+
+/** The row's last Test: what answered, how fast, the tools; or what failed and what to do. */
+function buildCheckResult(c: Connector, ui: RowUi, r: ConnectorCheck, id: string, nowMs: number): HTMLElement {
+  const kind = r.skipped !== null ? "skipped" : r.ok ? "ok" : "failed";
+  const tone = kind === "ok" ? "ok" : kind === "skipped" ? "info" : "error";
+  const box = el("section", `check check--${tone}`);
+  box.id = `${id}-check`;
+  box.dataset.check = kind;
+  box.setAttribute("role", tone === "error" ? "alert" : "status");
+  box.setAttribute("aria-label", `Test result for ${c.title || c.name}`);
+  box.append(icon(kind === "ok" ? "test" : kind === "skipped" ? "info" : "warning", "icon check__icon"));
+  const body = el("div", "check__body");
+  const at = parseTime(r.checked_at);
+  const when = at !== null ? timeText("ago", at, nowMs, "check__time") : null;
+
+  if (kind === "ok") {
+    const answered = `Answered in ${r.latency_ms ?? "?"} ms over ${transportLabel(r.transport)}`;
+    const n = r.tools.length;
+    if (n === 0) {
+      const line = el("p", "check__line", `${answered} · no tools`);
+      line.id = `${id}-check-line`;
+      body.append(line);
+    } else {
+      const drawer = el("details", "drawer check__tools drawer--ok");
+      drawer.dataset.drawer = "tools";
+      drawer.open = ui.toolsOpen === true;
+      const summary = el("summary", "drawer__line check__line");
+      summary.id = `${id}-check-line`;
+      summary.dataset.control = "tools";
+      const text = el("span", "drawer__text", answered);
+      const toggle = el("span", "drawer__toggle");
+      toggle.append(`${n} ${n === 1 ? "tool" : "tools"}`, icon("chevron", "icon drawer__chevron"));
+      summary.append(text, el("span", "drawer__sep", " · "), toggle);
+      drawer.append(summary, buildToolList(r.tools, `Tools ${c.title || c.name} offers`));
+      if (r.server) {
+        drawer.append(
+          el("p", "check__server", `${r.server.name} ${r.server.version} · MCP ${r.server.protocol_version}`),
+        );
+      }
+      body.append(drawer);
+    }
+    if (r.fell_back_to && r.configured_transport) {
+      const fb = el("div", "check__fallback");
+      const text = el("p", "check__fallback-text");
+      text.append(
+        icon("swap", "icon check__fallback-icon"),
+        `The server rejected ${transportLabel(r.configured_transport)}; ${transportLabel(r.fell_back_to)} answered.`,
+      );
+      fb.append(text);
+      if (r.write_back) {
+        const save = el(
+          "button",
+          "btn check__save",
+          ui.writingBack ? "Saving…" : `Save ${transportLabel(r.write_back.transport)} to catalog`,
+        );
+        save.type = "button";
+        save.dataset.control = "write-back";
+        save.dataset.transport = r.write_back.transport;
+        save.title = `Writes "type": "${r.write_back.transport}" for ${c.name} to ${r.write_back.file}`;
+        if (ui.writingBack) save.setAttribute("aria-disabled", "true");
+        fb.append(save);
+      }
+      body.append(fb);
+    }
+  } else {
+    const title = el("p", "check__title");
+    title.id = `${id}-check-line`;
+    if (kind === "skipped") {
+      title.append(el("strong", "", "Not tested"));
+    } else {
+      // Not "over <transport>": when both HTTP transports were rejected, `transport` is the last
+      // one tried while the error shown is the configured one's (its message names it anyway).
+      title.append(el("strong", "", "Test failed"));
+      if (r.error?.http_status) title.append(` (HTTP ${r.error.http_status})`);
+    }
+    body.append(title);
+    if (r.error) {
+      const msg = el("p", "check__message", r.error.message);
+      msg.dataset.kind = r.error.kind;
+      body.append(msg);
+    }
+    for (const a of r.attempts) {
+      const err = attemptError(a);
+      if (!err || err === r.error?.message) continue;
+      body.append(el("p", "check__attempt", `Also tried ${transportLabel(a.transport)}: ${err}`));
+    }
+    if (r.advice) {
+      const advice = el("p", "check__advice");
+      appendRich(advice, r.advice);
+      body.append(advice);
+    }
+    const actions = buildCheckActions(c, ui, r);
+    if (actions) body.append(actions);
+  }
+  box.append(body);
+
+  const aside = el("div", "check__aside");
+  if (when) aside.append(when);
+  const close = el("button", "notice__close");
+  close.type = "button";
+  close.dataset.control = "dismiss-check";
+  close.setAttribute("aria-label", "Dismiss the test result");
+  close.title = "Dismiss";
+  close.append(icon("close", "icon"));
+  aside.append(close);
+  box.append(aside);
+  return box;
+}
+
+/** What a failed or skipped check offers: authorize (the row's own flow), or copy the fix. */
+function buildCheckActions(c: Connector, ui: RowUi, r: ConnectorCheck): HTMLElement | null {
+  const line = el("div", "check__actions");
+  // The row's own button already copies the same command or path.
+  if ((r.action === "set_variable" || r.action === "edit_catalog") && r.action === c.action && primaryLabel(c)) {
+    if (r.action === "edit_catalog" || checkCommand(c, r) === secretCommand(c)) return null;
+  }
+  if (r.action === "authorize" || r.action === "reauthorize") {
+    const label = r.action === "reauthorize" || c.action === "reauthorize" ? "Re-authorize" : "Authorize";
+    const btn = el("button", "btn btn--primary", ui.pending ? "Opening browser…" : label);
+    btn.type = "button";
+    btn.dataset.control = "check-authorize";
+    if (ui.pending) btn.setAttribute("aria-disabled", "true");
+    line.append(btn);
+  } else if (r.action === "set_variable") {
+    const cmd = checkCommand(c, r);
+    if (cmd) {
+      const btn = el("button", "btn", cmd.includes("&&") ? "Copy commands" : "Copy command");
+      btn.type = "button";
+      btn.dataset.control = "check-copy";
+      btn.dataset.copy = cmd;
+      btn.title = cmd;
+      line.append(btn);
+    }
+  } else if (r.action === "edit_catalog" && c.source) {
+    const btn = el("button", "btn", "Copy catalog path");
+    btn.type = "button";
+    btn.dataset.control = "check-copy";
+    btn.dataset.copy = c.source;
+    btn.title = c.source;
+    line.append(btn);
+  }
+  return line.childElementCount > 0 ? line : null;
 }
 
 function buildNotice(n: RowNotice, id: string): HTMLDivElement {

@@ -9,6 +9,7 @@ import { launch, openWindow, startServer } from "./harness.mjs";
 const fixture = (name) =>
   JSON.parse(readFileSync(new URL(`../src/fixtures/${name}.json`, import.meta.url), "utf8"));
 const MIXED = fixture("mixed");
+const HEALTH = fixture("health/mixed");
 
 const STATES = {
   ready: "Ready",
@@ -57,7 +58,7 @@ describe("rendering", () => {
     assert.deepEqual(await rowNames(page), MIXED.connectors.map((c) => c.name));
     assert.equal(await page.textContent(".summary"), "6 need attention, listed first");
     assert.match(await page.textContent(".sources"), /\/usr\/share\/patchbay\/mcp\.json \(default, 9 entries\)/);
-    assert.match(await page.textContent(".sources"), /\/home\/me\/\.config\/patchbay\/mcp\.json \(user, 2 entries\)/);
+    assert.match(await page.textContent(".sources"), /\/home\/me\/\.config\/patchbay\/mcp\.json \(user, 3 entries\)/);
     assert.deepEqual(page.errors, []);
     await page.context.close();
   });
@@ -627,22 +628,40 @@ describe("refresh history and credential actions", () => {
     await page.context.close();
   });
 
-  test("Refresh now and Disconnect only on rows with a stored credential, after the primary action", async () => {
+  test("Disconnect on rows with a stored credential, Refresh now only where it has a refresh token, after the primary action", async () => {
     const page = await open("fixture=mixed");
     const withCred = MIXED.connectors.filter((c) => c.credential !== null).map((c) => c.name);
+    const renewable = MIXED.connectors.filter((c) => c.credential?.has_refresh_token).map((c) => c.name);
     const owners = (control) =>
       page.$$eval(`[data-control=${control}]`, (bs) => bs.map((b) => b.closest("li").dataset.connector));
-    assert.deepEqual(await owners("refresh"), withCred);
     assert.deepEqual(await owners("disconnect"), withCred);
-    // figma: Re-authorize stays first and primary; the new buttons are secondary
-    const figma = await row(page, "figma").locator(".row__side button").evaluateAll((bs) =>
-      bs.map((b) => [b.textContent, b.classList.contains("btn--primary")]),
-    );
-    assert.deepEqual(figma, [
+    assert.deepEqual(await owners("refresh"), renewable);
+    assert.deepEqual(renewable, ["asana", "dropbox", "slack"]);
+    // figma and linear issued no refresh token: nothing to refresh, but still something to disconnect
+    for (const name of ["figma", "linear"]) {
+      assert.equal(await control(page, name, "refresh").count(), 0, name);
+      assert.equal(await control(page, name, "disconnect").count(), 1, name);
+    }
+    // figma: Re-authorize stays first and primary; the others are secondary
+    const side = (name) =>
+      row(page, name).locator(".row__side button").evaluateAll((bs) =>
+        bs.map((b) => [b.textContent, b.classList.contains("btn--primary")]),
+      );
+    assert.deepEqual(await side("figma"), [
       ["Re-authorize", true],
+      ["Test", false],
+      ["Disconnect", false],
+    ]);
+    assert.deepEqual(await side("dropbox"), [
+      ["Test", false],
       ["Refresh now", false],
       ["Disconnect", false],
     ]);
+    // a credential that gains a refresh token gains the button
+    const next = structuredClone(MIXED);
+    next.connectors.find((c) => c.name === "linear").credential.has_refresh_token = true;
+    await page.evaluate((r) => window.__patchbayMock.emitStatus(r), next);
+    assert.equal(await control(page, "linear", "refresh").count(), 1);
     await page.context.close();
   });
 
@@ -689,12 +708,17 @@ describe("refresh history and credential actions", () => {
     assert.equal(await drawer(page, "dropbox").evaluate((e) => e.open), true, "the open drawer stayed open");
     assert.equal(await entries.count(), 4);
 
-    // a credential the refresher has nothing to send for: no new entry, the row says so
-    await control(page, "linear", "refresh").click();
-    const info = row(page, "linear").locator(".notice--info");
+    // the refresher sent nothing (another refresh was under way): no new entry, the row says so
+    const unchanged = structuredClone(await page.evaluate(() => window.__patchbayMock.report));
+    await page.evaluate((r) => window.__patchbayMock.nextResult("refresh_connector", r), unchanged);
+    await control(page, "slack", "refresh").click();
+    const info = row(page, "slack").locator(".notice--info");
     await info.waitFor();
-    assert.equal(await info.textContent(), "Nothing was refreshed: Linear issued no refresh token, so only authorizing again renews this credential.");
-    assert.deepEqual(await calls(page, "refresh_connector"), [{ name: "dropbox" }, { name: "dropbox" }, { name: "linear" }]);
+    assert.equal(
+      await info.textContent(),
+      "Nothing was refreshed: Patchbay has no usable refresh token for this credential, or another refresh was under way.",
+    );
+    assert.deepEqual(await calls(page, "refresh_connector"), [{ name: "dropbox" }, { name: "dropbox" }, { name: "slack" }]);
     assert.deepEqual(page.errors, []);
     await page.context.close();
   });
@@ -870,6 +894,478 @@ describe("refresh history and credential actions", () => {
   });
 });
 
+describe("connection checks", () => {
+  const row = (page, name) => page.locator(`li[data-connector="${name}"]`);
+  const control = (page, name, c) => row(page, name).locator(`[data-control="${c}"]`);
+  const panel = (page, name) => row(page, name).locator("section.check");
+  const SLACK = HEALTH.connectors.find((r) => r.connector === "slack");
+  const stats = (r) => {
+    const { transport, degraded, consecutive_failures, next_check_at, tools, ...rest } = r;
+    return structuredClone(rest);
+  };
+  /** A check as the backend answers it: slack answered over streamable HTTP. */
+  const slackCheck = (over = {}) => ({
+    connector: "slack",
+    checked_at: "2026-11-30T09:00:00.000Z",
+    ok: true,
+    skipped: null,
+    configured_transport: "streamable-http",
+    transport: "streamable-http",
+    fell_back_to: null,
+    write_back: null,
+    latency_ms: 42,
+    server: { name: "slack-mcp", version: "2.3.0", protocol_version: "2025-06-18" },
+    tools: structuredClone(SLACK.tools.tools),
+    error: null,
+    advice: null,
+    action: null,
+    attempts: [{ transport: "streamable-http", ok: true, elapsed_ms: 43, error: null }],
+    transition: "healthy",
+    degraded: null,
+    consecutive_failures: 0,
+    health: { ...stats(SLACK), calls: 13, fail_rate: 1 / 13, last_check_at: "2026-11-30T09:00:00.000Z", last_ok_at: "2026-11-30T09:00:00.000Z" },
+    ...over,
+  });
+  /** The token was revoked at the server: 401 from an OAuth-capable server. */
+  const revoked = (name) =>
+    slackCheck({
+      connector: name,
+      ok: false,
+      latency_ms: null,
+      server: null,
+      tools: [],
+      error: {
+        kind: "needs_authorization",
+        message: "the server answered 401 over streamable-http: it refused the stored token (expired or revoked), so it needs authorizing again",
+        retryable: false,
+        http_status: 401,
+      },
+      advice: `Authorize it: \`patchbay authorize ${name}\` or its Authorize button.`,
+      action: "authorize",
+      transition: "degraded",
+    });
+
+  test("Test on every row with a known transport: check_connector with the name, then latency and <connector>.<tool> tools", async () => {
+    const page = await open("fixture=mixed");
+    const owners = await page.$$eval("[data-control=test]", (bs) => bs.map((b) => b.closest("li").dataset.connector));
+    assert.deepEqual(owners, MIXED.connectors.map((c) => c.name));
+    const boardCalls = (await calls(page, "get_health_board")).length;
+    assert.equal(boardCalls, 1, "the board is fetched on load");
+
+    // held until we answer, to see the busy state
+    await page.evaluate(() =>
+      window.__patchbayMock.setHandler("check_connector", () => new Promise((resolve) => (window.__finishCheck = resolve))),
+    );
+    const btn = control(page, "slack", "test");
+    assert.equal(await btn.textContent(), "Test");
+    assert.equal(await btn.getAttribute("class"), "btn", "secondary");
+    await btn.click();
+    await page.waitForFunction(() => typeof window.__finishCheck === "function");
+    assert.equal(await btn.textContent(), "Testing…");
+    assert.equal(await btn.getAttribute("aria-disabled"), "true");
+    await btn.dispatchEvent("click");
+    assert.deepEqual(await calls(page, "check_connector"), [{ name: "slack" }], "a busy Test does nothing");
+    // the backend records the check on the board before it answers
+    await page.evaluate((r) => {
+      const m = window.__patchbayMock;
+      const board = structuredClone(m.board);
+      Object.assign(board.connectors.find((x) => x.connector === "slack"), r.health);
+      m.board = board;
+      window.__finishCheck(r);
+    }, slackCheck());
+
+    const result = panel(page, "slack");
+    await result.waitFor();
+    assert.equal(await result.getAttribute("data-check"), "ok");
+    assert.equal(await result.getAttribute("role"), "status");
+    assert.equal(await result.locator(".check__line").textContent(), "Answered in 42 ms over streamable HTTP · 7 tools");
+    assert.equal(await btn.textContent(), "Test");
+    assert.equal(await btn.getAttribute("aria-disabled"), null);
+    const tools = result.locator(".toollist li");
+    assert.deepEqual(await tools.allTextContents(), SLACK.tools.tools.map((t) => `slack.${t.tool}`));
+    assert.equal(
+      await tools.first().getAttribute("title"),
+      "Search messages — Search messages and files across the channels you can read.",
+    );
+    assert.equal(await tools.nth(4).getAttribute("title"), "Add an emoji reaction to a message.", "no title: the description alone");
+    // collapsed until asked; opened, it stays open through a re-render of the row
+    assert.equal(await result.locator(".toollist").isVisible(), false);
+    await result.locator("summary").click();
+    assert.equal(await result.locator(".toollist").isVisible(), true);
+    assert.match(await result.locator(".check__server").textContent(), /slack-mcp 2\.3\.0 · MCP 2025-06-18/);
+    const before = await row(page, "slack").elementHandle();
+    const next = structuredClone(MIXED);
+    next.connectors.find((c) => c.name === "slack").detail = "Rebuilt.";
+    await page.evaluate((r) => window.__patchbayMock.emitStatus(r), next);
+    assert.equal(await row(page, "slack").locator(".row__detail").textContent(), "Rebuilt.");
+    assert.equal(await before.evaluate((e) => e.isConnected), false, "the row was rebuilt");
+    assert.equal(await panel(page, "slack").locator(".toollist").isVisible(), true);
+
+    // the board is fetched again after the Test, and the health line has this check in it
+    await page.waitForFunction((n) => window.__patchbayMock.calls.filter((c) => c.cmd === "get_health_board").length > n, boardCalls);
+    assert.match(await row(page, "slack").locator(".health__text").textContent(), /^13 checks · 8 % failed/);
+    // the fresher result lists the tools; the health drawer no longer repeats the board's
+    assert.equal(await row(page, "slack").locator("details[data-drawer=health] .toollist").count(), 0);
+
+    // dismissed, the result goes and the focus lands on Test
+    await result.locator("[data-control=dismiss-check]").click();
+    assert.equal(await panel(page, "slack").count(), 0);
+    assert.equal(await page.evaluate(() => document.activeElement.dataset.control), "test");
+    assert.equal(await row(page, "slack").locator("details[data-drawer=health] .toollist li").count(), 7);
+
+    // a row whose catalog entry is invalid (transport unknown) has no Test
+    next.connectors.find((c) => c.name === "sentry").transport = "unknown";
+    await page.evaluate((r) => window.__patchbayMock.emitStatus(r), next);
+    assert.equal(await control(page, "sentry", "test").count(), 0);
+    assert.equal(await control(page, "sentry", "primary").textContent(), "Copy catalog path");
+    assert.deepEqual(page.errors, []);
+    await page.context.close();
+  });
+
+  test("a failing check shows the error message and the advice, and is counted on the board", async () => {
+    const page = await open("fixture=mixed&checkfail=slack");
+    await control(page, "slack", "test").click();
+    const result = panel(page, "slack");
+    await result.waitFor();
+    assert.equal(await result.getAttribute("data-check"), "failed");
+    assert.equal(await result.getAttribute("role"), "alert");
+    assert.equal(await result.locator(".check__title").textContent(), "Test failed");
+    assert.equal(
+      await result.locator(".check__message").textContent(),
+      "cannot reach the server over streamable-http: Connection refused (os error 111)",
+    );
+    assert.equal(await result.locator(".check__message").getAttribute("data-kind"), "unreachable");
+    assert.equal(
+      await result.locator(".check__advice").textContent(),
+      "Nothing answered at https://mcp.slack.com/mcp; is the server up, and the URL right?",
+    );
+    assert.equal(await result.locator("button.btn").count(), 0, "nothing to offer but the advice");
+    await page.waitForFunction(() =>
+      document.querySelector('li[data-connector="slack"] .health__text')?.textContent.startsWith("13 checks · 15 % failed"),
+    );
+    assert.match(await row(page, "slack").locator(".health__text").textContent(), /last error just now$/);
+    assert.equal(await row(page, "slack").locator("details[data-drawer=health]").getAttribute("data-tone"), "warning");
+
+    // both transports rejected, with the other attempt named; a rejected static credential
+    // offers the command that stores it
+    await control(page, "stripe", "test").click();
+    const stripe = panel(page, "stripe");
+    await stripe.waitFor();
+    assert.equal(await stripe.locator(".check__title").textContent(), "Test failed (HTTP 410)");
+    assert.equal(await stripe.locator(".check__attempt").textContent(), "Also tried SSE: the server rejected the sse handshake with HTTP 410: Gone");
+    assert.match(await stripe.locator(".check__advice").textContent(), /neither streamable HTTP nor SSE worked/);
+    assert.equal(await stripe.locator("button.btn").count(), 0, "the row's own Copy catalog path is not repeated");
+
+    await page.context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: server.url });
+    await page.evaluate((r) => window.__patchbayMock.nextResult("check_connector", r), {
+      ...revoked("linear"),
+      transport: "sse",
+      configured_transport: "sse",
+      error: { kind: "credential_rejected", message: "the server answered 401 over sse: it refused the credential; check LINEAR_API_KEY", retryable: false, http_status: 401 },
+      advice: "Check the value of LINEAR_API_KEY (sent in the Authorization header): `patchbay secret set LINEAR_API_KEY`. Authorizing does not apply to a static credential.",
+      action: "set_variable",
+    });
+    await control(page, "linear", "test").click();
+    const linear = panel(page, "linear");
+    await linear.waitFor();
+    assert.equal(await linear.locator("[data-control=check-authorize]").count(), 0, "a static credential is never authorized");
+    assert.equal(await linear.locator(".check__advice code").textContent(), "patchbay secret set LINEAR_API_KEY");
+    const copy = linear.locator("[data-control=check-copy]");
+    assert.equal(await copy.textContent(), "Copy command");
+    await copy.click();
+    await page.waitForFunction(() =>
+      document.querySelector('li[data-connector="linear"] [data-control=check-copy]').textContent === "Copied",
+    );
+    assert.equal(await page.evaluate(() => navigator.clipboard.readText()), "patchbay secret set LINEAR_API_KEY");
+
+    // a check that contacted nothing says so, with the backend's advice
+    await control(page, "github", "test").click();
+    const github = panel(page, "github");
+    await github.waitFor();
+    assert.equal(await github.getAttribute("data-check"), "skipped");
+    assert.equal(await github.locator(".check__title").textContent(), "Not tested");
+    assert.match(await github.locator(".check__advice").textContent(), /^Nothing was contacted: missing configuration \(GITHUB_PAT has no value\)/);
+    assert.deepEqual(
+      (await calls(page, "check_connector")).map((a) => a.name),
+      ["slack", "stripe", "linear", "github"],
+    );
+    assert.deepEqual(page.errors, []);
+    await page.context.close();
+  });
+
+  test("a rejected check_connector shows inline; the row is left as it was", async () => {
+    const page = await open("fixture=mixed&fail=check_connector");
+    await control(page, "slack", "test").click();
+    const notice = row(page, "slack").locator(".notice--error");
+    await notice.waitFor();
+    assert.match(await notice.textContent(), /health\.sqlite: database is locked/);
+    assert.equal(await notice.locator("[data-kind]").getAttribute("data-kind"), "health");
+    assert.equal(await panel(page, "slack").count(), 0);
+    assert.equal(await control(page, "slack", "test").textContent(), "Test");
+    await page.context.close();
+  });
+
+  test("a check that asks for authorizing starts the row's authorize flow", async () => {
+    // notion has no credential: its check answers 401 with action authorize
+    let page = await open("fixture=mixed");
+    await control(page, "notion", "test").click();
+    const result = panel(page, "notion");
+    await result.waitFor();
+    assert.equal(await result.locator(".check__message").getAttribute("data-kind"), "needs_authorization");
+    assert.equal(await result.locator(".check__title").textContent(), "Test failed (HTTP 401)");
+    assert.match(await result.locator(".check__advice").textContent(), /Authorize it: patchbay authorize notion/);
+    const authorize = result.locator("[data-control=check-authorize]");
+    assert.equal(await authorize.textContent(), "Authorize");
+    assert.match(await authorize.getAttribute("class"), /btn--primary/);
+    await authorize.click();
+    await row(page, "notion").locator(".notice--info").waitFor();
+    assert.deepEqual(await calls(page, "start_authorization"), [{ name: "notion" }]);
+    assert.match(await row(page, "notion").locator(".notice--info").textContent(), /Finish in your browser/);
+    await page.context.close();
+
+    // slack is ready, but the server refused its token: the paste-back flow opens in its row and
+    // stays open through a re-render, as the row's own Authorize would
+    page = await open("fixture=mixed&start=paste_back");
+    await page.evaluate((r) => window.__patchbayMock.nextResult("check_connector", r), revoked("slack"));
+    await control(page, "slack", "test").click();
+    await panel(page, "slack").locator("[data-control=check-authorize]").click();
+    const flow = row(page, "slack").locator(".flow");
+    await flow.waitFor();
+    assert.deepEqual(await calls(page, "start_authorization"), [{ name: "slack" }]);
+    assert.equal(await page.evaluate(() => document.activeElement?.dataset.control), "pasted");
+    const next = structuredClone(MIXED);
+    next.connectors.find((c) => c.name === "slack").detail = "Still ready, says the status.";
+    await page.evaluate((r) => window.__patchbayMock.emitStatus(r), next);
+    assert.equal(await flow.isVisible(), true);
+    // completed: a new credential outdates the failed check
+    await flow.locator("[data-control=pasted]").fill("c0de");
+    const answer = structuredClone(next);
+    answer.connectors.find((c) => c.name === "slack").credential.updated_at = "2026-11-30T09:00:00Z";
+    await page.evaluate((r) => window.__patchbayMock.nextResult("complete_authorization", r), answer);
+    await flow.locator("[data-control=complete]").click();
+    await flow.waitFor({ state: "detached" });
+    assert.deepEqual(await calls(page, "complete_authorization"), [{ name: "slack", pasted: "c0de" }]);
+    assert.equal(await panel(page, "slack").count(), 0);
+    assert.deepEqual(page.errors, []);
+    await page.context.close();
+  });
+
+  test("falls back to SSE: Save SSE to catalog invokes write_back_transport, then a notice names the file", async () => {
+    const page = await open("fixture=mixed");
+    await control(page, "deepwiki", "test").click();
+    const result = panel(page, "deepwiki");
+    await result.waitFor();
+    assert.equal(await result.locator(".check__line").textContent(), "Answered in 212 ms over SSE · 3 tools");
+    assert.equal(await result.locator(".check__fallback-text").textContent(), "The server rejected streamable HTTP; SSE answered.");
+    const save = result.locator("[data-control=write-back]");
+    assert.equal(await save.textContent(), "Save SSE to catalog");
+    assert.match(await save.getAttribute("title"), /\/home\/me\/\.config\/patchbay\/mcp\.json/);
+    assert.equal(await row(page, "deepwiki").locator(".row__transport").textContent(), "streamable-http");
+    assert.deepEqual(await calls(page, "write_back_transport"), [], "nothing is written unasked");
+    await save.click();
+    const notice = row(page, "deepwiki").locator(".notice--info");
+    await notice.waitFor();
+    assert.deepEqual(await calls(page, "write_back_transport"), [{ name: "deepwiki", transport: "sse" }]);
+    assert.equal(await notice.textContent(), "Saved SSE as DeepWiki’s transport in /home/me/.config/patchbay/mcp.json.");
+    assert.equal(await notice.locator("code").textContent(), "/home/me/.config/patchbay/mcp.json");
+    assert.equal(await row(page, "deepwiki").locator(".row__transport").textContent(), "sse");
+    // saved: the offer is gone, the result stays
+    assert.equal(await result.locator("[data-control=write-back], .check__fallback").count(), 0);
+    assert.equal(await result.locator(".check__line").textContent(), "Answered in 212 ms over SSE · 3 tools");
+    assert.deepEqual(page.errors, []);
+    await page.context.close();
+  });
+
+  test("a failed write-back shows inline and keeps the offer", async () => {
+    const page = await open("fixture=mixed&fail=write_back_transport");
+    await control(page, "deepwiki", "test").click();
+    await panel(page, "deepwiki").locator("[data-control=write-back]").click();
+    const notice = row(page, "deepwiki").locator(".notice--error");
+    await notice.waitFor();
+    assert.match(await notice.textContent(), /it is not valid JSON/);
+    assert.equal(await panel(page, "deepwiki").locator("[data-control=write-back]").textContent(), "Save SSE to catalog");
+    assert.equal(await row(page, "deepwiki").locator(".row__transport").textContent(), "streamable-http");
+    await page.context.close();
+  });
+
+  test("the health line: calls, failure rate, p50, p95 and the last error, only for checked connectors", async () => {
+    const page = await open("fixture=mixed");
+    const line = (name) => row(page, name).locator("details[data-drawer=health] > summary");
+    assert.equal(await line("slack").textContent(), "12 checks · 8 % failed · p50 40 ms · p95 120 ms · last error 3 min ago · Details");
+    assert.equal(await line("filesystem").textContent(), "3 checks · 0 % failed · p50 850 ms · p95 1420 ms · Details");
+    assert.equal(await line("dropbox").textContent(), "9 checks · 44 % failed · p50 85 ms · p95 230 ms · last error 1 min ago · Details");
+    const checked = HEALTH.connectors.filter((r) => r.calls > 0).map((r) => r.connector).sort();
+    const shown = await page.$$eval("details[data-drawer=health]", (ds) => ds.map((d) => d.closest("li").dataset.connector).sort());
+    assert.deepEqual(shown, checked);
+    assert.deepEqual(checked, ["dropbox", "filesystem", "linear", "slack"]);
+    // the last error's time is absolute in its title, with the error
+    const time = line("slack").locator("time");
+    assert.equal(await time.getAttribute("datetime"), "2026-11-30T08:57:00.000Z");
+    assert.match(await time.getAttribute("title"), /2026.*: the server answered HTTP 502 over streamable-http: Bad Gateway/);
+    // the row describes itself with it
+    assert.match(await row(page, "slack").getAttribute("aria-describedby"), /c-slack-health/);
+    await page.context.close();
+  });
+
+  test("a degraded connector is marked in the error tone, and a passing check clears it", async () => {
+    const page = await open("fixture=mixed");
+    const marker = row(page, "dropbox").locator(".row__degraded");
+    assert.equal(await page.locator(".row__degraded").count(), 1, "only dropbox is degraded");
+    const text = await marker.locator(".row__degraded-text").textContent();
+    assert.match(text, /^Degraded since .+: the server answered HTTP 503 over streamable-http: Service Temporarily Unavailable$/);
+    assert.equal(await marker.locator("time").getAttribute("datetime"), "2026-11-30T08:41:05.000Z");
+    assert.match(await marker.textContent(), /Agents are told it is unavailable until a check passes/);
+    const danger = await page.evaluate(() => getComputedStyle(document.querySelector(".btn--danger")).color);
+    assert.equal(await marker.evaluate((e) => getComputedStyle(e).color), danger);
+    assert.equal(await row(page, "dropbox").locator(".badge--degraded").textContent(), "Degraded");
+    assert.match(await row(page, "dropbox").getAttribute("aria-labelledby"), /c-dropbox-degraded-badge/);
+    assert.equal(await row(page, "dropbox").locator("details[data-drawer=health]").getAttribute("data-tone"), "error");
+    // the status badge stays what the status says
+    assert.equal(await row(page, "dropbox").getAttribute("data-state"), "ready");
+
+    await control(page, "dropbox", "test").click();
+    await panel(page, "dropbox").waitFor();
+    await page.waitForFunction(() => !document.querySelector('li[data-connector="dropbox"] .row__degraded'));
+    assert.equal(await row(page, "dropbox").locator(".badge--degraded").count(), 0);
+    assert.equal(await page.evaluate(() => window.__patchbayMock.board.connectors.find((r) => r.connector === "dropbox").degraded), null);
+    await page.context.close();
+  });
+
+  test("the health drawer lists failures and the last tools, and keeps its state across re-renders", async () => {
+    const page = await open("fixture=mixed");
+    const drawer = () => row(page, "dropbox").locator("details[data-drawer=health]");
+    assert.equal(await drawer().evaluate((e) => e.open), false);
+    // the keyboard reaches it after the refresh drawer; Enter opens it
+    await row(page, "dropbox").focus();
+    await page.keyboard.press("Tab");
+    assert.equal(await page.evaluate(() => document.activeElement.dataset.control), "history");
+    await page.keyboard.press("Tab");
+    assert.equal(await page.evaluate(() => document.activeElement.dataset.control), "health");
+    await page.keyboard.press("Enter");
+    await page.waitForFunction(() => document.querySelector('li[data-connector="dropbox"] details[data-drawer=health]').open);
+    assert.match(await drawer().locator(".health__facts").textContent(), /^Last checked 1 min ago · last passed 29 min ago · next counted check in under a minute · 4 failures in a row$/);
+    const entries = drawer().locator(".history__entry");
+    assert.equal(await entries.count(), 4);
+    const first = entries.nth(0);
+    assert.equal(await first.locator("time").textContent(), "1 min ago");
+    assert.match(await first.locator("time").getAttribute("title"), /2026/);
+    assert.equal(await first.locator(".outcome").textContent(), "Server error");
+    assert.equal(await first.locator(".history__summary").textContent(), "the server answered HTTP 503 over streamable-http: Service Temporarily Unavailable");
+    assert.equal(await first.locator(".history__facts").textContent(), "streamable HTTP · HTTP 503 · after 182 ms · 4th failure in a row");
+    assert.equal(await entries.nth(3).locator(".outcome").textContent(), "Timed out");
+    assert.equal(await entries.nth(3).locator(".history__facts").textContent(), "streamable HTTP · after 10004 ms");
+    assert.deepEqual(
+      await drawer().locator(".toollist li").allTextContents(),
+      HEALTH.connectors.find((r) => r.connector === "dropbox").tools.tools.map((t) => t.name),
+    );
+
+    // a status-changed that rebuilds the row, and a new board, keep it open
+    const before = await row(page, "dropbox").elementHandle();
+    const next = structuredClone(MIXED);
+    next.connectors.find((c) => c.name === "dropbox").detail = "Rebuilt.";
+    await page.evaluate((r) => window.__patchbayMock.emitStatus(r), next);
+    assert.equal(await before.evaluate((e) => e.isConnected), false, "the row was rebuilt");
+    assert.equal(await drawer().evaluate((e) => e.open), true);
+    await page.evaluate(() => {
+      const m = window.__patchbayMock;
+      const board = structuredClone(m.board);
+      board.connectors.find((r) => r.connector === "dropbox").calls = 10;
+      m.board = board;
+      m.emitHealthChanged();
+    });
+    await page.waitForFunction(() =>
+      document.querySelector('li[data-connector="dropbox"] .health__text')?.textContent.startsWith("10 checks"),
+    );
+    assert.equal(await drawer().evaluate((e) => e.open), true);
+    assert.equal(await page.evaluate(() => document.activeElement.dataset.control), "health", "the focus stayed");
+    // Escape closes it; it stays closed through the next re-render
+    await page.keyboard.press("Escape");
+    assert.equal(await drawer().evaluate((e) => e.open), false);
+    next.connectors.find((c) => c.name === "dropbox").detail = "Rebuilt again.";
+    await page.evaluate((r) => window.__patchbayMock.emitStatus(r), next);
+    assert.equal(await row(page, "dropbox").locator(".row__detail").textContent(), "Rebuilt again.");
+    assert.equal(await drawer().evaluate((e) => e.open), false);
+    // the refresh drawer is kept apart
+    assert.equal(await row(page, "dropbox").locator("details[data-drawer=refresh]").evaluate((e) => e.open), false);
+    assert.deepEqual(page.errors, []);
+    await page.context.close();
+  });
+
+  test("health-changed fetches the board again", async () => {
+    const page = await open("fixture=mixed");
+    const count = async () => (await calls(page, "get_health_board")).length;
+    assert.equal(await count(), 1);
+    assert.equal(await row(page, "linear").locator(".row__degraded").count(), 0);
+    await page.evaluate(() => {
+      const m = window.__patchbayMock;
+      const board = structuredClone(m.board);
+      Object.assign(board.connectors.find((r) => r.connector === "linear"), {
+        calls: 8,
+        failures: 3,
+        fail_rate: 3 / 8,
+        last_error: "cannot reach the server over sse: Connection refused (os error 111)",
+        last_error_at: "2026-11-30T08:58:00.000Z",
+        // as a check that just degraded it sends it: nanoseconds (chrono's default format)
+        degraded: { since: "2026-11-30T08:58:00.123456789Z", error: "cannot reach the server over sse: Connection refused (os error 111)", kind: "unreachable" },
+        consecutive_failures: 3,
+      });
+      m.board = board;
+      m.emitHealthChanged();
+    });
+    await row(page, "linear").locator(".row__degraded").waitFor();
+    assert.equal(await count(), 2);
+    assert.match(await row(page, "linear").locator(".row__degraded-text").textContent(), /: cannot reach the server over sse: Connection refused/);
+    assert.equal(await row(page, "linear").locator(".row__degraded time").getAttribute("datetime"), "2026-11-30T08:58:00.123Z");
+    assert.equal(
+      await row(page, "linear").locator(".health__text").textContent(),
+      "8 checks · 38 % failed · p50 62 ms · p95 95 ms · last error 2 min ago",
+    );
+    await page.context.close();
+  });
+
+  test("without a readable board the rows render without health lines", async () => {
+    const page = await open("fixture=mixed&fail=get_health_board");
+    assert.deepEqual(await rowNames(page), MIXED.connectors.map((c) => c.name));
+    assert.equal(await page.locator("details[data-drawer=health], .row__degraded").count(), 0);
+    assert.equal(await control(page, "slack", "test").count(), 1);
+    assert.deepEqual(page.errors, []);
+    await page.context.close();
+  });
+
+  test("the confirm buttons meet WCAG AA contrast in both themes", async () => {
+    const page = await open("fixture=mixed");
+    // (a click elsewhere cancels the disconnect confirm, not the delete one: delete first)
+    await page.locator("li[data-unclaimed] [data-control=delete]").first().click();
+    await control(page, "slack", "disconnect").click();
+    await page.mouse.move(0, 0); // at rest, not hovered
+    const ratios = () =>
+      page.evaluate(() => {
+        const rgb = (c) => c.match(/[\d.]+/g).slice(0, 3).map(Number);
+        const lum = ([r, g, b]) =>
+          [r, g, b]
+            .map((v) => v / 255)
+            .map((v) => (v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4))
+            .reduce((a, v, i) => a + v * [0.2126, 0.7152, 0.0722][i], 0);
+        const ratio = (el) => {
+          const s = getComputedStyle(el);
+          const [a, b] = [lum(rgb(s.color)), lum(rgb(s.backgroundColor))];
+          return (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+        };
+        return [
+          ...document.querySelectorAll(".btn--danger-confirm, .btn--primary"),
+        ].map((b) => [b.textContent, Math.round(ratio(b) * 100) / 100]);
+      });
+    for (const scheme of ["light", "dark"]) {
+      await page.emulateMedia({ colorScheme: scheme });
+      const found = await ratios();
+      const names = found.map(([t]) => t);
+      assert.ok(names.includes("Confirm disconnect") && names.includes("Confirm delete"), names.join(", "));
+      for (const [text, r] of found) assert.ok(r >= 4.5, `${scheme}: ${text} ${r}:1`);
+    }
+    await page.context.close();
+  });
+});
+
 describe("keyboard", () => {
   test("arrow keys, Home and End move between rows; Enter runs the row's action; Tab reaches its buttons", async () => {
     const page = await open("fixture=mixed");
@@ -901,6 +1397,8 @@ describe("keyboard", () => {
     await page.keyboard.press("Tab");
     assert.equal(await focusedRow(page), "github");
     assert.equal(await page.evaluate(() => document.activeElement.textContent), "Copy command");
+    await page.keyboard.press("Tab");
+    assert.equal(await page.evaluate(() => document.activeElement.textContent), "Test");
     // the focused row's own buttons are the only ones in the tab order; the next stop is past the list
     await page.keyboard.press("Tab");
     assert.equal(await focusedRow(page), null);
@@ -1037,6 +1535,12 @@ describe("theme and CSP", () => {
     await page.click('li[data-connector="slack"] [data-control=disconnect]');
     await page.waitForSelector('li[data-connector="slack"] [data-control=forget-registration]');
     assert.deepEqual(await page.evaluate(() => window.__cspViolations), [], "refresh drawer, disconnect confirm");
+    // a test result with its tools, the fallback offer, and the health drawer
+    await page.click('li[data-connector="deepwiki"] [data-control=test]');
+    await page.click('li[data-connector="deepwiki"] section.check summary');
+    await page.click('li[data-connector="dropbox"] details[data-drawer=health] summary');
+    await page.waitForSelector('li[data-connector="deepwiki"] [data-control=write-back]');
+    assert.deepEqual(await page.evaluate(() => window.__cspViolations), [], "test result, health drawer");
     assert.deepEqual(messages.filter((m) => /Content.Security.Policy|Refused to/i.test(m)), []);
     assert.ok((await page.locator("li[data-connector]").count()) > 0, "the app's scripts ran");
     await context.close();

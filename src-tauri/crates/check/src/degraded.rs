@@ -23,6 +23,7 @@ pub fn system_clock() -> Clock {
 /// Why and since when a connector is degraded.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Degraded {
+    #[serde(serialize_with = "crate::health::rfc3339")]
     pub since: DateTime<Utc>,
     /// The failure that tipped it, one line, secrets scrubbed.
     pub error: String,
@@ -53,6 +54,10 @@ pub enum Transition {
     Counted,
     /// Failed within the backoff: recorded, not counted.
     InBackoff,
+    /// Failed because the server wants authorizing: recorded, not counted. The server answered;
+    /// the fix is Authorize (which the status and the check's action say), not "the server is
+    /// gone", so it never makes a connector degraded.
+    NotCounted,
     /// Failed, and that made it degraded.
     Degraded,
     /// Failed again while degraded.
@@ -115,6 +120,9 @@ impl DegradedRule {
         message: &str,
         now: DateTime<Utc>,
     ) -> (Streak, Transition) {
+        if matches!(error, CheckError::NeedsAuthorization { .. }) {
+            return (streak.clone(), Transition::NotCounted);
+        }
         let recheck = Self::later(now, self.backoff.last().copied().unwrap_or_default());
         if let Some(degraded) = &streak.degraded {
             // Still down: keep since when, show the latest error.
@@ -273,6 +281,23 @@ mod tests {
         let (s, t) = rule.after_failure(&Streak::default(), &rejected, "401", clock());
         assert_eq!(t, Transition::Degraded);
         assert_eq!(s.degraded.unwrap().kind, "credential_rejected");
+    }
+
+    #[test]
+    fn a_server_that_wants_authorizing_is_never_degraded() {
+        let rule = DegradedRule::default();
+        let (time, clock) = ManualClock::new();
+        let wants_auth = CheckError::NeedsAuthorization {
+            message: "401".into(),
+        };
+        let mut streak = Streak::default();
+        for _ in 0..5 {
+            let (s, t) = rule.after_failure(&streak, &wants_auth, "401", clock());
+            assert_eq!(t, Transition::NotCounted);
+            streak = s;
+            time.advance(300);
+        }
+        assert_eq!(streak, Streak::default());
     }
 
     #[test]

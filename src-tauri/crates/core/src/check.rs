@@ -100,6 +100,8 @@ pub struct ConnectorCheck {
 /// One row of the health board.
 #[derive(Debug, Clone, Serialize)]
 pub struct BoardRow {
+    /// Also in `stats`, which the JSON flattens: serialized once, from there.
+    #[serde(skip)]
     pub connector: String,
     pub transport: String,
     #[serde(flatten)]

@@ -1,10 +1,13 @@
 //! Replacing a runtime's JSON file safely while the runtime itself may be rewriting it.
 //!
-//! The runtimes write their files without any lock, by writing a temp file and renaming it over
-//! the target (Claude Code: `.credentials.json.tmp.<8 hex>`). So [`update_json_object`]:
+//! The runtimes write their files by writing a temp file and renaming it over the target (Claude
+//! Code: `.credentials.json.tmp.<8 hex>`), older Claude Code releases without any lock (2.1.332
+//! holds one of its own around its writes: [`crate::claude_lock`]). So [`update_json_object`]:
 //! 1. takes our lock file (serializes Patchbay's own writers; see [`crate::lock`]);
 //! 2. reads the file and applies the caller's change to the parsed object (a malformed file is
-//!    [`RuntimeError::Malformed`] and nothing is written);
+//!    [`RuntimeError::Malformed`] and nothing is written); when the change changes something and
+//!    the runtime has a write lock of its own ([`UpdateOptions::runtime_lock`]), takes that too
+//!    (inside ours; a write the runtime made while we waited for it is caught in 4);
 //! 3. writes the result to a temp file in the same directory (created exclusively, mode 0600 or
 //!    the file's own mode), fsyncs it;
 //! 4. re-reads the target right before the rename and starts again from 2 when it changed;
@@ -19,9 +22,10 @@
 //! Guaranteed: readers only ever see a complete file (ours or theirs), our change is in the file
 //! at the moment we replace it, and on Linux we never drop a write that another process completed
 //! before our replace. Not guaranteed, and not ours to fix: a runtime that read the file before
-//! our replace and renames after it drops our change (its own unlocked read-modify-write); the
-//! reconciler re-applies ours on its next pass.
+//! our replace and renames after it drops our change (its own unlocked read-modify-write, e.g. an
+//! older Claude Code); the reconciler re-applies ours on its next pass.
 
+use crate::claude_lock::ClaudeWriteLock;
 use crate::lock::FileLock;
 use crate::RuntimeError;
 use serde_json::{Map, Value};
@@ -47,7 +51,12 @@ pub enum FileMode {
 #[derive(Debug, Clone)]
 pub struct UpdateOptions {
     pub lock_path: PathBuf,
+    /// How long to wait for each lock (ours, then the runtime's).
     pub lock_timeout: Duration,
+    /// The runtime's own lock directory (proper-lockfile protocol: Claude Code's
+    /// `.storage-write.lock`), taken inside ours once the change changes something, so the
+    /// runtime's own read-modify-write cannot interleave with ours. `None`: it takes none.
+    pub runtime_lock: Option<PathBuf>,
     /// A missing file starts as `{}` (else: nothing to do, `Ok(false)`, and `mutate` is not called).
     pub create_if_missing: bool,
     pub mode: FileMode,
@@ -87,6 +96,8 @@ pub fn update_json_object(
         }
     }
     let _lock = FileLock::acquire(&options.lock_path, options.lock_timeout)?;
+    // Declared after ours: released before it.
+    let mut runtime_lock: Option<ClaudeWriteLock> = None;
     let mut seen = read_bytes(path)?;
     // Changes of writes we replaced without having seen them, to merge back.
     let mut foreign: Vec<ForeignChange> = Vec::new();
@@ -101,6 +112,11 @@ pub fn update_json_object(
         let changed = mutate(&mut object)?;
         if !changed && !repaired {
             return Ok(false);
+        }
+        if let (None, Some(dir)) = (&runtime_lock, &options.runtime_lock) {
+            // Only a write takes the runtime's lock. What the runtime wrote while we waited for
+            // it, the re-read below sees (and we start again from it).
+            runtime_lock = Some(ClaudeWriteLock::acquire(dir, options.lock_timeout)?);
         }
         let bytes = serialize(&object);
         let mode = match options.mode {

@@ -8,8 +8,14 @@
 //! the macOS Keychain variant, [`crate::claude_keychain::ClaudeKeychainStore`], which holds the
 //! same JSON in a Keychain item. [`crate::claude_keychain::claude_store`] picks the one Claude
 //! Code uses on this platform.
+//!
+//! A write or removal in `.credentials.json` also takes Claude Code's own write lock,
+//! `.storage-write.lock` beside it ([`crate::claude_lock`]), inside our lock file and only when it
+//! changes something, so that Claude Code (2.1.332 on) cannot read-modify-write the file in the
+//! middle of ours; reads never take it, nor does the needs-auth cache (not secure storage).
 
 use crate::atomic::{lock_path_for, read_json_object, update_json_object, FileMode, UpdateOptions};
+use crate::claude_lock::claude_write_lock_path;
 use crate::config::RuntimePaths;
 use crate::lock::DEFAULT_LOCK_TIMEOUT;
 use crate::{Runtime, RuntimeCredential, RuntimeError, RuntimeStore, WriteOutcome};
@@ -51,7 +57,8 @@ impl ClaudeFileStore {
         }
     }
 
-    /// How long a write waits for another Patchbay writer (default 5 s) before `Busy`.
+    /// How long a write waits for another Patchbay writer, and then for Claude Code's write lock
+    /// (default 5 s each), before `Busy`.
     pub fn with_lock_timeout(mut self, timeout: Duration) -> Self {
         self.lock_timeout = timeout;
         self
@@ -71,10 +78,25 @@ impl ClaudeFileStore {
         lock_path_for(&self.credentials)
     }
 
+    /// Claude Code's own write lock: the `.storage-write.lock` directory beside the file.
+    pub fn claude_lock_path(&self) -> PathBuf {
+        claude_write_lock_path(self.credentials.parent().unwrap_or(Path::new("")))
+    }
+
+    /// For `.credentials.json`: our lock, then Claude Code's.
     fn options(&self, create_if_missing: bool) -> UpdateOptions {
+        UpdateOptions {
+            runtime_lock: Some(self.claude_lock_path()),
+            ..self.cache_options(create_if_missing)
+        }
+    }
+
+    /// For the needs-auth cache: our lock only.
+    fn cache_options(&self, create_if_missing: bool) -> UpdateOptions {
         UpdateOptions {
             lock_path: self.lock_path(),
             lock_timeout: self.lock_timeout,
+            runtime_lock: None,
             create_if_missing,
             mode: FileMode::Private,
         }
@@ -132,7 +154,7 @@ impl RuntimeStore for ClaudeFileStore {
     /// Removes `server_name`'s member from `mcp-needs-auth-cache.json`; an absent file or member
     /// is nothing to do.
     fn clear_needs_auth(&self, server_name: &str) -> Result<(), RuntimeError> {
-        clear_needs_auth_in(&self.needs_auth, &self.options(false), server_name)
+        clear_needs_auth_in(&self.needs_auth, &self.cache_options(false), server_name)
     }
 
     fn watch_targets(&self) -> Vec<(PathBuf, Vec<String>)> {
@@ -437,6 +459,7 @@ pub fn add_server(
     let options = UpdateOptions {
         lock_path: lock_path_for(path),
         lock_timeout: DEFAULT_LOCK_TIMEOUT,
+        runtime_lock: None,
         create_if_missing: true,
         mode: FileMode::PreserveOrPrivate,
     };

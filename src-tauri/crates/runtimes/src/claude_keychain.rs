@@ -9,11 +9,14 @@
 //! [`ClaudeKeychainStore`] reads the item, applies the rules of [`crate::claude`] (the same
 //! functions as the file store: one copy of them) and writes the whole object back. Our writers
 //! are serialized by the same lock file as the file store's (`.credentials.json.patchbay.lock` in
-//! Claude Code's config dir), and the needs-auth cache is still the file there. Claude Code takes
-//! no part in our lock, so a write re-reads the item right before setting it and starts again
-//! when it changed; a Keychain item cannot be exchanged like a file, so the remaining window (one
-//! Keychain round trip) is not closed: a change Claude Code makes inside it is lost, and the
-//! reconciler re-applies ours on its next pass.
+//! Claude Code's config dir), and the needs-auth cache is still the file there. A write that
+//! changes the item also takes, inside that lock, the write lock Claude Code 2.1.332 holds around
+//! its own Keychain writes (`.storage-write.lock` in the same directory, [`crate::claude_lock`]),
+//! and re-reads the item under it before setting it, so the two read-modify-writes cannot
+//! interleave. Older releases take no lock: against those, the re-read right before setting
+//! (starting again when it changed) is all there is; a Keychain item cannot be exchanged like a
+//! file, so the remaining window (one Keychain round trip) is not closed: a change made inside it
+//! is lost, and the reconciler re-applies ours on its next pass.
 //!
 //! Known, not handled (read in Claude Code 2.1.332's binary, not in the reference): when the JSON
 //! grows too large, Claude Code moves sections into an encrypted `<service>-overflow-<a|b>` item
@@ -26,6 +29,7 @@ use crate::claude::{
     after_write, clear_needs_auth_in, merge_entry, read_all_in, read_in, remove_entry,
     ClaudeFileStore,
 };
+use crate::claude_lock::{claude_write_lock_path, ClaudeWriteLock};
 use crate::config::RuntimePaths;
 use crate::lock::{FileLock, DEFAULT_LOCK_TIMEOUT};
 use crate::{Runtime, RuntimeCredential, RuntimeError, RuntimeStore, WriteOutcome};
@@ -41,8 +45,9 @@ const MAX_ATTEMPTS: usize = 16;
 
 /// The directory Claude Code 2.1.332 creates (proper-lockfile) beside its credentials around a
 /// secure-storage write and removes after it: the only file event a Keychain write makes, so the
-/// watcher listens for it. Read in its binary, not in the reference.
-pub const CLAUDE_WRITE_LOCK_DIR: &str = ".storage-write.lock";
+/// watcher listens for it (our own writes take it too: the pass that follows one writes nothing).
+/// Read in its binary, not in the reference.
+pub use crate::claude_lock::CLAUDE_WRITE_LOCK_DIR;
 
 /// One secret item: the whole of what [`ClaudeKeychainStore`] keeps in the OS keychain.
 pub trait CredentialItem: Send + Sync {
@@ -172,7 +177,8 @@ impl ClaudeKeychainStore {
         }
     }
 
-    /// How long a write waits for another Patchbay writer (default 5 s) before `Busy`.
+    /// How long a write waits for another Patchbay writer, and then for Claude Code's write lock
+    /// (default 5 s each), before `Busy`.
     pub fn with_lock_timeout(mut self, timeout: Duration) -> Self {
         self.lock_timeout = timeout;
         self
@@ -218,8 +224,14 @@ impl ClaudeKeychainStore {
         self.item.get()?.map(|text| self.parse(&text)).transpose()
     }
 
-    /// Under our lock: read the item, apply `mutate`, re-read, and set the item when it did not
-    /// change meanwhile (else start again from the new content). Whether the item was set.
+    /// Claude Code's own write lock: the `.storage-write.lock` directory in its config dir.
+    pub fn claude_lock_path(&self) -> PathBuf {
+        claude_write_lock_path(&self.claude_dir)
+    }
+
+    /// Under our lock: read the item, apply `mutate`; when that changes something, take Claude
+    /// Code's write lock too, re-read, and set the item when it did not change meanwhile (else
+    /// start again from the new content). Whether the item was set.
     fn update(
         &self,
         create_if_missing: bool,
@@ -229,6 +241,8 @@ impl ClaudeKeychainStore {
             create_private_dir(dir)?;
         }
         let _lock = FileLock::acquire(&self.lock, self.lock_timeout)?;
+        // Declared after ours: released before it.
+        let mut claude_lock: Option<ClaudeWriteLock> = None;
         let mut seen = self.item.get()?;
         for _ in 0..MAX_ATTEMPTS {
             let mut object = match &seen {
@@ -238,6 +252,14 @@ impl ClaudeKeychainStore {
             };
             if !mutate(&mut object)? {
                 return Ok(false);
+            }
+            if claude_lock.is_none() {
+                // In the directory created above (our lock file's, beside the credentials). What
+                // Claude Code wrote while we waited for it, the re-read below sees.
+                claude_lock = Some(ClaudeWriteLock::acquire(
+                    &self.claude_lock_path(),
+                    self.lock_timeout,
+                )?);
             }
             // Compact, as Claude Code writes it (JSON.stringify).
             let text = Secret::new(serde_json::to_string(&object).expect("JSON values serialize"));
@@ -259,6 +281,7 @@ impl ClaudeKeychainStore {
         UpdateOptions {
             lock_path: self.lock.clone(),
             lock_timeout: self.lock_timeout,
+            runtime_lock: None,
             create_if_missing: false,
             mode: FileMode::Private,
         }

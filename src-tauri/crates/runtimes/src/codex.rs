@@ -90,6 +90,7 @@ impl CodexFileStore {
         UpdateOptions {
             lock_path: self.lock_path(),
             lock_timeout: self.lock_timeout,
+            runtime_lock: None,
             create_if_missing,
             mode: FileMode::Private,
         }

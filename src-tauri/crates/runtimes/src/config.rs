@@ -77,7 +77,8 @@ pub fn claude_keychain_account(env: Resolver<'_>) -> String {
 }
 
 impl RuntimePaths {
-    /// Resolve from an injectable home directory and environment. Empty variables count as unset.
+    /// Resolve from an injectable home directory and environment. Empty variables count as unset,
+    /// but for `CLAUDE_SECURESTORAGE_CONFIG_DIR` (see below).
     pub fn resolve(home: &Path, env: Resolver<'_>) -> RuntimePaths {
         let var = |name: &str| env(name).filter(|v| !v.is_empty()).map(PathBuf::from);
         let config_dir = var("CLAUDE_CONFIG_DIR");
@@ -86,8 +87,13 @@ impl RuntimePaths {
             Some(dir) => dir.join(".claude.json"),
             None => home.join(".claude.json"),
         };
-        let credentials_dir =
-            var("CLAUDE_SECURESTORAGE_CONFIG_DIR").unwrap_or_else(|| claude_config_dir.clone());
+        // As Claude Code 2.1.332 reads it: defined but empty means the default `~/.claude`,
+        // not `$CLAUDE_CONFIG_DIR` (the same rule as its Keychain service name).
+        let credentials_dir = match env("CLAUDE_SECURESTORAGE_CONFIG_DIR") {
+            Some(dir) if dir.is_empty() => home.join(".claude"),
+            Some(dir) => PathBuf::from(dir),
+            None => claude_config_dir.clone(),
+        };
         RuntimePaths {
             claude_credentials: credentials_dir.join(".credentials.json"),
             claude_config_dir,
@@ -572,6 +578,15 @@ mod tests {
         assert_eq!(set.claude_credentials, Path::new("/c/.credentials.json"));
         assert_eq!(set.claude_json, Path::new("/c/.claude.json"));
         assert_eq!(set.codex_credentials(), Path::new("/x/.credentials.json"));
+
+        let empty_secure = |name: &str| match name {
+            "CLAUDE_SECURESTORAGE_CONFIG_DIR" => Some(String::new()),
+            "CLAUDE_CONFIG_DIR" => Some("/c".to_string()),
+            _ => None,
+        };
+        let e = RuntimePaths::resolve(home, &empty_secure);
+        assert_eq!(e.claude_credentials, home.join(".claude/.credentials.json"));
+        assert_eq!(e.claude_config_dir, Path::new("/c"));
 
         let secure =
             |name: &str| (name == "CLAUDE_SECURESTORAGE_CONFIG_DIR").then(|| "/s".to_string());

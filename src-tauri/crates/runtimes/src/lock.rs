@@ -2,9 +2,11 @@
 //! (e.g. `.credentials.json.patchbay.lock`), taken with an explicit timeout.
 //!
 //! The lock serializes Patchbay's writers (the app, the CLI, a second instance) with each other
-//! only: the runtimes take no lock of their own (Claude Code writes by temp file and rename), so
-//! the writers in [`crate::atomic`] also re-read and re-merge before replacing the file. The lock
-//! file is never deleted: deleting a lock file lets two writers lock two different inodes.
+//! only. Claude Code 2.1.332 takes a lock of its own around its credential writes, which our Claude
+//! writers also take, inside this one ([`crate::claude_lock`]); older releases take none (they
+//! write by temp file and rename), so the writers in [`crate::atomic`] still re-read and re-merge
+//! before replacing the file. The lock file is never deleted: deleting a lock file lets two
+//! writers lock two different inodes.
 
 use crate::RuntimeError;
 use std::fs::{File, OpenOptions};

@@ -486,8 +486,11 @@ fn real_keychain_concurrent_writers_lose_nothing() {
             let rig = rig.clone();
             let item = test_item.handle();
             std::thread::spawn(move || {
-                // Each writer its own store, as separate Patchbay processes would be.
-                let store = ClaudeKeychainStore::with_item(Box::new(item), &rig.paths);
+                // Each writer its own store, as separate Patchbay processes would be. The lock
+                // wait is generous: this asserts that nothing is lost, and a loaded machine's
+                // Secret Service can take seconds for the writes queued ahead.
+                let store = ClaudeKeychainStore::with_item(Box::new(item), &rig.paths)
+                    .with_lock_timeout(std::time::Duration::from_secs(120));
                 for n in 0..5 {
                     let key = format!("s{t}n{n}|{:016x}", t * 100 + n);
                     store.write(&cred(&key, "x", None), now()).unwrap();

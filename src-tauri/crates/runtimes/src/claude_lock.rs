@@ -1,0 +1,196 @@
+//! Claude Code's own write lock on its secure storage, taken by our writers too, so that our
+//! read-merge-write of its credentials and its own are mutually exclusive.
+//!
+//! Why: Claude Code 2.1.332 (read in its binary, not in shared/reference) serializes every
+//! secure-storage write it makes, to `.credentials.json` and to the macOS Keychain item alike, with
+//! the npm `proper-lockfile` protocol (a bundled reimplementation with the same on-disk format):
+//! `lock("<dir>/.storage-write", {realpath: false, retries: {retries: 10, minTimeout: 100,
+//! maxTimeout: 1000}, stale: 15000, onCompromised})`, then, inside the lock, it re-reads the
+//! store, applies its change and writes (`claude mcp remove` deleting a credential is one such
+//! write: tests/tests/claude_lock_interop.rs runs it against our lock). `<dir>` is the directory
+//! its `I6()` returns, which is also the one `.credentials.json` lives in:
+//! `$CLAUDE_SECURESTORAGE_CONFIG_DIR` when set, else the config dir (`$CLAUDE_CONFIG_DIR`, else
+//! `~/.claude`), i.e. the parent of [`crate::config::RuntimePaths::claude_credentials`] (one
+//! difference: Claude Code reads a defined but empty `CLAUDE_SECURESTORAGE_CONFIG_DIR` as
+//! `~/.claude`, `RuntimePaths` as unset). Older releases take no lock, which is why
+//! [`crate::atomic`] still re-reads before its rename and [`crate::heal`] still heals.
+//!
+//! The format, as proper-lockfile defines it:
+//! - the lock is a DIRECTORY, `<dir>/.storage-write.lock`; acquiring it is a `mkdir` succeeding
+//!   (atomic; never `create_dir_all`);
+//! - on `EEXIST`, the holder is considered gone when the directory's mtime is older than `stale`
+//!   (15 s): it is removed and the `mkdir` tried once more; a fresh one is never touched, and the
+//!   caller retries with backoff (Claude Code: 10 retries, 100 ms doubling to 1 s, ~7.5 s in all);
+//! - while held, the holder refreshes the mtime every `stale / 2` (7.5 s), and gives the lock up
+//!   as compromised when the mtime is no longer the one it set;
+//! - release is `rmdir` (`ENOENT` ignored).
+//!
+//! Ours ([`ClaudeWriteLock`]): `mkdir`, the same stale rule, polling with backoff (10 ms doubling
+//! to 100 ms) up to an explicit timeout, then [`RuntimeError::Busy`] naming the directory; an
+//! RAII guard that `rmdir`s on drop. We never refresh the mtime: our writers hold it for the
+//! milliseconds a re-read, merge and rename take (or one Keychain round trip), far below the 7.5 s
+//! after which a refresh would be due, and never across anything slow (no network). Should a
+//! hold ever outlast 15 s (a stalled disk, a Keychain prompt) Claude Code may take the lock over
+//! as stale; then the guard sees on drop that the directory is no longer the one it created
+//! (another inode or mtime) and leaves it in place instead of removing Claude Code's lock.
+//!
+//! Our own writers are serialized first by [`crate::lock::FileLock`] (a flock on
+//! `.credentials.json.patchbay.lock`); this lock is taken inside it and released before it.
+//! Known limit, the same as proper-lockfile's: two waiters that find the same stale lock may both
+//! remove it, the second removal taking away the lock the first just re-created. It needs a
+//! holder that died without releasing first.
+
+use crate::RuntimeError;
+use std::fs;
+use std::io::ErrorKind;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime};
+
+/// Claude Code's lock directory, created beside its credentials around each secure-storage write.
+pub const CLAUDE_WRITE_LOCK_DIR: &str = ".storage-write.lock";
+
+/// proper-lockfile's `stale` as Claude Code passes it: a lock directory whose mtime is older than
+/// this belongs to a dead holder.
+pub const CLAUDE_LOCK_STALE: Duration = Duration::from_secs(15);
+
+/// How long a writer waits for Claude Code's lock by default before giving up with `Busy`.
+pub const DEFAULT_CLAUDE_LOCK_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The first wait after finding the lock held; doubled each time up to [`MAX_POLL`].
+const MIN_POLL: Duration = Duration::from_millis(10);
+const MAX_POLL: Duration = Duration::from_millis(100);
+
+/// `<dir>/.storage-write.lock`, for the directory holding Claude Code's `.credentials.json`.
+pub fn claude_write_lock_path(dir: &Path) -> PathBuf {
+    dir.join(CLAUDE_WRITE_LOCK_DIR)
+}
+
+/// Holds Claude Code's write lock; removes the lock directory on drop.
+#[derive(Debug)]
+pub struct ClaudeWriteLock {
+    path: PathBuf,
+    /// What the directory was when we created it, to recognise it on release.
+    created: Option<Identity>,
+}
+
+impl ClaudeWriteLock {
+    /// Take the lock directory `path` (see [`claude_write_lock_path`]; its parent must exist),
+    /// removing a stale one, polling with backoff until `timeout`; past it,
+    /// [`RuntimeError::Busy`].
+    pub fn acquire(path: &Path, timeout: Duration) -> Result<ClaudeWriteLock, RuntimeError> {
+        let deadline = Instant::now() + timeout;
+        let mut delay = MIN_POLL;
+        loop {
+            if try_acquire(path).map_err(|e| io_error(path, "cannot take the lock", e))? {
+                return Ok(ClaudeWriteLock {
+                    path: path.to_path_buf(),
+                    created: Identity::of(path),
+                });
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return Err(RuntimeError::Busy {
+                    what: path.display().to_string(),
+                    message: format!(
+                        "Claude Code held its write lock for more than {} ms",
+                        timeout.as_millis()
+                    ),
+                });
+            }
+            std::thread::sleep(delay.min(deadline - now));
+            delay = (delay * 2).min(MAX_POLL);
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for ClaudeWriteLock {
+    fn drop(&mut self) {
+        let now = Identity::of(&self.path);
+        if now.is_none() {
+            tracing::warn!(lock = %self.path.display(), "Claude Code's write lock was removed while we held it");
+            return;
+        }
+        if self.created.is_some() && now != self.created {
+            tracing::warn!(lock = %self.path.display(), "Claude Code's write lock was taken over while we held it; leaving it");
+            return;
+        }
+        match fs::remove_dir(&self.path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == ErrorKind::NotFound => {}
+            Err(e) => {
+                tracing::warn!(lock = %self.path.display(), "cannot release Claude Code's write lock: {e}")
+            }
+        }
+    }
+}
+
+/// One attempt: `Ok(true)` when we now hold the lock, `Ok(false)` when a live holder has it.
+fn try_acquire(path: &Path) -> std::io::Result<bool> {
+    match fs::create_dir(path) {
+        Ok(()) => return Ok(true),
+        Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(e),
+    }
+    let modified = match fs::metadata(path) {
+        Ok(meta) => meta.modified()?,
+        // Released in between: the next attempt may get it.
+        Err(e) if e.kind() == ErrorKind::NotFound => return mkdir_once(path),
+        Err(e) => return Err(e),
+    };
+    // A future mtime (proper-lockfile sets the next second + 5 ms) is fresh.
+    let age = SystemTime::now()
+        .duration_since(modified)
+        .unwrap_or(Duration::ZERO);
+    if age <= CLAUDE_LOCK_STALE {
+        return Ok(false);
+    }
+    tracing::warn!(lock = %path.display(), age_ms = age.as_millis() as u64, "removing a stale Claude Code write lock");
+    match fs::remove_dir(path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == ErrorKind::NotFound => {}
+        Err(e) => return Err(e),
+    }
+    // Once, without the stale check (as proper-lockfile): whoever wins the mkdir holds it.
+    mkdir_once(path)
+}
+
+fn mkdir_once(path: &Path) -> std::io::Result<bool> {
+    match fs::create_dir(path) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == ErrorKind::AlreadyExists => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// The directory we created, told apart from one created after it: its inode (unix) and mtime.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Identity {
+    #[cfg(unix)]
+    inode: (u64, u64),
+    modified: Option<SystemTime>,
+}
+
+impl Identity {
+    fn of(path: &Path) -> Option<Identity> {
+        let meta = fs::symlink_metadata(path).ok()?;
+        Some(Identity {
+            #[cfg(unix)]
+            inode: {
+                use std::os::unix::fs::MetadataExt;
+                (meta.dev(), meta.ino())
+            },
+            modified: meta.modified().ok(),
+        })
+    }
+}
+
+fn io_error(path: &Path, what: &str, e: std::io::Error) -> RuntimeError {
+    RuntimeError::Io {
+        path: path.to_path_buf(),
+        message: format!("{what}: {e}"),
+    }
+}
