@@ -359,3 +359,25 @@ impl CredentialItem for MemoryCredentialItem {
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
+
+/// A credential for tests: `key`'s server, Notion's URL, `access` and `<access>-refresh`, client
+/// `client-1`, scope `read write`, issuer `https://auth.example.com/`.
+pub fn sample_credential(
+    key: &str,
+    access: &str,
+    expires_at: Option<chrono::DateTime<chrono::Utc>>,
+) -> RuntimeCredential {
+    let key = patchbay_catalog::CredentialKey(key.to_string());
+    RuntimeCredential {
+        server_name: key.server_name().to_string(),
+        key,
+        server_url: "https://mcp.notion.com/v1/mcp".into(),
+        access_token: patchbay_vault::Secret::new(access),
+        refresh_token: Some(patchbay_vault::Secret::new(format!("{access}-refresh"))),
+        expires_at,
+        scope: Some("read write".into()),
+        client_id: Some("client-1".into()),
+        client_secret: None,
+        issuer: Some("https://auth.example.com/".into()),
+    }
+}

@@ -9,7 +9,6 @@ use patchbay_runtimes::config::{
 };
 use patchbay_runtimes::lock::FileLock;
 use patchbay_runtimes::{RuntimeCredential, RuntimeError, RuntimeStore, WriteOutcome};
-use patchbay_vault::Secret;
 use serde_json::{json, Value};
 use std::fs;
 use std::path::Path;
@@ -19,19 +18,7 @@ fn now() -> DateTime<Utc> {
 }
 
 fn cred(key: &str, access: &str, expires: Option<DateTime<Utc>>) -> RuntimeCredential {
-    let key = CredentialKey(key.to_string());
-    RuntimeCredential {
-        server_name: key.server_name().to_string(),
-        key,
-        server_url: "https://mcp.notion.com/v1/mcp".into(),
-        access_token: Secret::new(access),
-        refresh_token: Some(Secret::new(format!("{access}-refresh"))),
-        expires_at: expires,
-        scope: Some("read write".into()),
-        client_id: Some("client-1".into()),
-        client_secret: None,
-        issuer: Some("https://auth.example.com/".into()),
-    }
+    patchbay_runtimes::memory::sample_credential(key, access, expires)
 }
 
 fn read(path: &Path) -> Value {
