@@ -182,7 +182,11 @@ fn setup(app: &mut tauri::App) -> Result<(), Box<dyn std::error::Error>> {
 
     let on_change = handle.clone();
     let watcher = watch::watch(&paths, TICK, move || {
-        on_change.state::<AppState>().refresh();
+        let state = on_change.state::<AppState>();
+        // A refresh Claude Code logged as rejected retires the credential (at most one tick,
+        // 30 s, after Claude Code wrote it).
+        state.refresher().scan_runtime_logs();
+        state.refresh();
     });
     match watcher {
         Ok(w) => *app.state::<AppState>().watch.lock().unwrap() = Some(w),

@@ -787,3 +787,124 @@ fn the_refresher_renews_at_a_third_party_server_and_disconnect_revokes_there() {
     let status = json(&sandbox.run(&["status", "--json", "--catalog", catalog_arg]));
     assert_eq!(state_of(&status, "sdk"), "needs_authorization");
 }
+
+#[test]
+fn a_refresh_claude_code_logs_as_rejected_retires_the_credential_everywhere() {
+    require_keychain!();
+    let server = SdkServer::start_script("sdk-oauth-refresh-server.mjs");
+    let sandbox = Sandbox::new(true);
+    let home = tempfile::tempdir().expect("tempdir");
+    let claude = sandbox.path().join("claude");
+    std::fs::create_dir_all(&claude).unwrap();
+    let config = serde_json::json!({ "type": "http", "url": server.mcp_url() });
+    std::fs::write(
+        claude.join(".claude.json"),
+        serde_json::json!({ "mcpServers": { "sdk": config } }).to_string(),
+    )
+    .unwrap();
+    let catalog = write_catalog(&sandbox, serde_json::json!({ "sdk": config }));
+    let catalog_arg = catalog.to_str().unwrap();
+    let support = tests_dir().join("support");
+    let path = std::env::join_paths(std::iter::once(support).chain(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    )))
+    .unwrap();
+    let mut cmd = authorize(&sandbox, &catalog, "sdk", &[]);
+    cmd.env("BROWSER", "follow-browser.sh").env("PATH", path);
+    assert_succeeded("sdk", &Running::spawn(cmd).finish());
+
+    // The provider kills the refresh token (revoked at its endpoint), and Claude Code's copy of
+    // the access token has lapsed, so Claude Code refreshes by itself and is refused.
+    let (refresh_token, client_id) = {
+        let core = sandbox.core(Some(catalog.clone()));
+        let row = core.vault().credential_rows().unwrap().remove(0);
+        let tokens = core
+            .vault()
+            .credential_tokens(&row.credential_key)
+            .unwrap()
+            .unwrap();
+        (
+            tokens.refresh_token.unwrap().expose().to_string(),
+            row.client_id.unwrap(),
+        )
+    };
+    let revoked = Command::new("curl")
+        .args([
+            "-sS",
+            "--max-time",
+            "20",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_code}",
+        ])
+        .args(["--data-urlencode", &format!("token={refresh_token}")])
+        .args(["--data-urlencode", &format!("client_id={client_id}")])
+        .arg(format!("{}revoke", server.issuer()))
+        .output()
+        .expect("curl");
+    assert_eq!(String::from_utf8_lossy(&revoked.stdout), "200");
+    let store_path = claude.join(".credentials.json");
+    let mut store: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&store_path).unwrap()).unwrap();
+    let past = chrono::Utc::now().timestamp_millis() - 3_600_000;
+    for entry in store["mcpOAuth"].as_object_mut().unwrap().values_mut() {
+        entry["expiresAt"] = serde_json::json!(past);
+    }
+    std::fs::write(&store_path, store.to_string()).unwrap();
+
+    let listed_now = claude_mcp_list(&sandbox, home.path());
+    assert!(listed_now.contains("Needs authentication"), "{listed_now}");
+
+    // The next refresh pass reads Claude Code's MCP log and retires the credential.
+    let run = |args: &[&str]| {
+        sandbox
+            .command()
+            .args(args)
+            .env("HOME", home.path())
+            .env("XDG_CACHE_HOME", home.path().join(".cache"))
+            .output()
+            .expect("run patchbay")
+    };
+    let pass = run(&["refresh", "--catalog", catalog_arg]);
+    assert!(
+        pass.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&pass.stdout),
+        String::from_utf8_lossy(&pass.stderr)
+    );
+    let core = sandbox.core(Some(catalog.clone()));
+    let row = core.vault().credential_rows().unwrap().remove(0);
+    assert!(
+        !row.has_refresh_token && row.is_expired(chrono::Utc::now()),
+        "not retired: {row:?}\nlogs: {:?}\n{}",
+        files_under(home.path()),
+        files_under(home.path())
+            .iter()
+            .filter(|f| f.to_string_lossy().contains("mcp-logs"))
+            .map(|f| std::fs::read_to_string(f).unwrap_or_default())
+            .collect::<String>()
+            .lines()
+            .filter(|l| l.contains("efresh") || l.contains("rror"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    let history =
+        String::from_utf8_lossy(&run(&["history", "sdk", "--catalog", catalog_arg]).stdout)
+            .into_owned();
+    assert!(
+        history.contains("retired") && history.contains("Token refresh failed with invalid_grant"),
+        "{history}"
+    );
+    // Gone from Claude Code's store too, so the dead pair is never adopted back.
+    let store: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&store_path).unwrap()).unwrap();
+    assert!(
+        store["mcpOAuth"].as_object().is_none_or(|m| m.is_empty()),
+        "{store:#}"
+    );
+    let status = json(&run(&["status", "--json", "--catalog", catalog_arg]));
+    assert_eq!(state_of(&status, "sdk"), "needs_reauth");
+    // Patchbay itself never presented the dead token.
+    assert_eq!(events(&server, "REFRESHED"), 0);
+}

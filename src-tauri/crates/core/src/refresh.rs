@@ -24,6 +24,7 @@ use chrono::{DateTime, Utc};
 use patchbay_catalog::CredentialKey;
 use patchbay_oauth::refresh::{scrub, RevokeClient};
 use patchbay_oauth::{discovery, refresh_once, Http, RefreshClass, RefreshRequest};
+use patchbay_runtimes::claude_logs::{log_slug, ClaudeMcpLogs};
 use patchbay_runtimes::lock::FileLock;
 use patchbay_runtimes::reconcile::runtime_id;
 use patchbay_runtimes::Runtime;
@@ -199,6 +200,8 @@ struct Inner {
     bridges: Option<Arc<Bridges>>,
     http: Http,
     policy: RefreshPolicy,
+    /// Claude Code's MCP logs, read incrementally for refresh rejections.
+    claude_logs: std::sync::Mutex<Option<ClaudeMcpLogs>>,
 }
 
 impl Refresher {
@@ -213,6 +216,7 @@ impl Refresher {
                 patchbay,
                 bridges,
                 policy,
+                claude_logs: std::sync::Mutex::new(None),
             }),
         }
     }
@@ -224,6 +228,9 @@ impl Refresher {
     /// One pass over every stored credential, one after another.
     pub async fn pass(&self) -> Result<PassReport, CoreError> {
         let started = Instant::now();
+        // A credential Claude Code saw rejected is retired first, never presented again.
+        let this = self.clone();
+        let _ = tokio::task::spawn_blocking(move || this.scan_runtime_logs()).await;
         let rows = self.inner.patchbay.vault().credential_rows()?;
         let mut report = PassReport {
             considered: rows.len(),
@@ -330,6 +337,73 @@ impl Refresher {
             0,
         );
         Ok(RuntimeReportOutcome::Retired)
+    }
+
+    /// Retire every credential whose refresh Claude Code logged as rejected after Patchbay last
+    /// stored it (its MCP logs; see `patchbay_runtimes::claude_logs`): Claude Code then holds a
+    /// stripped entry, and the refresh token it was given is dead. A rejection logged before the
+    /// credential's last update is history (Patchbay renewed it since). Returns the connectors
+    /// retired. Reads only what the logs gained since the last call.
+    pub fn scan_runtime_logs(&self) -> Vec<String> {
+        let Some(bridges) = &self.inner.bridges else {
+            return Vec::new();
+        };
+        let Some(root) = bridges.paths().map(|p| p.claude_cache.clone()) else {
+            return Vec::new();
+        };
+        let vault = self.inner.patchbay.vault();
+        let Ok(rows) = vault.credential_rows() else {
+            return Vec::new();
+        };
+        let candidates: Vec<(crate::bridges::Bridged, CredentialRow)> = bridges
+            .bridged()
+            .into_iter()
+            .filter(|b| b.runtime == Runtime::ClaudeCode)
+            .filter_map(|b| {
+                let key = b.vault_key.clone()?;
+                let row = rows
+                    .iter()
+                    .find(|r| r.credential_key == key && r.has_refresh_token)?;
+                Some((b, row.clone()))
+            })
+            .collect();
+        let Some(since) = candidates.iter().map(|(_, r)| r.updated_at).min() else {
+            return Vec::new();
+        };
+        let found = {
+            let mut logs = self
+                .inner
+                .claude_logs
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            logs.get_or_insert_with(|| ClaudeMcpLogs::new(root))
+                .scan(since)
+        };
+        let mut retired = Vec::new();
+        for rejection in found {
+            for (bridge, row) in &candidates {
+                if log_slug(&bridge.server_name) != rejection.server_slug
+                    || rejection.at <= row.updated_at
+                    || retired.contains(&bridge.connector)
+                {
+                    continue;
+                }
+                tracing::warn!(
+                    connector = bridge.connector,
+                    "Claude Code logged its refresh as rejected; retiring the credential"
+                );
+                match self.runtime_reported(
+                    &bridge.connector,
+                    Runtime::ClaudeCode,
+                    &rejection.message,
+                ) {
+                    Ok(RuntimeReportOutcome::Retired) => retired.push(bridge.connector.clone()),
+                    Ok(RuntimeReportOutcome::NotRecognized) => {}
+                    Err(e) => tracing::warn!(connector = bridge.connector, "cannot retire: {e}"),
+                }
+            }
+        }
+        retired
     }
 
     /// Disconnect: revoke at the server where it offers revocation (best effort, bounded), then
@@ -776,18 +850,7 @@ impl Inner {
     }
 }
 
-/// The phrasing of a refresh the provider rejected, as a runtime reports it: "Token refresh
-/// failed with <grant error>" or "Invalid refresh token". A bare `invalid_grant` elsewhere in the
-/// text is not enough: a server that brokers another provider's OAuth reports that provider's
-/// errors while our credential for it is healthy.
-pub fn refresh_rejected(message: &str) -> bool {
-    let m = message.to_ascii_lowercase();
-    const GRANT_ERRORS: [&str; 3] = ["invalid_grant", "invalid_client", "unauthorized_client"];
-    m.contains("invalid refresh token")
-        || GRANT_ERRORS
-            .iter()
-            .any(|e| m.contains(&format!("token refresh failed with {e}")))
-}
+pub use patchbay_runtimes::claude_logs::refresh_rejected;
 
 /// A uniform number in [0, 1) for the jitter.
 fn random_unit() -> f64 {
@@ -849,22 +912,5 @@ mod tests {
             let d = p.delay(2, random_unit());
             assert!(d >= Duration::from_millis(1400) && d <= Duration::from_millis(2600));
         }
-    }
-
-    #[test]
-    fn runtime_rejection_phrasing() {
-        assert!(refresh_rejected(
-            "Token refresh failed with invalid_grant: Invalid refresh token"
-        ));
-        assert!(refresh_rejected(
-            "MCP server \"notion\": Invalid refresh token"
-        ));
-        assert!(refresh_rejected("token refresh failed with invalid_client"));
-        // A brokering server's downstream error, or an unrelated failure: not ours to retire.
-        assert!(!refresh_rejected(
-            "tool call failed: upstream GitHub said invalid_grant"
-        ));
-        assert!(!refresh_rejected("Token refresh failed: connection reset"));
-        assert!(!refresh_rejected("invalid_grant"));
     }
 }

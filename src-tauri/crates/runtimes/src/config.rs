@@ -30,6 +30,9 @@ pub struct RuntimePaths {
     pub claude_keychain_service: String,
     /// Its account: the login user name (see [`claude_keychain_account`]).
     pub claude_keychain_account: String,
+    /// Where Claude Code writes its logs (`claude-cli-nodejs` in the platform's cache directory;
+    /// see [`crate::claude_logs`]).
+    pub claude_cache: PathBuf,
 }
 
 /// The service of Claude Code's macOS Keychain item with the default config dir.
@@ -101,6 +104,7 @@ impl RuntimePaths {
             codex_home: var("CODEX_HOME").unwrap_or_else(|| home.join(".codex")),
             claude_keychain_service: claude_keychain_service(env),
             claude_keychain_account: claude_keychain_account(env),
+            claude_cache: crate::claude_logs::claude_cache_dir(home, env),
         }
     }
 

@@ -7,6 +7,7 @@ pub mod atomic;
 pub mod claude;
 pub mod claude_keychain;
 pub mod claude_lock;
+pub mod claude_logs;
 pub mod codex;
 pub mod config;
 pub mod heal;
