@@ -33,7 +33,7 @@ use chrono::{DateTime, Duration as ChronoDuration, Utc};
 use patchbay_catalog::CredentialKey;
 use patchbay_runtimes::claude::ClaudeFileStore;
 use patchbay_runtimes::heal::heal;
-use patchbay_runtimes::{RuntimeCredential, RuntimeStore, WriteOutcome};
+use patchbay_runtimes::{RuntimeCredential, RuntimeError, RuntimeStore, WriteOutcome};
 use patchbay_vault::Secret;
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
@@ -140,7 +140,7 @@ fn our_writer_races_a_claude_like_writer_and_heals_what_it_drops() {
     let base = Utc::now() + ChronoDuration::hours(1);
     // What Patchbay is responsible for: the latest value of each key it wrote.
     let mut desired: BTreeMap<String, RuntimeCredential> = BTreeMap::new();
-    let (mut ours_written, mut healed, mut passes) = (0usize, 0usize, 0usize);
+    let (mut ours_written, mut healed, mut passes, mut busy) = (0usize, 0usize, 0usize, 0usize);
     while ours_written < OUR_WRITES && started.elapsed() < BUDGET {
         let credential = our_credential(ours_written, base);
         assert_eq!(
@@ -151,10 +151,18 @@ fn our_writer_races_a_claude_like_writer_and_heals_what_it_drops() {
         ours_written += 1;
         let want: Vec<RuntimeCredential> = desired.values().cloned().collect();
         let report = heal(&store, &want, Utc::now()).unwrap();
+        // While the other writer rewrites the file in a tight loop, a pass may give up on an
+        // entry as Busy (the file kept changing under it): retryable, and the next pass (the
+        // watcher runs one on every rename) takes it up. Anything else is a failure.
         assert!(
-            report.failed.is_empty() && report.left_newer.is_empty(),
+            report
+                .failed
+                .iter()
+                .all(|(_, e)| matches!(e, RuntimeError::Busy { .. }))
+                && report.left_newer.is_empty(),
             "{report:?}"
         );
+        busy += report.failed.len();
         healed += report.rewritten();
         passes += 1;
     }
@@ -222,7 +230,8 @@ fn our_writer_races_a_claude_like_writer_and_heals_what_it_drops() {
         .count();
     eprintln!(
         "race: {elapsed:.1?} in all ({ours_elapsed:.1?} writing); ours {ours_written} writes over \
-         {OUR_KEYS} keys + {passes} healing passes that re-wrote {healed} entries; the other \
+         {OUR_KEYS} keys + {passes} healing passes that re-wrote {healed} entries ({busy} deferred \
+         as busy to the next pass); the other \
          process {theirs_written} writes over {THEIR_KEYS} keys; {reads} reads, all valid JSON \
          with claudeAiOauth intact. The other process's replaces dropped {dropped_ours} of our \
          entries and reverted {reverted_ours} to an older value (all healed: 0 of ours lost); its \
