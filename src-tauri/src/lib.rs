@@ -1,13 +1,14 @@
 //! Patchbay's tray app: a thin Tauri shell over patchbay-core. It keeps one `Patchbay`, the
-//! runtime `Bridges` over it and one `Authorizer` (writing through those bridges), shows the
-//! status as a tray badge and menu, opens the Connectors window on demand, serves that window
-//! its commands (`commands`), runs the refresher of record on its schedule (showing a
-//! notification when a connector newly needs a human), and pushes `status-changed` whenever the catalogs or the vault
-//! change (patchbay-core's watcher; a completed authorization writes the vault), a runtime
-//! rotates a bridged token (the runtime-store watcher adopts it), or a token's expiry passes
-//! (the 30 s tick). Every surface shows `Bridges::status()`, as the CLI's `status` does. `patchbay://authorize/NAME` links
-//! (parsed by `patchbay_core::deeplink`) and the tray's "Authorize …" items open the window at
-//! that row and start the same flow as its button.
+//! runtime `Bridges` over it, one `Authorizer` (writing through those bridges), the `Refresher`
+//! and the `Checker`; shows the status as a tray badge and menu; opens the Connectors window on
+//! demand and serves it its commands (`commands`); runs the refresher of record on its schedule
+//! and the opt-in periodic check; shows a notification when a connector newly needs a human
+//! (`notification`); and pushes `status-changed` whenever the catalogs or the vault change
+//! (patchbay-core's watcher; a completed authorization writes the vault), a runtime rotates a
+//! bridged token (the runtime-store watcher adopts it), a pass renews something, or a token's
+//! expiry passes (the 30 s tick). Every surface shows `Bridges::status()`, as the CLI's `status`
+//! does. `patchbay://authorize/NAME` links (parsed by `patchbay_core::deeplink`) and the tray's
+//! "Authorize …" items open the window at that row and start the same flow as its button.
 
 mod commands;
 mod error;
