@@ -2,7 +2,7 @@
 //! built, run it against a throwaway data directory, and seed that directory's vault.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
 
 pub mod sdk_servers;
 
@@ -149,4 +149,26 @@ pub fn state_of<'a>(report: &'a serde_json::Value, name: &str) -> &'a str {
         .unwrap_or_else(|| panic!("no connector {name} in {report:#}"))["state"]
         .as_str()
         .expect("state")
+}
+
+/// Waits for `child` (a third-party CLI the tests drive) up to `limit`; past it, kills it and
+/// fails the test naming `what` with `output()` (its captured output so far).
+pub fn wait_within(
+    child: &mut Child,
+    limit: std::time::Duration,
+    what: &str,
+    output: impl Fn() -> String,
+) -> ExitStatus {
+    let deadline = std::time::Instant::now() + limit;
+    loop {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            return status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("`{what}` did not finish within {limit:?}:\n{}", output());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
 }

@@ -13,12 +13,11 @@
 
 use chrono::{Duration, Utc};
 use patchbay_catalog::CredentialKey;
-use patchbay_e2e::{json, require_keychain, Sandbox};
+use patchbay_e2e::{json, require_keychain, wait_within, Sandbox};
 use patchbay_vault::{CredentialRow, Secret, TokenSet};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::Instant;
 
 /// `fx`, `http://localhost:3100/mcp`: the reference's worked example (Codex's key equals Claude's).
 const KEY: &str = "fx|528e1818a7ba21cf";
@@ -57,21 +56,9 @@ fn codex_auth_status(sandbox: &Sandbox, home: &Path) -> Vec<(String, String)> {
         .stderr(file("stderr"))
         .spawn()
         .expect("start codex");
-    let deadline = Instant::now() + CODEX_MCP_LIST;
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("try_wait") {
-            break status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!(
-                "`codex mcp list` did not finish within {CODEX_MCP_LIST:?}; stderr:\n{}",
-                read("stderr")
-            );
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    };
+    let status = wait_within(&mut child, CODEX_MCP_LIST, "codex mcp list", || {
+        format!("stderr:\n{}", read("stderr"))
+    });
     let stdout = read("stdout");
     assert!(
         status.success(),

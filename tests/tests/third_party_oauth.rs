@@ -15,7 +15,7 @@
 //! binary) lists the same server before and after: "Needs authentication", then, with the
 //! credential the authorization wrote through to its store, "Connected".
 
-use patchbay_e2e::{json, require_keychain, state_of, Sandbox};
+use patchbay_e2e::{json, require_keychain, state_of, wait_within, Sandbox};
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -439,6 +439,34 @@ fn assert_stored_in_the_vault_only(
     }
 }
 
+/// `patchbay authorize NAME` with the "browser" tests/support/follow-browser.sh, which follows
+/// the consent page's 302 back to the receiver; waits for the exit.
+fn authorize_in_browser(sandbox: &Sandbox, catalog: &Path, name: &str) -> Finished {
+    let support = tests_dir().join("support");
+    let path = std::env::join_paths(std::iter::once(support).chain(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    )))
+    .unwrap();
+    let mut cmd = authorize(sandbox, catalog, name, &[]);
+    cmd.env("BROWSER", "follow-browser.sh").env("PATH", path);
+    Running::spawn(cmd).finish()
+}
+
+/// Claude Code (its config dir in the sandbox) configured with the SDK server as `sdk`, and a
+/// catalog with the same entry. Returns the Claude config dir and the catalog file.
+fn claude_code_with_sdk(sandbox: &Sandbox, server: &SdkServer) -> (PathBuf, PathBuf) {
+    let claude = sandbox.path().join("claude");
+    std::fs::create_dir_all(&claude).unwrap();
+    let config = serde_json::json!({ "type": "http", "url": server.mcp_url() });
+    std::fs::write(
+        claude.join(".claude.json"),
+        serde_json::json!({ "mcpServers": { "sdk": config } }).to_string(),
+    )
+    .unwrap();
+    let catalog = write_catalog(sandbox, serde_json::json!({ "sdk": config }));
+    (claude, catalog)
+}
+
 fn write_catalog(sandbox: &Sandbox, servers: serde_json::Value) -> PathBuf {
     sandbox.write(
         "catalog.json",
@@ -458,14 +486,7 @@ fn authorize_opens_the_browser_and_the_receiver_stores_the_sdk_servers_token() {
     let before = json(&sandbox.run(&["status", "--json", "--catalog", catalog.to_str().unwrap()]));
     assert_eq!(state_of(&before, "sdk"), "needs_authorization");
 
-    let support = tests_dir().join("support");
-    let path = std::env::join_paths(std::iter::once(support).chain(std::env::split_paths(
-        &std::env::var_os("PATH").unwrap_or_default(),
-    )))
-    .unwrap();
-    let mut cmd = authorize(&sandbox, &catalog, "sdk", &[]);
-    cmd.env("BROWSER", "follow-browser.sh").env("PATH", path);
-    let done = Running::spawn(cmd).finish();
+    let done = authorize_in_browser(&sandbox, &catalog, "sdk");
     assert_succeeded("sdk", &done);
     assert!(
         done.stdout.contains("Waiting for the browser"),
@@ -607,22 +628,9 @@ fn claude_mcp_list(sandbox: &Sandbox, home: &Path) -> String {
         .stderr(file("stderr"))
         .spawn()
         .expect("start claude");
-    let deadline = Instant::now() + CLAUDE_MCP_LIST;
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("try_wait") {
-            break status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!(
-                "`claude mcp list` did not finish within {CLAUDE_MCP_LIST:?}; stdout:\n{}\nstderr:\n{}",
-                read("stdout"),
-                read("stderr")
-            );
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let status = wait_within(&mut child, CLAUDE_MCP_LIST, "claude mcp list", || {
+        format!("stdout:\n{}\nstderr:\n{}", read("stdout"), read("stderr"))
+    });
     assert!(
         status.success(),
         "`claude mcp list` failed ({status}); stdout:\n{}\nstderr:\n{}",
@@ -645,15 +653,7 @@ fn claude_code_connects_with_the_credential_authorize_writes_through() {
     let server = SdkServer::start();
     let sandbox = Sandbox::new(true);
     let home = tempfile::tempdir().expect("tempdir");
-    let claude = sandbox.path().join("claude");
-    std::fs::create_dir_all(&claude).unwrap();
-    let config = serde_json::json!({ "type": "http", "url": server.mcp_url() });
-    std::fs::write(
-        claude.join(".claude.json"),
-        serde_json::json!({ "mcpServers": { "sdk": config } }).to_string(),
-    )
-    .unwrap();
-    let catalog = write_catalog(&sandbox, serde_json::json!({ "sdk": config }));
+    let (_, catalog) = claude_code_with_sdk(&sandbox, &server);
 
     // No token yet: Claude Code meets the server's 401 (and leaves its own tokenless entry and
     // needs-auth cache in its home, which the write-through must get past).
@@ -664,14 +664,7 @@ fn claude_code_connects_with_the_credential_authorize_writes_through() {
         "{before}"
     );
 
-    let support = tests_dir().join("support");
-    let path = std::env::join_paths(std::iter::once(support).chain(std::env::split_paths(
-        &std::env::var_os("PATH").unwrap_or_default(),
-    )))
-    .unwrap();
-    let mut cmd = authorize(&sandbox, &catalog, "sdk", &[]);
-    cmd.env("BROWSER", "follow-browser.sh").env("PATH", path);
-    let done = Running::spawn(cmd).finish();
+    let done = authorize_in_browser(&sandbox, &catalog, "sdk");
     assert_succeeded("sdk", &done);
 
     // The authorization wrote through to Claude Code's store: it connects with no other step.
@@ -702,14 +695,7 @@ fn the_refresher_renews_at_a_third_party_server_and_disconnect_revokes_there() {
         &sandbox,
         serde_json::json!({ "sdk": { "type": "http", "url": server.mcp_url() } }),
     );
-    let support = tests_dir().join("support");
-    let path = std::env::join_paths(std::iter::once(support).chain(std::env::split_paths(
-        &std::env::var_os("PATH").unwrap_or_default(),
-    )))
-    .unwrap();
-    let mut cmd = authorize(&sandbox, &catalog, "sdk", &[]);
-    cmd.env("BROWSER", "follow-browser.sh").env("PATH", path);
-    assert_succeeded("sdk", &Running::spawn(cmd).finish());
+    assert_succeeded("sdk", &authorize_in_browser(&sandbox, &catalog, "sdk"));
 
     let catalog_arg = catalog.to_str().unwrap();
     let tokens = || {
@@ -794,24 +780,9 @@ fn a_refresh_claude_code_logs_as_rejected_retires_the_credential_everywhere() {
     let server = SdkServer::start_script("sdk-oauth-refresh-server.mjs");
     let sandbox = Sandbox::new(true);
     let home = tempfile::tempdir().expect("tempdir");
-    let claude = sandbox.path().join("claude");
-    std::fs::create_dir_all(&claude).unwrap();
-    let config = serde_json::json!({ "type": "http", "url": server.mcp_url() });
-    std::fs::write(
-        claude.join(".claude.json"),
-        serde_json::json!({ "mcpServers": { "sdk": config } }).to_string(),
-    )
-    .unwrap();
-    let catalog = write_catalog(&sandbox, serde_json::json!({ "sdk": config }));
+    let (claude, catalog) = claude_code_with_sdk(&sandbox, &server);
     let catalog_arg = catalog.to_str().unwrap();
-    let support = tests_dir().join("support");
-    let path = std::env::join_paths(std::iter::once(support).chain(std::env::split_paths(
-        &std::env::var_os("PATH").unwrap_or_default(),
-    )))
-    .unwrap();
-    let mut cmd = authorize(&sandbox, &catalog, "sdk", &[]);
-    cmd.env("BROWSER", "follow-browser.sh").env("PATH", path);
-    assert_succeeded("sdk", &Running::spawn(cmd).finish());
+    assert_succeeded("sdk", &authorize_in_browser(&sandbox, &catalog, "sdk"));
 
     // The provider kills the refresh token (revoked at its endpoint), and Claude Code's copy of
     // the access token has lapsed, so Claude Code refreshes by itself and is refused.
