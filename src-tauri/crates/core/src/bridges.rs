@@ -404,7 +404,10 @@ impl Bridges {
     /// Fill each connector's `bridges`, and the report's `runtimes` (which were found), in a
     /// status report.
     pub fn annotate(&self, report: &mut StatusReport) {
-        let runtimes = self.runtimes();
+        self.annotate_with(report, self.runtimes());
+    }
+
+    fn annotate_with(&self, report: &mut StatusReport, runtimes: Vec<RuntimeFound>) {
         report.runtimes = runtimes
             .iter()
             .map(|r| RuntimeSummary {
@@ -472,9 +475,12 @@ impl Bridges {
     /// adoption writes the vault only for a strictly newer pair, so a second call writes nothing
     /// (the vault watcher that a first adoption wakes does not loop).
     pub fn status(&self) -> StatusReport {
-        self.adopt_all();
+        // One read of the runtimes' configs serves both steps: adopting writes the vault only.
+        let runtimes = self.runtimes();
+        let bridged: Vec<Bridged> = runtimes.iter().flat_map(|r| r.bridges.clone()).collect();
+        self.reconcile_each(&bridged);
         let mut report = self.patchbay.status();
-        self.annotate(&mut report);
+        self.annotate_with(&mut report, runtimes);
         report
     }
 

@@ -345,7 +345,28 @@ pub(crate) fn millis(value: Option<&Value>) -> Option<i64> {
         .or_else(|| value.as_f64().filter(|f| f.is_finite()).map(|f| f as i64))
 }
 
-fn fill_entry(entry: &mut Map<String, Value>, c: &RuntimeCredential) {
+/// A store's names for the members it always replaces together: the server and the token pair.
+pub(crate) struct PairFields {
+    pub server_name: &'static str,
+    pub server_url: &'static str,
+    pub access_token: &'static str,
+    pub refresh_token: &'static str,
+    /// Epoch milliseconds in both stores.
+    pub expires_at: &'static str,
+}
+
+const CLAUDE_PAIR: PairFields = PairFields {
+    server_name: "serverName",
+    server_url: "serverUrl",
+    access_token: "accessToken",
+    refresh_token: "refreshToken",
+    expires_at: "expiresAt",
+};
+
+/// Sets the server and the token pair of `c` in `entry`, under the store's `names`: the pair is
+/// replaced as a whole (an absent refresh token or expiry removes the stored one, so a stale
+/// member never outlives its pair); every other member is the caller's.
+pub(crate) fn set_pair(entry: &mut Map<String, Value>, names: &PairFields, c: &RuntimeCredential) {
     let mut set = |name: &str, value: Option<Value>| match value {
         Some(v) => {
             entry.insert(name.to_string(), v);
@@ -354,17 +375,21 @@ fn fill_entry(entry: &mut Map<String, Value>, c: &RuntimeCredential) {
             entry.shift_remove(name);
         }
     };
-    set("serverName", Some(json!(c.server_name)));
-    set("serverUrl", Some(json!(c.server_url)));
-    set("accessToken", Some(json!(c.access_token.expose())));
+    set(names.server_name, Some(json!(c.server_name)));
+    set(names.server_url, Some(json!(c.server_url)));
+    set(names.access_token, Some(json!(c.access_token.expose())));
     set(
-        "refreshToken",
+        names.refresh_token,
         c.refresh_token.as_ref().map(|t| json!(t.expose())),
     );
     set(
-        "expiresAt",
+        names.expires_at,
         c.expires_at.map(|t| json!(t.timestamp_millis())),
     );
+}
+
+fn fill_entry(entry: &mut Map<String, Value>, c: &RuntimeCredential) {
+    set_pair(entry, &CLAUDE_PAIR, c);
     // Known only sometimes: left as they are when we do not know them.
     let known = [
         ("scope", c.scope.clone()),

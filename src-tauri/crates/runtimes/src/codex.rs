@@ -5,7 +5,7 @@
 //! `clear_needs_auth` is a no-op here.
 
 use crate::atomic::{lock_path_for, read_json_object, update_json_object, FileMode, UpdateOptions};
-use crate::claude::{millis, on_disk_is_fresher};
+use crate::claude::{millis, on_disk_is_fresher, set_pair, PairFields};
 use crate::config::{CodexStoreMode, RuntimePaths};
 use crate::lock::DEFAULT_LOCK_TIMEOUT;
 use crate::{Runtime, RuntimeCredential, RuntimeError, RuntimeStore, WriteOutcome};
@@ -336,26 +336,16 @@ fn is_fresher(entry: &Map<String, Value>, ours: &RuntimeCredential, now: DateTim
 
 /// Same rules as Claude's: the token pair replaced together, client facts set when known,
 /// unknown members kept. Codex's schema has no client secret.
+const CODEX_PAIR: PairFields = PairFields {
+    server_name: "server_name",
+    server_url: "server_url",
+    access_token: "access_token",
+    refresh_token: "refresh_token",
+    expires_at: "expires_at",
+};
+
 fn fill_entry(entry: &mut Map<String, Value>, c: &RuntimeCredential) {
-    let mut set = |name: &str, value: Option<Value>| match value {
-        Some(v) => {
-            entry.insert(name.to_string(), v);
-        }
-        None => {
-            entry.shift_remove(name);
-        }
-    };
-    set("server_name", Some(json!(c.server_name)));
-    set("server_url", Some(json!(c.server_url)));
-    set("access_token", Some(json!(c.access_token.expose())));
-    set(
-        "refresh_token",
-        c.refresh_token.as_ref().map(|t| json!(t.expose())),
-    );
-    set(
-        "expires_at",
-        c.expires_at.map(|t| json!(t.timestamp_millis())),
-    );
+    set_pair(entry, &CODEX_PAIR, c);
     if let Some(client_id) = &c.client_id {
         entry.insert("client_id".into(), json!(client_id));
     }
