@@ -1,5 +1,26 @@
-//! Codex's MCP OAuth credential store: `$CODEX_HOME/.credentials.json`, or the OS keyring
-//! (service `Codex MCP Credentials`, account = the key), chosen by `mcp_oauth_credentials_store`.
+//! Codex's MCP OAuth credential stores, chosen by `mcp_oauth_credentials_store` in
+//! `$CODEX_HOME/config.toml` exactly as Codex 0.171.0 chooses them:
+//! - `file`: `$CODEX_HOME/.credentials.json`, a map of key → entry in the file shape
+//!   ([`CodexFileStore`]);
+//! - `keyring`: one OS keyring item per key (service `Codex MCP Credentials`, account = the key),
+//!   its secret the JSON of Codex's `StoredOAuthTokens`, a different shape from the file's
+//!   ([`CodexKeyringStore`]);
+//! - `auto` (the default): the keyring item when the keyring answers and holds one, else the file
+//!   entry; a write goes to the keyring, and to the file only when the keyring fails
+//!   ([`CodexAutoStore`]).
+//!
+//! Measured with the real Codex 0.171.0 (`codex mcp login` against a loopback OAuth server, then
+//! `secret-tool search`): on Linux its item is a Secret Service item written by the keyring crate
+//! 3.6.3 with attributes `service` = `Codex MCP Credentials`, `username` = the key,
+//! `target` = `default`, `application` = `rust-keyring` (label `<key>@Codex MCP
+//! Credentials:default (keyring v3.6.3)`); it looks an item up by `service`, `username` and
+//! `target` (falling back to `service` and `username` alone). [`OsKeyring`] goes through the same
+//! crate and version, so it writes and finds the very same item. Its secret:
+//! `{"server_name", "url", "issuer", "client_id", "token_response": {"access_token",
+//! "token_type": "bearer", "expires_in", "refresh_token", "scope": "a b"}, "expires_at": ms}`.
+//! A file-shaped secret there reads as `unknown` in `codex mcp list`; an item in the keyring
+//! shadows the file entry in `auto` even when expired. tests/tests/codex_cli.rs pins all this
+//! against the real CLI.
 //!
 //! Codex keeps no needs-auth cache (it re-reads its store on every connection), so
 //! `clear_needs_auth` is a no-op here.
@@ -20,10 +41,8 @@ use std::time::Duration;
 /// Codex's keyring service name.
 pub const CODEX_KEYRING_SERVICE: &str = "Codex MCP Credentials";
 
-/// The store Codex uses under `mode`: `File`, `Keyring`, or for `Auto` the keyring when it
-/// answers (a read of a probe account succeeds or says "no entry"), else the file, as Codex
-/// does. `known_keys` are the keys the keyring store reports from `read_all` (a keyring cannot
-/// be listed): the keys of the servers in Codex's config.
+/// The store Codex uses under `mode`. `known_keys` are the keys the keyring reports from
+/// `read_all` (a keyring cannot be listed): the keys of the servers in Codex's config.
 pub fn codex_store(
     paths: &RuntimePaths,
     mode: CodexStoreMode,
@@ -39,14 +58,7 @@ pub fn codex_store(
         CodexStoreMode::File => Box::new(CodexFileStore::new(paths)),
         CodexStoreMode::Keyring => Box::new(keyring()),
         CodexStoreMode::Auto => {
-            let probe = OsKeyring::new(CODEX_KEYRING_SERVICE).get("patchbay-probe");
-            match probe {
-                Ok(_) => Box::new(keyring()),
-                Err(e) => {
-                    tracing::debug!("Codex store: keyring unavailable ({e}), using the file");
-                    Box::new(CodexFileStore::new(paths))
-                }
-            }
+            Box::new(CodexAutoStore::new(keyring(), CodexFileStore::new(paths)))
         }
     }
 }
@@ -84,6 +96,16 @@ impl CodexFileStore {
     /// protocol we have not measured, so we do not take part in it.)
     pub fn lock_path(&self) -> PathBuf {
         lock_path_for(&self.path)
+    }
+
+    /// The raw entry under `key`, if any.
+    fn entry(&self, key: &CredentialKey) -> Result<Option<Map<String, Value>>, RuntimeError> {
+        Ok(read_json_object(&self.path)?.and_then(|mut root| {
+            match root.shift_remove(key.as_str()) {
+                Some(Value::Object(entry)) => Some(entry),
+                _ => None,
+            }
+        }))
     }
 
     fn options(&self, create_if_missing: bool) -> UpdateOptions {
@@ -237,9 +259,9 @@ impl KeyringBackend for OsKeyring {
     }
 }
 
-/// Codex's keyring store: one item per key, its value one entry of the file schema as JSON.
-/// NOT VERIFIED: the reference measured the file; that the keyring item holds the same JSON
-/// object is an assumption, to be checked against Codex with a working keyring.
+/// Codex's keyring store: one item per key, its secret Codex's `StoredOAuthTokens` as JSON (see
+/// the module docs). Reads also accept a file-shaped item (what Patchbay wrote before this shape
+/// was measured), and a rewrite turns it into Codex's shape.
 pub struct CodexKeyringStore {
     backend: Box<dyn KeyringBackend>,
     keys: Vec<CredentialKey>,
@@ -287,7 +309,7 @@ impl RuntimeStore for CodexKeyringStore {
     fn read(&self, key: &CredentialKey) -> Result<Option<RuntimeCredential>, RuntimeError> {
         Ok(self
             .entry(key)?
-            .and_then(|entry| parse_entry(key.as_str(), &entry)))
+            .and_then(|entry| parse_stored_tokens(key.as_str(), &entry)))
     }
 
     fn write(
@@ -299,12 +321,12 @@ impl RuntimeStore for CodexKeyringStore {
         let existing = self.entry(&credential.key)?;
         if existing
             .as_ref()
-            .is_some_and(|e| is_fresher(e, credential, now))
+            .is_some_and(|e| stored_tokens_are_fresher(e, credential, now))
         {
             return Ok(WriteOutcome::KeptFresher);
         }
         let mut entry = existing.unwrap_or_default();
-        fill_entry(&mut entry, credential);
+        fill_stored_tokens(&mut entry, credential, now);
         let text = serde_json::to_string(&entry).expect("JSON values serialize");
         self.backend.set(credential.key.as_str(), &text)?;
         Ok(WriteOutcome::Written)
@@ -323,6 +345,116 @@ impl RuntimeStore for CodexKeyringStore {
     /// mid-session the way Claude Code does).
     fn watch_targets(&self) -> Vec<(PathBuf, Vec<String>)> {
         Vec::new()
+    }
+}
+
+/// Codex's `auto` mode, call by call as Codex does it: read the keyring item, and the file entry
+/// when the keyring holds none or fails (an item shadows the file entry even when expired); write
+/// the keyring, and the file only when the keyring fails. A keyring write does not delete the
+/// file entry (Codex's own save does): the item shadows it for Codex, and leaving it costs
+/// nothing should the keyring later stop answering.
+pub struct CodexAutoStore {
+    keyring: CodexKeyringStore,
+    file: CodexFileStore,
+}
+
+impl CodexAutoStore {
+    pub fn new(keyring: CodexKeyringStore, file: CodexFileStore) -> Self {
+        CodexAutoStore { keyring, file }
+    }
+
+    pub fn file(&self) -> &CodexFileStore {
+        &self.file
+    }
+}
+
+impl RuntimeStore for CodexAutoStore {
+    fn runtime(&self) -> Runtime {
+        Runtime::Codex
+    }
+
+    fn read_all(&self) -> Result<Vec<RuntimeCredential>, RuntimeError> {
+        let mut all = match self.keyring.read_all() {
+            Ok(all) => all,
+            Err(e) => {
+                tracing::debug!("Codex store: the keyring failed ({e}); reading the file");
+                Vec::new()
+            }
+        };
+        for entry in self.file.read_all()? {
+            if !all.iter().any(|c| c.key == entry.key) {
+                all.push(entry);
+            }
+        }
+        Ok(all)
+    }
+
+    fn read(&self, key: &CredentialKey) -> Result<Option<RuntimeCredential>, RuntimeError> {
+        match self.keyring.read(key) {
+            Ok(Some(credential)) => Ok(Some(credential)),
+            Ok(None) => self.file.read(key),
+            Err(e) => {
+                tracing::debug!("Codex store: the keyring failed ({e}); reading the file");
+                self.file.read(key)
+            }
+        }
+    }
+
+    fn write(
+        &self,
+        credential: &RuntimeCredential,
+        now: DateTime<Utc>,
+    ) -> Result<WriteOutcome, RuntimeError> {
+        match self.keyring.entry(&credential.key) {
+            Err(e) => {
+                tracing::debug!("Codex store: the keyring failed ({e}); writing the file");
+                return self.file.write(credential, now);
+            }
+            // What Codex reads now is the file entry: a fresher one there is kept.
+            Ok(None) => {
+                if self
+                    .file
+                    .entry(&credential.key)?
+                    .is_some_and(|e| is_fresher(&e, credential, now))
+                {
+                    return Ok(WriteOutcome::KeptFresher);
+                }
+            }
+            Ok(Some(_)) => {}
+        }
+        match self.keyring.write(credential, now) {
+            Ok(outcome) => Ok(outcome),
+            Err(e) => {
+                tracing::debug!(
+                    "Codex store: the keyring refused the write ({e}); writing the file"
+                );
+                self.file.write(credential, now)
+            }
+        }
+    }
+
+    /// From both places (either may hold the entry Codex reads).
+    fn remove(&self, key: &CredentialKey) -> Result<bool, RuntimeError> {
+        let from_file = self.file.remove(key)?;
+        let from_keyring = match self.keyring.remove(key) {
+            Ok(removed) => removed,
+            // Nothing there that Codex could read either.
+            Err(e) if !from_file => return Err(e),
+            Err(e) => {
+                tracing::debug!("Codex store: the keyring failed ({e}) removing {key}");
+                false
+            }
+        };
+        Ok(from_file || from_keyring)
+    }
+
+    fn clear_needs_auth(&self, _server_name: &str) -> Result<(), RuntimeError> {
+        Ok(())
+    }
+
+    /// The file's directory (a keyring item change is not a file event).
+    fn watch_targets(&self) -> Vec<(PathBuf, Vec<String>)> {
+        self.file.watch_targets()
     }
 }
 
@@ -380,4 +512,125 @@ fn parse_entry(key: &str, entry: &Map<String, Value>) -> Option<RuntimeCredentia
         issuer: text("issuer"),
         key,
     })
+}
+
+/// `token_type` as Patchbay writes it (Codex reads it case-insensitively; its own items say
+/// `bearer`).
+const BEARER: &str = "Bearer";
+
+/// The members of a file-shaped item (Patchbay's keyring writes before the shape was measured)
+/// that `StoredOAuthTokens` keeps elsewhere: dropped when such an item is rewritten.
+const FILE_SHAPE_ONLY: [&str; 4] = ["server_url", "access_token", "refresh_token", "scopes"];
+
+/// An item in the file's shape rather than `StoredOAuthTokens`'.
+fn is_file_shaped(entry: &Map<String, Value>) -> bool {
+    !entry.contains_key("token_response") && entry.contains_key("access_token")
+}
+
+/// A keyring item (Codex's `StoredOAuthTokens`, or a file-shaped one) as a credential. `None`
+/// without an access token.
+fn parse_stored_tokens(key: &str, entry: &Map<String, Value>) -> Option<RuntimeCredential> {
+    if is_file_shaped(entry) {
+        return parse_entry(key, entry);
+    }
+    let response = entry.get("token_response")?.as_object()?;
+    let text = |map: &Map<String, Value>, name: &str| {
+        map.get(name).and_then(Value::as_str).map(str::to_string)
+    };
+    let key = CredentialKey(key.to_string());
+    // A space-separated string as OAuth sends it; a list accepted too.
+    let scope = match response.get("scope") {
+        Some(Value::String(scope)) => Some(scope.clone()),
+        Some(Value::Array(scopes)) => Some(
+            scopes
+                .iter()
+                .filter_map(Value::as_str)
+                .collect::<Vec<_>>()
+                .join(" "),
+        ),
+        _ => None,
+    };
+    Some(RuntimeCredential {
+        access_token: Secret::new(text(response, "access_token")?),
+        refresh_token: text(response, "refresh_token").map(Secret::new),
+        expires_at: millis(entry.get("expires_at")).and_then(DateTime::from_timestamp_millis),
+        server_name: text(entry, "server_name").unwrap_or_else(|| key.server_name().to_string()),
+        server_url: text(entry, "url").unwrap_or_default(),
+        scope,
+        client_id: text(entry, "client_id").filter(|id| !id.is_empty()),
+        client_secret: None,
+        issuer: text(entry, "issuer"),
+        key,
+    })
+}
+
+fn stored_tokens_are_fresher(
+    entry: &Map<String, Value>,
+    ours: &RuntimeCredential,
+    now: DateTime<Utc>,
+) -> bool {
+    if is_file_shaped(entry) {
+        return is_fresher(entry, ours, now);
+    }
+    let has_access = entry
+        .get("token_response")
+        .and_then(|r| r.get("access_token"))
+        .and_then(Value::as_str)
+        .is_some_and(|t| !t.is_empty());
+    on_disk_is_fresher(has_access, millis(entry.get("expires_at")), ours, now)
+}
+
+/// Writes `c` into a keyring item in Codex's `StoredOAuthTokens` shape, keeping every member we
+/// do not set (in the item and in its `token_response`). The pair is replaced as a whole (an
+/// absent refresh token or expiry removes the stored one); `expires_in` is the whole seconds left
+/// until `expires_at` at `now` (0 once past, as Codex itself sets it), absent with no expiry.
+fn fill_stored_tokens(entry: &mut Map<String, Value>, c: &RuntimeCredential, now: DateTime<Utc>) {
+    if is_file_shaped(entry) {
+        for name in FILE_SHAPE_ONLY {
+            entry.shift_remove(name);
+        }
+    }
+    entry.insert("server_name".into(), json!(c.server_name));
+    entry.insert("url".into(), json!(c.server_url));
+    match &c.client_id {
+        Some(client_id) => {
+            entry.insert("client_id".into(), json!(client_id));
+        }
+        // A required member: without it Codex cannot read the item at all.
+        None => {
+            entry.entry("client_id").or_insert_with(|| json!(""));
+        }
+    }
+    if let Some(issuer) = &c.issuer {
+        entry.insert("issuer".into(), json!(issuer));
+    }
+    let mut response = match entry.shift_remove("token_response") {
+        Some(Value::Object(response)) => response,
+        _ => Map::new(),
+    };
+    response.insert("access_token".into(), json!(c.access_token.expose()));
+    response.insert("token_type".into(), json!(BEARER));
+    match &c.refresh_token {
+        Some(token) => {
+            response.insert("refresh_token".into(), json!(token.expose()));
+        }
+        None => {
+            response.shift_remove("refresh_token");
+        }
+    }
+    match c.expires_at {
+        Some(expires_at) => {
+            let left = (expires_at - now).num_seconds().max(0);
+            response.insert("expires_in".into(), json!(left));
+            entry.insert("expires_at".into(), json!(expires_at.timestamp_millis()));
+        }
+        None => {
+            response.shift_remove("expires_in");
+            entry.shift_remove("expires_at");
+        }
+    }
+    if let Some(scope) = &c.scope {
+        response.insert("scope".into(), json!(scope));
+    }
+    entry.insert("token_response".into(), Value::Object(response));
 }

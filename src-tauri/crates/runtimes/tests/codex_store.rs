@@ -124,7 +124,7 @@ fn keyring_variant_stores_one_entry_per_account() {
         WriteOutcome::Written
     );
     let item: Value = serde_json::from_str(&fake.0.lock().unwrap()[FX]).unwrap();
-    assert_eq!(item["access_token"], "at");
+    assert_eq!(item["token_response"]["access_token"], "at");
     assert_eq!(item["expires_at"], json!(expires.timestamp_millis()));
     assert_eq!(store.read_all().unwrap().len(), 1);
     assert_eq!(
