@@ -5,7 +5,7 @@ use indexmap::IndexMap;
 use serde::Serialize;
 use std::path::PathBuf;
 
-/// A catalog server's name: the key of its `mcpServers` member, and the runtime's server name.
+/// A catalog server's name: its key in the catalog's server map, and the runtime's server name.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(transparent)]
 pub struct ServerName(pub String);
@@ -139,10 +139,12 @@ pub const UNAVAILABLE_MAX_CHARS: usize = 200;
 /// Normalize a raw `unavailable` value: only a string that is non-empty after trimming declares
 /// the entry unavailable. Whitespace runs (newlines included) collapse to one space and the reason
 /// is cut at [`UNAVAILABLE_MAX_CHARS`] characters, because it lands on one line of a list an agent
-/// reads. Absent (`null`), blank and non-string values declare nothing.
+/// reads; other control characters are escaped so they never reach a terminal raw. Absent
+/// (`null`), blank and non-string values declare nothing.
 pub fn normalize_unavailable(value: &serde_json::Value) -> Option<String> {
     let text = value.as_str()?;
-    let collapsed = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let collapsed =
+        crate::text::escape_controls(&text.split_whitespace().collect::<Vec<_>>().join(" "));
     if collapsed.is_empty() {
         return None;
     }
@@ -187,6 +189,14 @@ mod tests {
         assert_eq!(
             normalize_unavailable(&json!("  Static tokens only. ")).as_deref(),
             Some("Static tokens only.")
+        );
+    }
+
+    #[test]
+    fn unavailable_escapes_control_characters() {
+        assert_eq!(
+            normalize_unavailable(&json!("Down\u{1b}[2J for\u{9b}now")).as_deref(),
+            Some("Down\\u{1b}[2J for\\u{9b}now")
         );
     }
 

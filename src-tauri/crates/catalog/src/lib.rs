@@ -1,18 +1,25 @@
 //! The MCP server catalog: the shipped default merged with the user's, in the AIR `mcp.json` format.
 //!
-//! This crate owns parsing and validating catalog files (`load`), the `${VAR}` placeholder language
+//! This crate owns reading catalog files in either form, AIR's flat map or the `mcpServers`
+//! wrapper (`document`), validating and merging them (`load`), the `${VAR}` placeholder language
 //! (`placeholder`), the rules that classify an entry (static credential headers, OAuth capability,
 //! the `unavailable` declaration) and Claude Code's credential-key function (`credential_key`).
 //! It does no I/O beyond reading the catalog files it is given and knows nothing of secrets' values.
+//! Text it hands out (names, titles, errors) never carries raw control characters (`text`).
 
 pub mod credential_key;
+pub mod document;
 pub mod entry;
 pub mod error;
 pub mod headers;
 pub mod load;
 pub mod placeholder;
+pub mod text;
 
 pub use credential_key::{credential_key, CredentialKey};
+pub use document::{
+    form_of, parse_document, read_catalog_file, server_map_mut, servers, CatalogForm, UTF8_BOM,
+};
 pub use entry::{
     normalize_unavailable, OAuthConfig, ServerEntry, ServerName, Transport, UNAVAILABLE_MAX_CHARS,
 };
@@ -22,7 +29,7 @@ pub use load::{
     load, parse, Catalog, CatalogItem, CatalogSource, InvalidEntry, SourceKind, SourceReport,
     BUILT_IN_PATH,
 };
-pub use placeholder::{expand, placeholders, Placeholder, VariableUse};
+pub use placeholder::{expand, placeholders, MalformedPlaceholder, Placeholder, VariableUse};
 
 /// The JSON schema every catalog file is validated against (AIR's schema plus Patchbay's extensions).
 pub const SCHEMA: &str = include_str!("../../../../catalog/mcp.schema.json");

@@ -1,15 +1,18 @@
 //! Reading catalog files, validating them against the schema, and merging default and user.
 //!
-//! Each file is parsed, its top level checked against the schema with the server map stripped out
-//! (a failure there is a [`CatalogError`]), then every entry is validated on its own against the
-//! entry sub-schema and Patchbay's extra rules, so one bad entry never hides the good ones.
+//! Each file is read (regular files only) and parsed strictly into a document in either form (see
+//! [`crate::document`]; a failure there is a [`CatalogError`]), then every entry is validated on
+//! its own against the entry sub-schema and Patchbay's extra rules (well-formed `${...}`, no
+//! credentials in URLs, no control characters in names), so one bad entry never hides the good
+//! ones. Display text (title, description) is made terminal-safe here.
 
 use crate::entry::normalize_unavailable;
+use crate::text::{display_text, escape_controls};
 use crate::{CatalogError, EntryError, OAuthConfig, ServerEntry, ServerName, Transport};
 use indexmap::IndexMap;
 use jsonschema::error::{TypeKind, ValidationErrorKind};
 use jsonschema::{Draft, ValidationError, Validator};
-use serde_json::{Map, Value};
+use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -136,8 +139,8 @@ fn load_layer(source: &CatalogSource) -> (SourceReport, Vec<CatalogItem>) {
             kind,
             required,
         } => {
-            let text = match std::fs::read_to_string(path) {
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound && !required => {
+            let text = match crate::document::read_catalog_file(path) {
+                Err(CatalogError::Missing { .. }) if !required => {
                     let report = SourceReport {
                         path: path.clone(),
                         kind: *kind,
@@ -147,11 +150,7 @@ fn load_layer(source: &CatalogSource) -> (SourceReport, Vec<CatalogItem>) {
                     };
                     return (report, Vec::new());
                 }
-                Err(e) => Err(CatalogError::Read {
-                    path: path.clone(),
-                    message: e.to_string(),
-                }),
-                Ok(text) => Ok(text),
+                other => other,
             };
             (path.clone(), *kind, text)
         }
@@ -171,31 +170,17 @@ fn load_layer(source: &CatalogSource) -> (SourceReport, Vec<CatalogItem>) {
     (report, items)
 }
 
-/// Parse and validate one catalog file's text; `path` is only used in errors and as each entry's
-/// source. Entries come back in file order.
+/// Parse and validate one catalog file's text, in either form; `path` is only used in errors and
+/// as each entry's source. Entries come back in file order.
 pub fn parse(text: &str, path: &Path) -> Result<Vec<CatalogItem>, CatalogError> {
-    let doc: Value = serde_json::from_str(text).map_err(|e| json_error(path, &e))?;
-    let v = validators();
-    if let Some(err) = v.shape.iter_errors(&doc).next() {
-        let (pointer, message) = describe(&err, &doc);
-        return Err(CatalogError::Shape {
-            path: path.to_path_buf(),
-            pointer,
-            message,
-        });
-    }
-    // The shape schema guarantees an object here.
-    let servers = doc
-        .get("mcpServers")
-        .and_then(Value::as_object)
-        .map(Map::iter)
-        .into_iter()
-        .flatten();
-    Ok(servers
+    let (doc, form) = crate::document::parse_document(text, path)?;
+    Ok(crate::document::servers(&doc, form)
         .map(|(name, value)| match parse_entry(path, name, value) {
             Ok(entry) => CatalogItem::Server(entry),
             Err(error) => CatalogItem::Invalid(InvalidEntry {
-                name: ServerName(name.clone()),
+                // The same escaped text the error shows; a name with control characters is
+                // invalid anyway, so no valid name can collide with it.
+                name: ServerName(error.entry.clone()),
                 source: path.to_path_buf(),
                 error,
             }),
@@ -203,25 +188,10 @@ pub fn parse(text: &str, path: &Path) -> Result<Vec<CatalogItem>, CatalogError> 
         .collect())
 }
 
-fn json_error(path: &Path, e: &serde_json::Error) -> CatalogError {
-    // serde_json appends " at line L column C"; the error carries those as fields instead.
-    let full = e.to_string();
-    let suffix = format!(" at line {} column {}", e.line(), e.column());
-    let message = full.strip_suffix(&suffix).unwrap_or(&full).to_string();
-    CatalogError::Json {
-        path: path.to_path_buf(),
-        line: e.line(),
-        column: e.column(),
-        message,
-    }
-}
-
 struct Validators {
-    /// The file schema without the per-entry part.
-    shape: Validator,
     /// `#/$defs/ServerConfiguration`, for one entry at a time.
     entry: Validator,
-    /// The `propertyNames` rule for server names.
+    /// `#/$defs/ServerName`, for server names.
     name: Validator,
 }
 
@@ -238,38 +208,35 @@ fn validators() -> &'static Validators {
                 .build(s)
                 .expect("SCHEMA compiles")
         };
-        let mut shape = schema.clone();
-        let name = shape["properties"]["mcpServers"]
-            .as_object_mut()
-            .and_then(|servers| {
-                servers.remove("additionalProperties");
-                servers.remove("propertyNames")
+        let def = |name: &str| {
+            serde_json::json!({
+                "$defs": schema["$defs"],
+                "allOf": [{ "$ref": format!("#/$defs/{name}") }]
             })
-            .expect("SCHEMA has mcpServers.propertyNames");
-        let entry = serde_json::json!({
-            "$defs": schema["$defs"],
-            "allOf": [{ "$ref": "#/$defs/ServerConfiguration" }]
-        });
+        };
         Validators {
-            shape: build(&shape),
-            entry: build(&entry),
-            name: build(&name),
+            entry: build(&def("ServerConfiguration")),
+            name: build(&def("ServerName")),
         }
     })
 }
 
 fn parse_entry(path: &Path, name: &str, value: &Value) -> Result<ServerEntry, EntryError> {
+    // Names, pointers and messages may carry the file's text: escaped, so printing is safe.
     let fail = |field: &str, message: String| EntryError {
         file: path.to_path_buf(),
-        entry: name.to_string(),
-        field: field.to_string(),
-        message,
+        entry: escape_controls(name),
+        field: escape_controls(field),
+        message: escape_controls(&message),
     };
     if !validators().name.is_valid(&Value::String(name.to_string())) {
-        return Err(fail(
-            "/",
-            "the server name may use only letters, digits, `-`, `_`, `[`, `]` and `$`".into(),
-        ));
+        let rule = "the server name may use only letters, digits, `-`, `_`, `[`, `]` and `$`";
+        let message = if name.chars().any(crate::text::is_unsafe_char) {
+            format!("the server name contains control characters (shown escaped); {rule}")
+        } else {
+            rule.to_string()
+        };
+        return Err(fail("/", message));
     }
 
     // Parse-then-validate: the schema first, then the rules a schema cannot express.
@@ -350,8 +317,8 @@ fn build_entry(path: &Path, name: &str, value: &Value) -> ServerEntry {
 
     ServerEntry {
         name: ServerName(name.to_string()),
-        title: text(value, "title"),
-        description: text(value, "description"),
+        title: text(value, "title").map(|t| display_text(&t)),
+        description: text(value, "description").map(|d| display_text(&d)),
         transport,
         oauth,
         unavailable: value.get("unavailable").and_then(normalize_unavailable),
@@ -361,6 +328,10 @@ fn build_entry(path: &Path, name: &str, value: &Value) -> ServerEntry {
 
 /// Rules beyond the schema. Returns the field (a pointer within the entry) and the message.
 fn check_entry(entry: &ServerEntry, value: &Value) -> Result<(), (String, String)> {
+    // Placeholders first: a malformed one would otherwise surface as a confusing URL error.
+    for (field, text) in expanded_fields(entry, value) {
+        crate::placeholder::check(text).map_err(|e| (field, e.to_string()))?;
+    }
     if let Some(url) = entry.transport.url() {
         check_url(url).map_err(|m| ("/url".to_string(), m))?;
     }
@@ -389,6 +360,44 @@ fn check_entry(entry: &ServerEntry, value: &Value) -> Result<(), (String, String
     Ok(())
 }
 
+/// Every field whose value has `${...}` expanded somewhere, as (pointer within the entry, text).
+/// The oauth members come from the raw value since [`OAuthConfig`] merges two spellings.
+fn expanded_fields<'a>(entry: &'a ServerEntry, value: &'a Value) -> Vec<(String, &'a str)> {
+    let mut fields: Vec<(String, &str)> = Vec::new();
+    match &entry.transport {
+        Transport::Stdio { command, args, env } => {
+            fields.push(("/command".into(), command));
+            for (i, arg) in args.iter().enumerate() {
+                fields.push((format!("/args/{i}"), arg));
+            }
+            for (name, text) in env {
+                fields.push((format!("/env/{}", escape_pointer(name)), text));
+            }
+        }
+        Transport::StreamableHttp { url, headers } | Transport::Sse { url, headers } => {
+            fields.push(("/url".into(), url));
+            for (name, text) in headers {
+                fields.push((format!("/headers/{}", escape_pointer(name)), text));
+            }
+        }
+    }
+    if let Some(oauth) = value.get("oauth") {
+        for key in [
+            "clientId",
+            "clientSecret",
+            "redirectUri",
+            "redirect_uri",
+            "authServerMetadataUrl",
+            "resource",
+        ] {
+            if let Some(text) = oauth.get(key).and_then(Value::as_str) {
+                fields.push((format!("/oauth/{key}"), text));
+            }
+        }
+    }
+    fields
+}
+
 /// A plain URL check that tolerates placeholders: `http(s)://` and something after it, or a
 /// leading `${VAR}` that will supply the scheme; no whitespace outside placeholders.
 fn check_url(url: &str) -> Result<(), String> {
@@ -402,6 +411,15 @@ fn check_url(url: &str) -> Result<(), String> {
     literal.push_str(&url[copied..]);
     if literal.chars().any(char::is_whitespace) {
         return Err("must not contain whitespace".into());
+    }
+    if has_userinfo(url) {
+        // The password is never repeated: the message names the rule, not the value.
+        return Err(
+            "must not carry credentials (user:password@): credentials in the URL are not \
+             allowed; send them in a header with a ${VAR}, e.g. \
+             \"Authorization\": \"Bearer ${TOKEN}\""
+                .into(),
+        );
     }
     if found.first().is_some_and(|p| p.span.start == 0) {
         return Ok(());
@@ -417,7 +435,22 @@ fn check_url(url: &str) -> Result<(), String> {
     }
 }
 
-fn escape_pointer(token: &str) -> String {
+/// True when the authority (between `scheme://` and the first `/`, `?` or `#`) holds a `@`.
+fn has_userinfo(url: &str) -> bool {
+    let Some((_, after_scheme)) = url.split_once("://") else {
+        // No scheme: `user:pass@host/...` still carries them.
+        return url
+            .split(['/', '?', '#'])
+            .next()
+            .is_some_and(|authority| authority.contains('@'));
+    };
+    after_scheme
+        .split(['/', '?', '#'])
+        .next()
+        .is_some_and(|authority| authority.contains('@'))
+}
+
+pub(crate) fn escape_pointer(token: &str) -> String {
     token.replace('~', "~0").replace('/', "~1")
 }
 

@@ -1,8 +1,12 @@
 //! The `${VAR}` and `${VAR:-default}` placeholder language used in url, headers, env, args and oauth.
 //!
 //! `VAR` is `[A-Za-z_][A-Za-z0-9_]*`. The default runs to the first `}` and is literal text (no
-//! nesting). Anything else starting with `${` is not a placeholder and stays as written, so a
-//! catalog value can never become unparseable because of a stray `$`.
+//! nesting); it may be empty (`${VAR:-}`). A `$` not followed by `{` is plain text.
+//!
+//! Any other `${` (unclosed `${TOKEN`, `${}`, `${1BAD}`, `${A-b}`, a default holding `${`) is
+//! malformed: [`check`] finds it, and loading makes such an entry invalid, because the literal text
+//! would otherwise be sent as a value (a credential, even). [`placeholders`] and [`expand`] alone
+//! leave malformed text as written.
 
 use std::ops::Range;
 
@@ -41,6 +45,85 @@ pub fn placeholders(text: &str) -> Vec<Placeholder> {
         }
     }
     found
+}
+
+/// A `${` that does not start a well-formed placeholder.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MalformedPlaceholder {
+    /// The offending text from its `${`, short and with control characters escaped.
+    pub fragment: String,
+    /// What is wrong with it.
+    pub problem: &'static str,
+}
+
+impl std::fmt::Display for MalformedPlaceholder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "malformed placeholder `{}`: {}; write ${{NAME}} or ${{NAME:-default}}",
+            self.fragment, self.problem
+        )
+    }
+}
+
+/// The longest fragment quoted in a [`MalformedPlaceholder`], in characters.
+const FRAGMENT_MAX_CHARS: usize = 40;
+
+/// The first malformed `${` in `text`, if any.
+pub fn check(text: &str) -> Result<(), MalformedPlaceholder> {
+    let mut from = 0;
+    while let Some(offset) = text[from..].find("${") {
+        let start = from + offset;
+        match parse_at(text, start) {
+            Some(p) if p.default.as_deref().is_some_and(|d| d.contains("${")) => {
+                return Err(malformed(
+                    text,
+                    start,
+                    "a default cannot hold another placeholder (no nesting)",
+                ))
+            }
+            Some(p) => from = p.span.end,
+            None => return Err(malformed(text, start, problem_at(text, start))),
+        }
+    }
+    Ok(())
+}
+
+/// Why the `${` at `start` is not a placeholder ([`parse_at`] said it is not).
+fn problem_at(text: &str, start: usize) -> &'static str {
+    let body = &text[start + 2..];
+    let Some(close) = body.find('}') else {
+        return "it is not closed with `}`";
+    };
+    match body.chars().next() {
+        Some('}') => "it names no variable",
+        Some(c) if c.is_ascii_digit() => "a variable name cannot start with a digit",
+        _ if body[..close].contains(":-") => "a variable name uses only letters, digits and `_`",
+        _ => "after the name comes `}` or `:-default}`; names use only letters, digits and `_`",
+    }
+}
+
+fn malformed(text: &str, start: usize, problem: &'static str) -> MalformedPlaceholder {
+    let body = &text[start + 2..];
+    // Up to the closing brace; when there is none, only the name-like part, so text after an
+    // unclosed `${` (which may be a literal secret) is never quoted.
+    let end = match body.find('}') {
+        Some(close) => close + 1,
+        None => body
+            .find(|c: char| !(c == '_' || c.is_ascii_alphanumeric()))
+            .unwrap_or(body.len()),
+    };
+    let mut fragment: String = format!("${{{}", &body[..end])
+        .chars()
+        .take(FRAGMENT_MAX_CHARS)
+        .collect();
+    if body[..end].chars().count() + 2 > FRAGMENT_MAX_CHARS {
+        fragment.push('…');
+    }
+    MalformedPlaceholder {
+        fragment: crate::text::escape_controls(&fragment),
+        problem,
+    }
 }
 
 /// Parse the placeholder whose `${` starts at byte `start`.
@@ -234,6 +317,84 @@ mod tests {
             expand("${Z}${A}${Y}${Z}${W:-ok}", &r),
             Err(vec!["Z".to_string(), "Y".to_string()])
         );
+    }
+
+    #[test]
+    fn check_accepts_well_formed_text() {
+        for text in [
+            "",
+            "plain",
+            "$A and $ {B} and $",
+            "${A}",
+            "Bearer ${TOKEN}",
+            "${A:-}",
+            "${_x1:-a b:c-d}${B}",
+            "https://${HOST:-localhost}:${PORT:-80}/mcp",
+            "cost: 5$",
+        ] {
+            assert_eq!(check(text), Ok(()), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn check_names_the_malformed_fragment_and_problem() {
+        let cases: &[(&str, &str, &str)] = &[
+            ("Bearer ${TOKEN", "${TOKEN", "it is not closed with `}`"),
+            ("${", "${", "it is not closed with `}`"),
+            ("${A:-x", "${A", "it is not closed with `}`"),
+            ("x${}", "${}", "it names no variable"),
+            (
+                "${1BAD}",
+                "${1BAD}",
+                "a variable name cannot start with a digit",
+            ),
+            (
+                "${A-b}",
+                "${A-b}",
+                "after the name comes `}` or `:-default}`; names use only letters, digits and `_`",
+            ),
+            (
+                "${A B}",
+                "${A B}",
+                "after the name comes `}` or `:-default}`; names use only letters, digits and `_`",
+            ),
+            (
+                "${A.B:-x}",
+                "${A.B:-x}",
+                "a variable name uses only letters, digits and `_`",
+            ),
+            (
+                "${A:-${B}}",
+                "${A:-${B}",
+                "a default cannot hold another placeholder (no nesting)",
+            ),
+            // A good placeholder before the bad one is skipped over.
+            ("${OK} ${A", "${A", "it is not closed with `}`"),
+        ];
+        for (text, fragment, problem) in cases {
+            let err = check(text).unwrap_err();
+            assert_eq!(
+                (err.fragment.as_str(), err.problem),
+                (*fragment, *problem),
+                "{text:?}"
+            );
+        }
+        let shown = check("${TOKEN").unwrap_err().to_string();
+        assert_eq!(
+            shown,
+            "malformed placeholder `${TOKEN`: it is not closed with `}`; write ${NAME} or ${NAME:-default}"
+        );
+    }
+
+    #[test]
+    fn check_never_quotes_text_after_an_unclosed_brace_and_keeps_fragments_short() {
+        let err = check("${TOKEN sk-live-123").unwrap_err();
+        assert_eq!(err.fragment, "${TOKEN");
+        let long = format!("${{{}-x}}", "A".repeat(60));
+        let err = check(&long).unwrap_err();
+        assert_eq!(err.fragment, format!("${{{}…", "A".repeat(38)));
+        let err = check("${\u{1b}[31m}").unwrap_err();
+        assert!(!err.fragment.contains('\u{1b}'));
     }
 
     #[test]

@@ -35,11 +35,11 @@ fn invalid<'a>(items: &'a [CatalogItem], name: &str) -> &'a EntryError {
     }
 }
 
-/// Load a user file holding `servers` (the members of `mcpServers`) plus one good entry.
+/// Load a flat user file holding `servers` (comma-separated members) plus one good entry.
 fn load_servers(servers: &str) -> (tempfile::TempDir, PathBuf, Vec<CatalogItem>) {
     let dir = tempfile::tempdir().unwrap();
     let text = format!(
-        r#"{{"mcpServers": {{ "good": {{"type": "streamable-http", "url": "https://good.example/mcp"}}, {servers} }}}}"#
+        r#"{{ "good": {{"type": "streamable-http", "url": "https://good.example/mcp"}}, {servers} }}"#
     );
     let path = write(dir.path(), "mcp.json", &text);
     let catalog = load(&[user(&path)]);
@@ -116,8 +116,30 @@ fn embedded_default_validates_against_the_whole_schema() {
     assert!(errors.is_empty(), "{errors:?}");
     // The schema really checks entries: a broken one fails the whole-file validation too.
     let mut broken = doc.clone();
-    broken["mcpServers"]["slack"]["url"] = Value::from(5);
+    broken["slack"]["url"] = Value::from(5);
     assert!(!validator.is_valid(&broken));
+    // The shipped catalog is in the canonical flat form.
+    assert!(doc.get("mcpServers").is_none());
+    assert_eq!(doc["$schema"], "./mcp.schema.json");
+
+    // The wrapper form validates too, and its entries are checked the same way.
+    let servers: serde_json::Map<String, Value> = doc
+        .as_object()
+        .unwrap()
+        .iter()
+        .filter(|(k, _)| k.as_str() != "$schema")
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let mut wrapped = serde_json::json!({ "$schema": "x", "other": 1, "mcpServers": servers });
+    assert!(validator.is_valid(&wrapped));
+    wrapped["mcpServers"]["slack"]["url"] = Value::from(5);
+    assert!(!validator.is_valid(&wrapped));
+    // In the flat form a bad name or a non-entry value is caught; `$schema` is not an entry.
+    assert!(
+        !validator.is_valid(&serde_json::json!({"has space": {"type": "stdio", "command": "x"}}))
+    );
+    assert!(!validator.is_valid(&serde_json::json!({"version": 2})));
+    assert!(validator.is_valid(&serde_json::json!({"$schema": "x"})));
 }
 
 #[test]
@@ -196,7 +218,7 @@ fn missing_optional_file_is_an_empty_layer() {
 }
 
 #[test]
-fn missing_required_file_is_a_read_error() {
+fn missing_required_file_is_reported_as_missing() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("absent.json");
     let catalog = load(&[CatalogSource::File {
@@ -208,20 +230,101 @@ fn missing_required_file_is_a_read_error() {
     let report = &catalog.sources[0];
     assert_eq!(report.kind, SourceKind::Explicit);
     match &report.error {
-        Some(e @ CatalogError::Read { path: p, .. }) => {
+        Some(e @ CatalogError::Missing { path: p }) => {
             assert_eq!(p, &path);
-            assert!(e
-                .to_string()
-                .starts_with(&format!("{}: cannot read", path.display())));
+            assert_eq!(e.to_string(), format!("{}: no such file", path.display()));
         }
-        other => panic!("expected a read error, got {other:?}"),
+        other => panic!("expected a missing-file error, got {other:?}"),
     }
 }
 
 #[test]
-fn a_directory_is_a_read_error_even_when_optional() {
+fn a_directory_is_refused_even_when_optional() {
     let dir = tempfile::tempdir().unwrap();
     let catalog = load(&[user(dir.path())]);
+    match &catalog.sources[0].error {
+        Some(e @ CatalogError::NotAFile { kind, .. }) => {
+            assert_eq!(kind, "a directory");
+            assert!(e.to_string().contains("not a regular file"), "{e}");
+        }
+        other => panic!("expected a not-a-file error, got {other:?}"),
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn a_fifo_is_refused_at_once_not_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("catalog.fifo");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    // Reading a FIFO with no writer blocks forever, so the load runs on a thread with a bound.
+    let (tx, rx) = std::sync::mpsc::channel();
+    let path = fifo.clone();
+    std::thread::spawn(move || {
+        let catalog = load(&[CatalogSource::File {
+            path,
+            kind: SourceKind::Explicit,
+            required: true,
+        }]);
+        let _ = tx.send(catalog);
+    });
+    let catalog = rx
+        .recv_timeout(std::time::Duration::from_secs(10))
+        .expect("loading a FIFO as a catalog did not return within 10 s");
+    match &catalog.sources[0].error {
+        Some(e @ CatalogError::NotAFile { path, kind }) => {
+            assert_eq!(path, &fifo);
+            assert_eq!(kind, "a FIFO (named pipe)");
+            assert_eq!(
+                e.to_string(),
+                format!(
+                    "{}: is a FIFO (named pipe), not a regular file; a catalog must be a JSON file",
+                    fifo.display()
+                )
+            );
+        }
+        other => panic!("expected a not-a-file error, got {other:?}"),
+    }
+    assert!(catalog.items.is_empty());
+}
+
+#[cfg(unix)]
+#[test]
+fn a_character_device_is_refused() {
+    let catalog = load(&[CatalogSource::File {
+        path: PathBuf::from("/dev/zero"),
+        kind: SourceKind::Explicit,
+        required: true,
+    }]);
+    match &catalog.sources[0].error {
+        Some(CatalogError::NotAFile { kind, .. }) => assert_eq!(kind, "a character device"),
+        other => panic!("expected a not-a-file error, got {other:?}"),
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn a_socket_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("catalog.sock");
+    let _listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+    let catalog = load(&[user(&path)]);
+    match &catalog.sources[0].error {
+        Some(CatalogError::NotAFile { kind, .. }) => assert_eq!(kind, "a socket"),
+        other => panic!("expected a not-a-file error, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_file_that_cannot_be_decoded_is_a_read_error_not_missing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("mcp.json");
+    std::fs::write(&path, b"{\"a\": \"\xff\"}").unwrap();
+    let catalog = load(&[user(&path)]);
     assert!(matches!(
         catalog.sources[0].error,
         Some(CatalogError::Read { .. })
@@ -264,17 +367,17 @@ fn wrong_top_level_is_a_shape_error() {
     let cases = [
         ("[]", "/", "must be an object"),
         ("\"hello\"", "/", "must be an object"),
-        ("{}", "/mcpServers", "is required"),
-        (
-            r#"{"playwright": {"type": "stdio", "command": "npx"}}"#,
-            "/mcpServers",
-            "is required",
-        ),
         (r#"{"mcpServers": []}"#, "/mcpServers", "must be an object"),
         (
             r#"{"mcpServers": {}, "$schema": 1}"#,
             "/$schema",
             "must be a string",
+        ),
+        (r#"{"$schema": ["x"]}"#, "/$schema", "must be a string"),
+        (
+            r#"{"mcpServers": {"type": "stdio", "command": "x"}}"#,
+            "/mcpServers",
+            "holds the server map of the wrapper form, so it cannot be a server's name",
         ),
     ];
     let dir = tempfile::tempdir().unwrap();
@@ -303,6 +406,212 @@ fn wrong_top_level_is_a_shape_error() {
         }
         assert!(catalog.items.is_empty());
     }
+}
+
+#[test]
+fn the_flat_form_is_read_with_schema_beside_the_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(
+        dir.path(),
+        "mcp.json",
+        r#"{"$schema": "https://pulsemcp.github.io/air/schemas/mcp.schema.json",
+            "zed": {"type": "stdio", "command": "zed"},
+            "alpha": {"type": "streamable-http", "url": "https://a.example/mcp"},
+            "broken": {"type": "sse"}}"#,
+    );
+    let catalog = load(&[user(&path)]);
+    assert!(catalog.errors().next().is_none(), "{:?}", catalog.sources);
+    assert_eq!(catalog.sources[0].entries, 3, "$schema is not a server");
+    assert!(catalog.get("$schema").is_none());
+    assert_eq!(server(&catalog.items, "zed").source, path);
+    assert_eq!(
+        server(&catalog.items, "alpha").transport.url(),
+        Some("https://a.example/mcp")
+    );
+    assert_eq!(invalid(&catalog.items, "broken").field, "/url");
+}
+
+#[test]
+fn both_forms_give_the_same_catalog() {
+    let entries = r#""a": {"type": "stdio", "command": "a", "args": ["${X:-1}"]},
+        "b": {"type": "sse", "url": "https://b", "headers": {"X-Api-Key": "${K}"}}"#;
+    let dir = tempfile::tempdir().unwrap();
+    let flat = write(dir.path(), "flat.json", &format!("{{{entries}}}"));
+    let wrapped = write(
+        dir.path(),
+        "wrapped.json",
+        &format!(
+            r#"{{"numStartups": 3, "projects": {{"/x": {{}}}}, "mcpServers": {{{entries}}}}}"#
+        ),
+    );
+    let a = load(&[user(&flat)]);
+    let b = load(&[user(&wrapped)]);
+    assert!(a.errors().next().is_none() && b.errors().next().is_none());
+    let strip = |c: &patchbay_catalog::Catalog| -> Vec<(String, Transport)> {
+        c.servers()
+            .map(|s| (s.name.0.clone(), s.transport.clone()))
+            .collect()
+    };
+    assert_eq!(strip(&a), strip(&b));
+    assert_eq!(strip(&a).len(), 2);
+}
+
+#[test]
+fn an_empty_object_is_an_empty_flat_catalog() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(dir.path(), "mcp.json", "{}");
+    let catalog = load(&[user(&path)]);
+    assert!(catalog.errors().next().is_none());
+    assert!(catalog.sources[0].present);
+    assert_eq!(catalog.sources[0].entries, 0);
+}
+
+#[test]
+fn a_wrapper_with_servers_beside_it_is_an_error_naming_the_file_and_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(
+        dir.path(),
+        "mcp.json",
+        r#"{"$schema": "x", "settings": {"theme": "dark"},
+            "mcpServers": {"a": {"type": "stdio", "command": "a"}},
+            "b": {"type": "sse", "url": "https://b"},
+            "c": {"command": "c"}}"#,
+    );
+    let catalog = load(&[CatalogSource::Embedded, user(&path)]);
+    match catalog.errors().next() {
+        Some(e @ CatalogError::BothForms { path: p, names }) => {
+            assert_eq!(p, &path);
+            assert_eq!(names, &["b", "c"], "only entries that look like servers");
+            let shown = e.to_string();
+            assert!(
+                shown.starts_with(&format!(
+                    "{}: has both the `mcpServers` wrapper",
+                    path.display()
+                )),
+                "{shown}"
+            );
+            assert!(shown.contains("(b, c)"), "{shown}");
+        }
+        other => panic!("expected a both-forms error, got {other:?}"),
+    }
+    // Neither half is used; the default underneath still loads.
+    assert!(catalog.get("a").is_none() && catalog.get("b").is_none());
+    assert!(catalog.get("slack").is_some());
+}
+
+#[test]
+fn a_utf8_bom_is_accepted_in_either_form() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, text) in [
+        (
+            "flat.json",
+            "\u{feff}{\"a\": {\"type\": \"stdio\", \"command\": \"a\"}}",
+        ),
+        (
+            "wrapped.json",
+            "\u{feff}{\"mcpServers\": {\"a\": {\"type\": \"stdio\", \"command\": \"a\"}}}",
+        ),
+    ] {
+        let path = write(dir.path(), name, text);
+        let catalog = load(&[user(&path)]);
+        assert!(
+            catalog.errors().next().is_none(),
+            "{name}: {:?}",
+            catalog.sources
+        );
+        server(&catalog.items, "a");
+    }
+    // A BOM anywhere else is still a JSON error.
+    let path = write(dir.path(), "late.json", "{\"a\": \u{feff}1}");
+    assert!(matches!(
+        load(&[user(&path)]).errors().next(),
+        Some(CatalogError::Json { .. })
+    ));
+}
+
+#[test]
+fn a_duplicate_server_name_is_an_error_naming_both_places() {
+    let dir = tempfile::tempdir().unwrap();
+    let flat = write(
+        dir.path(),
+        "flat.json",
+        "{\n  \"github\": {\"type\": \"stdio\", \"command\": \"one\"},\n  \"other\": {\"type\": \"stdio\", \"command\": \"x\"},\n    \"github\": {\"type\": \"stdio\", \"command\": \"two\"}\n}\n",
+    );
+    let wrapped = write(
+        dir.path(),
+        "wrapped.json",
+        "{\"mcpServers\": {\n\"github\": {\"type\": \"stdio\", \"command\": \"one\"},\n\"github\": {\"type\": \"stdio\", \"command\": \"two\"}}}",
+    );
+    for (path, first, second) in [(&flat, (2, 3), (4, 5)), (&wrapped, (2, 1), (3, 1))] {
+        let catalog = load(&[CatalogSource::Embedded, user(path)]);
+        let err = catalog.errors().next().expect("a duplicate error");
+        match err {
+            CatalogError::Duplicate {
+                path: p,
+                key,
+                server_name,
+                first_line,
+                first_column,
+                line,
+                column,
+                ..
+            } => {
+                assert_eq!(p, path);
+                assert_eq!(key, "github");
+                assert!(server_name);
+                assert_eq!((*first_line, *first_column), first);
+                assert_eq!((*line, *column), second);
+            }
+            other => panic!("expected a duplicate error, got {other:?}"),
+        }
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "{}:{}:{}: server name \"github\" appears twice (first at {}:{}); remove or rename one",
+                path.display(),
+                second.0,
+                second.1,
+                first.0,
+                first.1
+            )
+        );
+        // The default's github stays; neither duplicate silently wins.
+        assert_eq!(
+            server(&catalog.items, "github").source,
+            PathBuf::from(BUILT_IN_PATH)
+        );
+    }
+}
+
+#[test]
+fn a_duplicate_key_inside_an_entry_names_the_object() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(
+        dir.path(),
+        "mcp.json",
+        r#"{"s": {"type": "sse", "url": "https://s", "headers": {"Authorization": "a", "Authorization": "b"}}}"#,
+    );
+    let err = load(&[user(&path)]).errors().next().cloned().unwrap();
+    let shown = err.to_string();
+    assert!(
+        shown.ends_with(
+            ":1:77: key \"Authorization\" appears twice in `/s/headers` (first at 1:55); remove or rename one"
+        ),
+        "{shown}"
+    );
+}
+
+#[test]
+fn overriding_a_default_by_name_is_not_a_duplicate() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(
+        dir.path(),
+        "mcp.json",
+        r#"{"github": {"type": "stdio", "command": "gh-mcp"}}"#,
+    );
+    let catalog = load(&[CatalogSource::Embedded, user(&path)]);
+    assert!(catalog.errors().next().is_none());
+    assert_eq!(server(&catalog.items, "github").source, path);
 }
 
 #[test]
@@ -640,4 +949,139 @@ fn a_later_valid_entry_replaces_an_earlier_invalid_one() {
     assert_eq!(server(&catalog.items, "x").source, second);
     let catalog = load(&[user(&second), user(&first)]);
     assert_eq!(invalid(&catalog.items, "x").file, first);
+}
+
+#[test]
+fn a_malformed_placeholder_makes_the_entry_invalid_naming_the_field() {
+    let cases: &[(&str, &str, &str)] = &[
+        (
+            r#""bad": {"type": "sse", "url": "https://x", "headers": {"Authorization": "Bearer ${TOKEN"}}"#,
+            "/headers/Authorization",
+            "malformed placeholder `${TOKEN`: it is not closed with `}`; write ${NAME} or ${NAME:-default}",
+        ),
+        (
+            r#""bad": {"type": "streamable-http", "url": "https://${}/mcp"}"#,
+            "/url",
+            "malformed placeholder `${}`: it names no variable; write ${NAME} or ${NAME:-default}",
+        ),
+        (
+            r#""bad": {"type": "stdio", "command": "npx", "env": {"KEY": "${1BAD}"}}"#,
+            "/env/KEY",
+            "malformed placeholder `${1BAD}`: a variable name cannot start with a digit; write ${NAME} or ${NAME:-default}",
+        ),
+        (
+            r#""bad": {"type": "stdio", "command": "npx", "args": ["-y", "${ROOT:-${HOME}}"]}"#,
+            "/args/1",
+            "malformed placeholder `${ROOT:-${HOME}`: a default cannot hold another placeholder (no nesting); write ${NAME} or ${NAME:-default}",
+        ),
+        (
+            r#""bad": {"type": "stdio", "command": "${BIN"}"#,
+            "/command",
+            "malformed placeholder `${BIN`: it is not closed with `}`; write ${NAME} or ${NAME:-default}",
+        ),
+        (
+            r#""bad": {"type": "sse", "url": "https://x", "oauth": {"clientSecret": "${SECRET"}}"#,
+            "/oauth/clientSecret",
+            "malformed placeholder `${SECRET`: it is not closed with `}`; write ${NAME} or ${NAME:-default}",
+        ),
+    ];
+    for (servers, field, message) in cases {
+        assert_entry_error(servers, "bad", field, message);
+    }
+    for key in [
+        "clientId",
+        "redirectUri",
+        "redirect_uri",
+        "authServerMetadataUrl",
+        "resource",
+    ] {
+        let servers = format!(
+            r#""bad": {{"type": "sse", "url": "https://x", "oauth": {{"{key}": "http://localhost/${{A B}}"}}}}"#
+        );
+        let (_dir, _path, items) = load_servers(&servers);
+        assert_eq!(invalid(&items, "bad").field, format!("/oauth/{key}"));
+    }
+    // Well-formed ones, an empty default and a lone `$` stay valid.
+    let (_dir, _path, items) = load_servers(
+        r#""ok": {"type": "stdio", "command": "${BIN:-npx}", "args": ["${A:-}", "$5", "a$"],
+                  "env": {"P": "pa$$word"}}"#,
+    );
+    server(&items, "ok");
+}
+
+#[test]
+fn credentials_in_a_url_are_refused_without_echoing_them() {
+    let message = "must not carry credentials (user:password@): credentials in the URL are not allowed; send them in a header with a ${VAR}, e.g. \"Authorization\": \"Bearer ${TOKEN}\"";
+    for url in [
+        "https://alice:hunter2@mcp.example.com/mcp",
+        "http://alice@mcp.example.com",
+        "https://${USER}:${PASS}@mcp.example.com/mcp",
+        "ftp://alice:hunter2@x/mcp",
+        "alice:hunter2@mcp.example.com/mcp",
+    ] {
+        let servers = format!(r#""bad": {{"type": "streamable-http", "url": "{url}"}}"#);
+        assert_entry_error(&servers, "bad", "/url", message);
+    }
+    assert_entry_error(
+        r#""bad": {"type": "sse", "url": "https://x", "oauth": {"authServerMetadataUrl": "https://u:hunter2@as.example/.well-known/x"}}"#,
+        "bad",
+        "/oauth/authServerMetadataUrl",
+        message,
+    );
+    // An `@` in the path or query is not userinfo.
+    for url in [
+        "https://mcp.example.com/@scope/pkg",
+        "https://mcp.example.com/mcp?user=a@b",
+    ] {
+        let servers = format!(r#""ok": {{"type": "sse", "url": "{url}"}}"#);
+        let (_dir, _path, items) = load_servers(&servers);
+        server(&items, "ok");
+    }
+}
+
+#[test]
+fn a_name_with_control_characters_is_invalid_and_shown_escaped() {
+    let (_dir, path, items) =
+        load_servers(r#""evil\u001b[2J\u009b": {"type": "stdio", "command": "x"}"#);
+    let shown_name = "evil\\u{1b}[2J\\u{9b}";
+    let err = invalid(&items, shown_name);
+    assert_eq!(err.entry, shown_name);
+    assert_eq!(
+        err.message,
+        "the server name contains control characters (shown escaped); the server name may use only letters, digits, `-`, `_`, `[`, `]` and `$`"
+    );
+    let rendered = err.to_string();
+    assert!(!rendered.chars().any(char::is_control), "{rendered:?}");
+    assert!(rendered.starts_with(&format!("{}: entry \"{shown_name}\"", path.display())));
+    for item in &items {
+        assert!(!item.name().as_str().chars().any(char::is_control));
+    }
+}
+
+#[test]
+fn control_characters_in_keys_and_values_never_reach_an_error_raw() {
+    let (_dir, _path, items) = load_servers(
+        r#""h": {"type": "sse", "url": "https://x", "headers": {"X-\u001b]0;pwn\u0007": "v"}},
+           "u": {"type": "sse", "url": "gopher://\u001b[31mred"}"#,
+    );
+    for name in ["h", "u"] {
+        let err = invalid(&items, name);
+        let rendered = err.to_string();
+        assert!(!rendered.chars().any(char::is_control), "{rendered:?}");
+        assert!(rendered.contains("\\u{1b}"), "{rendered:?}");
+    }
+}
+
+#[test]
+fn titles_and_descriptions_are_made_terminal_safe() {
+    let (_dir, _path, items) = load_servers(
+        r#""s": {"type": "stdio", "command": "x", "title": "Nice\u001b[8m hidden",
+                 "description": "Line one\nline two\u009b\u202e.txt"}"#,
+    );
+    let s = server(&items, "s");
+    assert_eq!(s.title.as_deref(), Some("Nice\\u{1b}[8m hidden"));
+    assert_eq!(
+        s.description.as_deref(),
+        Some("Line one line two\\u{9b}\\u{202e}.txt")
+    );
 }

@@ -8,7 +8,8 @@
 use crate::{CoreError, Patchbay, Paths};
 use chrono::{DateTime, Utc};
 use patchbay_catalog::{
-    expand, Catalog, CatalogItem, CredentialKey, ServerEntry, Transport, BUILT_IN_PATH,
+    expand, Catalog, CatalogError, CatalogForm, CatalogItem, CredentialKey, ServerEntry, Transport,
+    BUILT_IN_PATH,
 };
 use patchbay_check::health::{rfc3339, rfc3339_opt};
 use patchbay_check::{
@@ -798,30 +799,32 @@ fn advice_for(
     }
 }
 
-/// Set `type` of `entry` in the catalog file `file`, keeping every other key and its order;
-/// copies the entry from its own source first when `file` lacks it. Validated, then written by
-/// temp file + fsync + rename.
+/// Set `type` of `entry` in the catalog file `file`, keeping every other key and its order, the
+/// file's form (AIR's flat map or the `mcpServers` wrapper) and a leading BOM; a new file is
+/// written flat. Copies the entry from its own source first when `file` lacks it. A file that
+/// cannot be read as a catalog (not JSON, a duplicate key, both forms at once, a FIFO) is left
+/// alone. Validated, then written by temp file + fsync + rename.
 fn write_type(file: &Path, entry: &ServerEntry, transport: TransportKind) -> Result<(), CoreError> {
     let name = entry.name.as_str();
     let write_error = |message: String| CoreError::CatalogWrite {
         path: file.to_path_buf(),
         message,
     };
-    let mut doc: Value = match std::fs::read_to_string(file) {
-        Ok(text) => serde_json::from_str(&text)
-            .map_err(|e| write_error(format!("it is not valid JSON ({e}); nothing was written")))?,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            serde_json::json!({ "mcpServers": {} })
+    let (mut doc, form, bom) = match patchbay_catalog::read_catalog_file(file) {
+        Ok(text) => {
+            let (doc, form) = patchbay_catalog::parse_document(&text, file)
+                .map_err(|e| write_error(format!("{e}; nothing was written")))?;
+            (doc, form, text.starts_with(patchbay_catalog::UTF8_BOM))
         }
-        Err(e) => return Err(write_error(format!("cannot read it: {e}"))),
+        Err(CatalogError::Missing { .. }) => (
+            Value::Object(serde_json::Map::new()),
+            CatalogForm::Flat,
+            false,
+        ),
+        Err(e) => return Err(write_error(format!("{e}; nothing was written"))),
     };
-    let servers = doc
-        .as_object_mut()
-        .ok_or_else(|| write_error("its top level is not an object".into()))?
-        .entry("mcpServers")
-        .or_insert_with(|| serde_json::json!({}))
-        .as_object_mut()
-        .ok_or_else(|| write_error("its mcpServers is not an object".into()))?;
+    let servers = patchbay_catalog::server_map_mut(&mut doc, form)
+        .ok_or_else(|| write_error("it has no server map".into()))?;
     if !servers.contains_key(name) {
         servers.insert(name.to_owned(), source_entry(entry)?);
     }
@@ -832,7 +835,8 @@ fn write_type(file: &Path, entry: &ServerEntry, transport: TransportKind) -> Res
     member.insert("type".into(), Value::String(transport.as_str().to_owned()));
 
     let text = format!(
-        "{}\n",
+        "{}{}\n",
+        if bom { "\u{feff}" } else { "" },
         serde_json::to_string_pretty(&doc).map_err(|e| write_error(e.to_string()))?
     );
     // Only a file that still parses, with the entry valid and on the new transport, is written.
@@ -853,28 +857,25 @@ fn write_type(file: &Path, entry: &ServerEntry, transport: TransportKind) -> Res
     atomic_write(file, text.as_bytes()).map_err(|e| write_error(e.to_string()))
 }
 
-/// The raw JSON of `entry` in the file it came from (or the built-in catalog).
+/// The raw JSON of `entry` in the file it came from (or the built-in catalog), in either form.
 fn source_entry(entry: &ServerEntry) -> Result<Value, CoreError> {
     let name = entry.name.as_str();
+    let source_error = |message: String| CoreError::CatalogWrite {
+        path: entry.source.clone(),
+        message,
+    };
     let text = if entry.source == Path::new(BUILT_IN_PATH) {
         patchbay_catalog::DEFAULT_CATALOG.to_owned()
     } else {
-        std::fs::read_to_string(&entry.source).map_err(|e| CoreError::CatalogWrite {
-            path: entry.source.clone(),
-            message: format!("cannot read the entry to copy: {e}"),
-        })?
+        patchbay_catalog::read_catalog_file(&entry.source)
+            .map_err(|e| source_error(format!("cannot read the entry to copy: {e}")))?
     };
-    let doc: Value = serde_json::from_str(&text).map_err(|e| CoreError::CatalogWrite {
-        path: entry.source.clone(),
-        message: format!("not valid JSON: {e}"),
-    })?;
-    doc.get("mcpServers")
-        .and_then(|s| s.get(name))
-        .cloned()
-        .ok_or_else(|| CoreError::CatalogWrite {
-            path: entry.source.clone(),
-            message: format!("it no longer has the entry \"{name}\""),
-        })
+    let (doc, form) = patchbay_catalog::parse_document(&text, &entry.source)
+        .map_err(|e| source_error(e.to_string()))?;
+    let found = patchbay_catalog::servers(&doc, form)
+        .find(|(n, _)| n.as_str() == name)
+        .map(|(_, v)| v.clone());
+    found.ok_or_else(|| source_error(format!("it no longer has the entry \"{name}\"")))
 }
 
 /// Temp file beside `path`, fsync, rename over it, fsync the directory: a reader sees the old
@@ -932,6 +933,35 @@ mod tests {
     }
 
     #[test]
+    fn write_back_keeps_a_flat_file_flat_with_its_unknown_keys_and_bom() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("mcp.json");
+        std::fs::write(
+            &file,
+            "\u{feff}{\"$schema\":\"./mcp.schema.json\",\"svc\":{\"title\":\"S\",\"type\":\"http\",\"url\":\"http://127.0.0.1:9/mcp\",\"x-note\":\"mine\"},\"other\":{\"type\":\"stdio\",\"command\":\"node\"}}",
+        )
+        .unwrap();
+        let e = entry(
+            &file,
+            Transport::StreamableHttp {
+                url: "http://127.0.0.1:9/mcp".into(),
+                headers: IndexMap::new(),
+            },
+        );
+        write_type(&file, &e, TransportKind::Sse).unwrap();
+        let text = std::fs::read_to_string(&file).unwrap();
+        assert!(text.starts_with('\u{feff}'), "the BOM is kept");
+        let doc: Value = serde_json::from_str(text.trim_start_matches('\u{feff}')).unwrap();
+        assert!(doc.get("mcpServers").is_none(), "still flat: {text}");
+        let keys: Vec<&String> = doc.as_object().unwrap().keys().collect();
+        assert_eq!(keys, ["$schema", "svc", "other"]);
+        assert_eq!(doc["$schema"], "./mcp.schema.json");
+        assert_eq!(doc["svc"]["type"], "sse");
+        assert_eq!(doc["svc"]["x-note"], "mine");
+        assert_eq!(doc["other"]["command"], "node");
+    }
+
+    #[test]
     fn write_back_keeps_unknown_keys_and_order() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("mcp.json");
@@ -983,8 +1013,10 @@ mod tests {
         );
         write_type(&user, &e, TransportKind::StreamableHttp).unwrap();
         let doc: Value = serde_json::from_str(&std::fs::read_to_string(&user).unwrap()).unwrap();
-        assert_eq!(doc["mcpServers"]["svc"]["type"], "streamable-http");
-        assert_eq!(doc["mcpServers"]["svc"]["title"], "Svc");
+        // A new user catalog is written in the canonical flat form.
+        assert_eq!(doc["svc"]["type"], "streamable-http");
+        assert_eq!(doc["svc"]["title"], "Svc");
+        assert_eq!(doc.as_object().unwrap().len(), 1);
         // The shipped file is untouched.
         assert!(std::fs::read_to_string(&shipped)
             .unwrap()
@@ -1006,5 +1038,82 @@ mod tests {
         let err = write_type(&file, &e, TransportKind::StreamableHttp).unwrap_err();
         assert_eq!(err.kind(), "catalog_write");
         assert_eq!(std::fs::read_to_string(&file).unwrap(), "{ not json");
+    }
+
+    #[test]
+    fn write_back_copies_a_built_in_entry_from_the_flat_shipped_catalog() {
+        let dir = tempfile::tempdir().unwrap();
+        let user = dir.path().join("mcp.json");
+        let mut e = entry(
+            Path::new(BUILT_IN_PATH),
+            Transport::StreamableHttp {
+                url: "https://mcp.notion.com/mcp".into(),
+                headers: IndexMap::new(),
+            },
+        );
+        e.name = patchbay_catalog::ServerName("notion".into());
+        write_type(&user, &e, TransportKind::Sse).unwrap();
+        let doc: Value = serde_json::from_str(&std::fs::read_to_string(&user).unwrap()).unwrap();
+        assert_eq!(doc["notion"]["type"], "sse");
+        assert_eq!(doc["notion"]["title"], "Notion");
+        assert_eq!(doc["notion"]["url"], "https://mcp.notion.com/mcp");
+    }
+
+    #[test]
+    fn write_back_refuses_duplicates_and_mixed_forms_and_leaves_the_file_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("mcp.json");
+        let e = entry(
+            &file,
+            Transport::Sse {
+                url: "http://127.0.0.1:9/sse".into(),
+                headers: IndexMap::new(),
+            },
+        );
+        for (text, says) in [
+            (
+                r#"{"svc":{"type":"sse","url":"http://127.0.0.1:9/sse"},"svc":{"type":"stdio","command":"x"}}"#,
+                "appears twice",
+            ),
+            (
+                r#"{"mcpServers":{"svc":{"type":"sse","url":"http://127.0.0.1:9/sse"}},"b":{"type":"stdio","command":"x"}}"#,
+                "has both the `mcpServers` wrapper",
+            ),
+        ] {
+            std::fs::write(&file, text).unwrap();
+            let err = write_type(&file, &e, TransportKind::StreamableHttp).unwrap_err();
+            assert_eq!(err.kind(), "catalog_write");
+            assert!(err.to_string().contains(says), "{err}");
+            assert_eq!(std::fs::read_to_string(&file).unwrap(), text);
+        }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn write_back_refuses_a_fifo_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("mcp.json");
+        assert!(std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success());
+        let e = entry(
+            &fifo,
+            Transport::Sse {
+                url: "http://127.0.0.1:9/sse".into(),
+                headers: IndexMap::new(),
+            },
+        );
+        let (tx, rx) = std::sync::mpsc::channel();
+        let path = fifo.clone();
+        std::thread::spawn(move || {
+            let _ = tx.send(write_type(&path, &e, TransportKind::StreamableHttp));
+        });
+        let err = rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("write-back to a FIFO did not return within 10 s")
+            .unwrap_err();
+        assert!(err.to_string().contains("FIFO"), "{err}");
     }
 }
