@@ -10,6 +10,15 @@
 //! `server_url` members (a wrong map key still reads `o_auth`; a wrong `server_url` does not);
 //! an expired entry without a refresh token reads `not_logged_in`, so a credential without a
 //! refresh token pins `expires_at` as epoch milliseconds.
+//!
+//! Every store mode Codex has on Linux (`mcp_oauth_credentials_store` = `file`, `keyring`, `auto`)
+//! is run the same way ([`store_mode_round_trip`]): `patchbay bridge add` writes the credential
+//! where that mode makes Codex look, Codex reads it as logged in, and not logged in once the entry
+//! has lapsed without a refresh token; then a pair written there as Codex 0.171.0 writes its own
+//! (its keyring item put with `secret-tool` under the attributes Codex's keyring crate uses, so
+//! not through our own keyring code) is adopted back into the vault by `patchbay status`. The
+//! keyring runs are the gnome-keyring of scripts/test.sh (PATCHBAY_TEST_KEYCHAIN=1); `codex mcp
+//! list` is handed the same D-Bus session.
 
 use chrono::{Duration, Utc};
 use patchbay_catalog::CredentialKey;
@@ -48,6 +57,12 @@ fn codex_auth_status(sandbox: &Sandbox, home: &Path) -> Vec<(String, String)> {
         .args(["mcp", "list", "--json"])
         .env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        // The test session's Secret Service (keyring mode), when there is one.
+        .envs(
+            ["DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR"]
+                .into_iter()
+                .filter_map(|k| Some((k, std::env::var_os(k)?))),
+        )
         .env("HOME", home)
         .env("CODEX_HOME", sandbox.path().join("codex"))
         .current_dir(home)
@@ -160,4 +175,255 @@ fn codex_sees_the_credential_bridge_sync_writes() {
     std::fs::write(&path, serde_json::to_vec(&store).unwrap()).unwrap();
     let expired = codex_auth_status(&sandbox, home.path());
     assert_eq!(status_of(&expired, "fx"), "not_logged_in", "{expired:?}");
+}
+
+/// Codex's keyring service; its items are the keyring crate's: `service`, `username` (the key),
+/// `target` = `default`, `application` = `rust-keyring`.
+const CODEX_SERVICE: &str = "Codex MCP Credentials";
+
+/// `secret-tool` (libsecret-tools, installed by scripts/setup.sh) with a bounded wait.
+fn secret_tool(args: &[&str], stdin: Option<&str>) -> (bool, String) {
+    use std::io::Write;
+    let mut child = Command::new("secret-tool")
+        .args(args)
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("secret-tool (scripts/setup.sh installs libsecret-tools)");
+    if let Some(text) = stdin {
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(text.as_bytes())
+            .unwrap();
+    }
+    let mut stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut out = String::new();
+        std::io::Read::read_to_string(&mut stdout, &mut out).ok();
+        out
+    });
+    let status = wait_within(&mut child, CODEX_MCP_LIST, "secret-tool", String::new);
+    (status.success(), reader.join().unwrap())
+}
+
+/// Codex's keyring item for `key`, parsed.
+fn keyring_item(key: &str) -> Option<Value> {
+    let (found, text) = secret_tool(&["lookup", "service", CODEX_SERVICE, "username", key], None);
+    found.then(|| {
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("item is not JSON ({e}): {text}"))
+    })
+}
+
+/// Puts `item` as Codex 0.171.0's keyring crate does (its attributes and label, measured).
+fn put_keyring_item_as_codex(key: &str, item: &Value) {
+    let label = format!("{key}@{CODEX_SERVICE}:default (keyring v3.6.3)");
+    let (ok, _) = secret_tool(
+        &[
+            "store",
+            &format!("--label={label}"),
+            "application",
+            "rust-keyring",
+            "service",
+            CODEX_SERVICE,
+            "target",
+            "default",
+            "username",
+            key,
+        ],
+        Some(&item.to_string()),
+    );
+    assert!(ok, "secret-tool store failed");
+}
+
+fn clear_keyring_item(key: &str) {
+    secret_tool(&["clear", "service", CODEX_SERVICE, "username", key], None);
+}
+
+/// The entry Codex reads under `mode` (the keyring item, or the file's entry in file mode),
+/// replaced by `change` and written back as Codex writes it.
+fn rewrite_codex_entry(codex: &Path, mode: &str, key: &str, change: impl FnOnce(&mut Value)) {
+    if mode == "file" {
+        let path = codex.join(".credentials.json");
+        let mut store: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        change(&mut store[key]);
+        std::fs::write(&path, serde_json::to_vec(&store).unwrap()).unwrap();
+    } else {
+        let mut item = keyring_item(key).expect("the keyring item");
+        change(&mut item);
+        put_keyring_item_as_codex(key, &item);
+    }
+}
+
+/// One store mode, end to end with the real Codex CLI (see the module docs).
+fn store_mode_round_trip(mode: &str, name: &str, port: u16) {
+    let url = format!("http://localhost:{port}/mcp");
+    let key = patchbay_catalog::credential_key(name, "http", &url, &Default::default());
+    let sandbox = Sandbox::new(true);
+    let catalog = sandbox.write(
+        "catalog.json",
+        &serde_json::json!({"mcpServers": {name: {"type": "http", "url": url}}}).to_string(),
+    );
+    let catalog_arg = catalog.to_str().unwrap();
+    let codex = sandbox.path().join("codex");
+    std::fs::create_dir_all(&codex).unwrap();
+    std::fs::write(
+        codex.join("config.toml"),
+        format!("# mine\nmcp_oauth_credentials_store = \"{mode}\"\n"),
+    )
+    .unwrap();
+    let home = tempfile::tempdir().unwrap();
+    clear_keyring_item(key.as_str());
+
+    // A credential without a refresh token, valid for an hour.
+    let expires = Utc::now() + Duration::hours(1);
+    {
+        let core = sandbox.core(Some(catalog.clone()));
+        core.vault()
+            .put_credential(
+                &CredentialRow {
+                    credential_key: key.clone(),
+                    server_name: name.into(),
+                    server_url: Some(url.clone()),
+                    expires_at: Some(expires),
+                    has_refresh_token: false,
+                    one_shot: false,
+                    issuer: Some("http://localhost:3101/".into()),
+                    client_id: Some("client-1".into()),
+                    scope: Some("mcp:tools mcp:read".into()),
+                    updated_at: Utc::now(),
+                    rotated_by: None,
+                    rotated_at: None,
+                },
+                &TokenSet {
+                    access_token: Secret::new("at-1"),
+                    refresh_token: None,
+                },
+            )
+            .unwrap();
+    }
+    let out = sandbox.run(&[
+        "bridge",
+        "add",
+        name,
+        "--runtime",
+        "codex",
+        "--catalog",
+        catalog_arg,
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success() && stdout.contains("Wrote its stored credential there."),
+        "{mode}: {stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let config = std::fs::read_to_string(codex.join("config.toml")).unwrap();
+    assert!(config.starts_with("# mine\n"), "{config}");
+
+    // Where the mode makes Codex look, in the shape Codex reads there.
+    let file = codex.join(".credentials.json");
+    if mode == "file" {
+        let store: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+        assert_eq!(store[key.as_str()]["access_token"], "at-1", "{store:#}");
+        assert!(keyring_item(key.as_str()).is_none());
+    } else {
+        assert!(!file.exists(), "{mode}: the keyring answers, so no file");
+        let item = keyring_item(key.as_str()).expect("a keyring item");
+        assert_eq!(item["token_response"]["access_token"], "at-1", "{item:#}");
+        assert_eq!(item["token_response"]["token_type"], "Bearer", "{item:#}");
+        assert_eq!(item["url"], url.as_str(), "{item:#}");
+    }
+    let listed = codex_auth_status(&sandbox, home.path());
+    assert_eq!(status_of(&listed, name), "o_auth", "{mode}: {listed:?}");
+
+    // Lapsed, no refresh token: not logged in (the units and the pair are read right).
+    rewrite_codex_entry(&codex, mode, key.as_str(), |entry| {
+        entry["expires_at"] =
+            serde_json::json!((Utc::now() - Duration::hours(1)).timestamp_millis());
+    });
+    let lapsed = codex_auth_status(&sandbox, home.path());
+    assert_eq!(
+        status_of(&lapsed, name),
+        "not_logged_in",
+        "{mode}: {lapsed:?}"
+    );
+
+    // A pair Codex rotated, written as Codex writes it (later expiry, a refresh token, its own
+    // `bearer`), is what Codex reads, and `patchbay status` adopts it into the vault.
+    let rotated_expiry = Utc::now() + Duration::hours(2);
+    rewrite_codex_entry(&codex, mode, key.as_str(), |entry| {
+        *entry = if mode == "file" {
+            serde_json::json!({
+                "server_name": name, "server_url": url, "client_id": "client-1",
+                "access_token": "at-codex", "expires_at": rotated_expiry.timestamp_millis(),
+                "refresh_token": "rt-codex", "scopes": ["mcp:tools", "mcp:read"]
+            })
+        } else {
+            serde_json::json!({
+                "server_name": name, "url": url, "issuer": "http://localhost:3101/",
+                "client_id": "client-1",
+                "token_response": {"access_token": "at-codex", "token_type": "bearer",
+                                   "expires_in": 7200, "refresh_token": "rt-codex",
+                                   "scope": "mcp:tools mcp:read"},
+                "expires_at": rotated_expiry.timestamp_millis()
+            })
+        };
+    });
+    let rotated = codex_auth_status(&sandbox, home.path());
+    assert_eq!(status_of(&rotated, name), "o_auth", "{mode}: {rotated:?}");
+    let status = sandbox.run(&["status", "--json", "--catalog", catalog_arg]);
+    assert!(
+        status.status.success(),
+        "{}",
+        String::from_utf8_lossy(&status.stderr)
+    );
+    let core = sandbox.core(Some(catalog.clone()));
+    let tokens = core.vault().credential_tokens(&key).unwrap().unwrap();
+    assert_eq!(
+        tokens.access_token.expose(),
+        "at-codex",
+        "{mode}: not adopted"
+    );
+    assert_eq!(
+        tokens.refresh_token.as_ref().map(Secret::expose),
+        Some("rt-codex"),
+        "{mode}"
+    );
+    let row = core
+        .vault()
+        .credential_rows()
+        .unwrap()
+        .into_iter()
+        .find(|r| r.credential_key == key)
+        .unwrap();
+    assert_eq!(
+        row.expires_at.map(|t| t.timestamp_millis()),
+        Some(rotated_expiry.timestamp_millis())
+    );
+    assert_eq!(row.rotated_by.as_deref(), Some("codex"), "{mode}");
+    clear_keyring_item(key.as_str());
+}
+
+#[test]
+fn codex_file_mode_reads_what_bridge_add_writes_and_its_rotation_is_adopted() {
+    require_keychain!();
+    store_mode_round_trip("file", "fxfile", 3111);
+}
+
+#[test]
+fn codex_keyring_mode_reads_what_bridge_add_writes_and_its_rotation_is_adopted() {
+    require_keychain!();
+    store_mode_round_trip("keyring", "fxkeyring", 3112);
+}
+
+#[test]
+fn codex_auto_mode_with_a_keyring_reads_the_keyring_item() {
+    require_keychain!();
+    store_mode_round_trip("auto", "fxauto", 3113);
 }

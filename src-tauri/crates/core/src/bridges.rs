@@ -680,22 +680,54 @@ fn runtime_error(e: RuntimeError) -> CoreError {
 }
 
 /// Writes `[mcp_servers.<name>] url = "<url>"` into Codex's `config.toml`, preserving the rest
-/// (comments and order included), through a temp file and a rename.
+/// (comments, order and every key we do not know), the way the credential stores are written:
+/// under our lock (`config.toml.patchbay.lock`), re-read right before the replace, a temp file in
+/// the same directory (fsynced, the file's own mode), a rename, and a directory fsync. A failure
+/// at any step leaves the file as it was.
 pub fn add_codex_server(
     config: &std::path::Path,
     name: &str,
     url: &str,
 ) -> Result<Added, CoreError> {
-    let io = |e: std::io::Error| CoreError::Invalid(format!("{}: {e}", config.display()));
-    let text = match std::fs::read_to_string(config) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(e) => return Err(io(e)),
+    use patchbay_runtimes::atomic::{lock_path_for, update_text_file, FileMode, UpdateOptions};
+    let options = UpdateOptions {
+        lock_path: lock_path_for(config),
+        lock_timeout: patchbay_runtimes::lock::DEFAULT_LOCK_TIMEOUT,
+        // Codex takes no lock of its own around its config writes that we know of.
+        runtime_lock: None,
+        create_if_missing: true,
+        mode: FileMode::PreserveOrPrivate,
     };
-    let mut doc: toml_edit::DocumentMut = text
-        .parse()
-        .map_err(|e| CoreError::Invalid(format!("{}: not valid TOML: {e}", config.display())))?;
-    let servers = doc
+    let mut outcome = Ok(Added::Added);
+    update_text_file(config, &options, &mut |text| {
+        let (result, new_text) = with_codex_server(config, text.unwrap_or(""), name, url);
+        outcome = result;
+        Ok(new_text)
+    })
+    .map_err(runtime_error)?;
+    outcome
+}
+
+/// `text` with the server added: what adding it means, and the new text when it changes.
+fn with_codex_server(
+    config: &std::path::Path,
+    text: &str,
+    name: &str,
+    url: &str,
+) -> (Result<Added, CoreError>, Option<String>) {
+    let mut doc: toml_edit::DocumentMut = match text.parse() {
+        Ok(doc) => doc,
+        Err(e) => {
+            return (
+                Err(CoreError::Invalid(format!(
+                    "{}: not valid TOML: {e}",
+                    config.display()
+                ))),
+                None,
+            )
+        }
+    };
+    let Some(servers) = doc
         .entry("mcp_servers")
         .or_insert_with(|| {
             let mut t = toml_edit::Table::new();
@@ -703,9 +735,15 @@ pub fn add_codex_server(
             toml_edit::Item::Table(t)
         })
         .as_table_like_mut()
-        .ok_or_else(|| {
-            CoreError::Invalid(format!("{}: mcp_servers is not a table", config.display()))
-        })?;
+    else {
+        return (
+            Err(CoreError::Invalid(format!(
+                "{}: mcp_servers is not a table",
+                config.display()
+            ))),
+            None,
+        );
+    };
     if let Some(existing) = servers.get(name) {
         let same = existing
             .as_table_like()
@@ -713,25 +751,20 @@ pub fn add_codex_server(
             .and_then(|u| u.as_str())
             == Some(url);
         return if same {
-            Ok(Added::AlreadyPresent)
+            (Ok(Added::AlreadyPresent), None)
         } else {
-            Err(CoreError::Invalid(format!(
-                "Codex already has a different server named {name}; nothing was changed"
-            )))
+            (
+                Err(CoreError::Invalid(format!(
+                    "Codex already has a different server named {name}; nothing was changed"
+                ))),
+                None,
+            )
         };
     }
     let mut table = toml_edit::Table::new();
     table.insert("url", toml_edit::value(url));
     servers.insert(name, toml_edit::Item::Table(table));
-    if let Some(dir) = config.parent() {
-        std::fs::create_dir_all(dir).map_err(io)?;
-    }
-    let mut tmp = config.as_os_str().to_owned();
-    tmp.push(format!(".patchbay.{}", std::process::id()));
-    let tmp = PathBuf::from(tmp);
-    std::fs::write(&tmp, doc.to_string()).map_err(io)?;
-    std::fs::rename(&tmp, config).map_err(io)?;
-    Ok(Added::Added)
+    (Ok(Added::Added), Some(doc.to_string()))
 }
 
 /// True when the outcome wrote anything (for printing).
@@ -779,5 +812,62 @@ mod tests {
         assert!(std::fs::read_to_string(&fresh)
             .unwrap()
             .contains("[mcp_servers.n]"));
+    }
+
+    /// Keys we do not know (top-level, nested, arrays of tables, inline tables) stay as they
+    /// were, the file keeps its mode, and nothing is left beside it but our lock file.
+    #[test]
+    fn codex_config_write_is_atomic_and_keeps_unknown_keys_and_mode() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("config.toml");
+        let original = "# top\nmodel = \"o4\" # why\nfuture_key = { a = 1, b = [2, 3] }\n\n\
+                        [profiles.work]\nmodel = \"x\"\n\n[[hooks.pre]]\ncmd = \"echo\"\n\n\
+                        [mcp_servers.local]\ncommand = \"x\"\nunknown_server_key = true\n";
+        std::fs::write(&config, original).unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o640)).unwrap();
+        }
+        add_codex_server(&config, "notion", "https://mcp.notion.com/mcp").unwrap();
+        let text = std::fs::read_to_string(&config).unwrap();
+        assert!(
+            text.starts_with(original),
+            "everything before is kept byte for byte:\n{text}"
+        );
+        assert!(text.ends_with("[mcp_servers.notion]\nurl = \"https://mcp.notion.com/mcp\"\n"));
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&config).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, 0o640);
+        }
+        let mut names: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["config.toml", "config.toml.patchbay.lock"]);
+    }
+
+    /// A config that cannot be edited is left exactly as it was.
+    #[test]
+    fn codex_config_refused_edits_change_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("config.toml");
+        for original in [
+            "mcp_servers = 3\n",
+            "[broken\n",
+            "[mcp_servers.n]\nurl = \"https://b/mcp\"\n",
+        ] {
+            std::fs::write(&config, original).unwrap();
+            let err = add_codex_server(&config, "n", "https://a/mcp").unwrap_err();
+            assert!(
+                err.to_string().contains("config.toml")
+                    || err.to_string().contains("different server"),
+                "{err}"
+            );
+            assert_eq!(std::fs::read_to_string(&config).unwrap(), original);
+        }
     }
 }

@@ -170,6 +170,99 @@ pub fn update_json_object(
     })
 }
 
+/// A change to a text file: given its text (`None`: it does not exist), the new text, or `None`
+/// to leave it as it is.
+pub type TextMutation<'a> = dyn FnMut(Option<&str>) -> Result<Option<String>, RuntimeError> + 'a;
+
+/// [`update_json_object`] for a text file that is not JSON (Codex's `config.toml`): the same
+/// locks, temp file (fsynced, same directory, the mode of [`UpdateOptions::mode`]), re-read
+/// before the replace and directory fsync. A text file cannot be merged, so a write another
+/// process renamed in between our re-read and our replace (seen on Linux through the exchange)
+/// is handed to `mutate` again and our change re-applied on top of it. A failure at any step
+/// leaves the file as it was and removes our temp file. Returns whether the file was replaced.
+pub fn update_text_file(
+    path: &Path,
+    options: &UpdateOptions,
+    mutate: &mut TextMutation<'_>,
+) -> Result<bool, RuntimeError> {
+    if !options.create_if_missing && !path.exists() {
+        return Ok(false);
+    }
+    if options.create_if_missing {
+        if let Some(parent) = path.parent() {
+            create_private_dir(parent)?;
+        }
+    }
+    let _lock = FileLock::acquire(&options.lock_path, options.lock_timeout)?;
+    let mut runtime_lock: Option<ClaudeWriteLock> = None;
+    // What `mutate` starts from, and what the file must still hold when we replace it (they
+    // differ only after we replaced a write unseen: the file then holds our previous version).
+    let mut source = read_bytes(path)?;
+    let mut expected = source.clone();
+    for _ in 0..MAX_ATTEMPTS {
+        let text = source
+            .as_deref()
+            .map(|bytes| {
+                std::str::from_utf8(bytes).map_err(|e| RuntimeError::Malformed {
+                    path: path.to_path_buf(),
+                    message: format!("not UTF-8 text: {e}"),
+                })
+            })
+            .transpose()?;
+        let Some(new_text) = mutate(text)? else {
+            return Ok(false);
+        };
+        if let (None, Some(dir)) = (&runtime_lock, &options.runtime_lock) {
+            runtime_lock = Some(ClaudeWriteLock::acquire(dir, options.lock_timeout)?);
+        }
+        let mode = match options.mode {
+            FileMode::Private => 0o600,
+            FileMode::PreserveOrPrivate => existing_mode(path).unwrap_or(0o600),
+        };
+        let tmp = write_temp(path, new_text.as_bytes(), mode)?;
+        let now = match read_bytes(path) {
+            Ok(now) => now,
+            Err(e) => {
+                let _ = fs::remove_file(&tmp);
+                return Err(e);
+            }
+        };
+        if now != expected {
+            let _ = fs::remove_file(&tmp);
+            source = now.clone();
+            expected = now;
+            continue;
+        }
+        match replace(&tmp, path, expected.is_some())? {
+            Replaced::Done => {
+                sync_dir(path);
+                return Ok(true);
+            }
+            Replaced::Raced => {
+                let _ = fs::remove_file(&tmp);
+                source = read_bytes(path)?;
+                expected = source.clone();
+            }
+            Replaced::Exchanged(old) => {
+                let _ = fs::remove_file(&tmp);
+                sync_dir(path);
+                // Unreadable, what we replaced is lost to us as to everyone (as in the JSON case).
+                let Some(old) = old else { return Ok(true) };
+                if Some(&old) == expected.as_ref() {
+                    return Ok(true);
+                }
+                tracing::debug!(path = %path.display(), "replaced an unseen write; applying our change on top of it");
+                source = Some(old);
+                expected = Some(new_text.into_bytes());
+            }
+        }
+    }
+    Err(RuntimeError::Busy {
+        what: path.display().to_string(),
+        message: format!("the file kept changing under us ({MAX_ATTEMPTS} attempts)"),
+    })
+}
+
 /// A member another writer changed in a version we replaced unseen: `top`, or `top.sub` for a
 /// member of a top-level object (e.g. one `mcpOAuth` entry).
 #[derive(Debug)]
