@@ -47,6 +47,7 @@ export type RefreshOutcomeId =
   | "retryable"
   | "ambiguous"
   | "transient"
+  | "rejected"
   | "permanent"
   | "retired";
 

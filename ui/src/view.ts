@@ -120,6 +120,7 @@ export const OUTCOME_LABELS: Record<string, string> = {
   retryable: "Retryable",
   ambiguous: "Ambiguous",
   transient: "Transient",
+  rejected: "Request refused",
   permanent: "Permanent",
   retired: "Retired",
 };
@@ -136,6 +137,7 @@ export function outcomeTone(outcome: string): OutcomeTone {
       return "ok";
     case "transient":
     case "retryable":
+    case "rejected":
       return "warning";
     case "permanent":
     case "ambiguous":

@@ -211,23 +211,31 @@ async fn a_due_credential_is_rotated_persisted_and_then_left_alone() {
         row.expires_at,
         Some(rig.patchbay.now() + chrono::Duration::hours(1))
     );
-    // The same resource and scopes as the grant, and the public client's id.
+    // The same resource as the grant, no scope ("as granted"), and the public client's id.
     let form = &rig.ras.forms()[0];
     assert_eq!(form["resource"], MCP_URL);
-    assert_eq!(form["scope"], "mcp:read");
+    assert_eq!(form.get("scope"), None);
     assert_eq!(form["client_id"], "cid");
     assert_eq!(rig.history()[0].outcome, "refreshed");
 
-    // Just updated: the 4-hour throttle leaves it alone even though it expires within the hour.
-    rig.advance(chrono::Duration::minutes(30));
+    // A 1-hour token, just renewed: left alone until half its life...
+    rig.advance(chrono::Duration::minutes(29));
     assert_eq!(rig.pass_outcome().await, RefreshOutcome::NotDue);
-    // Expired: refreshed at once, throttle or not.
-    rig.advance(chrono::Duration::minutes(31));
+    // ...then renewed, long before a runtime's own window opens (the old 4-hour throttle held
+    // a 1-hour token until it had expired, after Claude Code and Codex refreshed it themselves).
+    rig.advance(chrono::Duration::minutes(1));
     assert!(matches!(
         rig.pass_outcome().await,
         RefreshOutcome::Refreshed { .. }
     ));
     assert_eq!(rig.refresh_token().as_deref(), Some("rt-fx-2"));
+    // Expired: refreshed at once.
+    rig.advance(chrono::Duration::minutes(61));
+    assert!(matches!(
+        rig.pass_outcome().await,
+        RefreshOutcome::Refreshed { .. }
+    ));
+    assert_eq!(rig.refresh_token().as_deref(), Some("rt-fx-3"));
     assert_eq!(rig.ras.reuse_detected(), 0);
 }
 
@@ -716,4 +724,193 @@ async fn a_confidential_clients_secret_is_bridged_so_the_runtime_can_refresh_by_
         Some("client-secret-value")
     );
     assert_eq!(b.rig.ras.forms()[0]["client_secret"], "client-secret-value");
+}
+
+// ---- Errors we caused never cost a refresh token (issue 10) ----
+
+#[tokio::test]
+async fn a_scope_that_was_asked_for_but_never_granted_is_not_sent_on_refresh() {
+    // oidc-provider: the grant asked for offline_access, the server granted mcp:read only, and
+    // a refresh naming offline_access is `invalid_scope`.
+    let rig = rig().await;
+    let mut grant = rig.patchbay.vault().grant(&rig.key).unwrap().unwrap();
+    grant.scopes = Some("mcp:read offline_access".into());
+    rig.patchbay.vault().put_grant(&grant).unwrap();
+    rig.ras.grant_scope("mcp:read");
+    for round in 0..2 {
+        let outcome = rig.pass_outcome().await;
+        assert!(
+            matches!(outcome, RefreshOutcome::Refreshed { .. }),
+            "round {round}: {outcome:?}"
+        );
+        rig.advance(chrono::Duration::minutes(61));
+    }
+    assert!(rig.ras.forms().iter().all(|f| !f.contains_key("scope")));
+    assert_eq!(rig.refresh_token().as_deref(), Some("rt-fx-2"));
+}
+
+#[tokio::test]
+async fn a_server_that_wants_the_scope_named_gets_exactly_the_granted_one_once() {
+    let rig = rig().await;
+    rig.ras.require_scope();
+    rig.ras.grant_scope("mcp:read");
+    let outcome = rig.pass_outcome().await;
+    assert!(
+        matches!(outcome, RefreshOutcome::Refreshed { .. }),
+        "{outcome:?}"
+    );
+    let forms = rig.ras.forms();
+    assert_eq!(forms.len(), 2, "one refusal, one corrected retry");
+    assert_eq!(forms[0].get("scope"), None);
+    assert_eq!(forms[1]["scope"], "mcp:read");
+    let history = rig.history();
+    assert!(
+        history[0].summary.contains("granted scope"),
+        "{}",
+        history[0].summary
+    );
+}
+
+#[tokio::test]
+async fn a_refusal_of_our_request_keeps_the_refresh_token_and_says_so() {
+    for error in ["invalid_scope", "invalid_request", "unsupported_grant_type"] {
+        let rig = rig().await;
+        let body = format!(r#"{{"error":"{error}"}}"#);
+        // A scope error is corrected once (the granted scope is sent); a grant type the
+        // server does not do has nothing to correct.
+        let attempts = if error == "unsupported_grant_type" {
+            1
+        } else {
+            2
+        };
+        for _ in 0..attempts {
+            rig.ras
+                .push_fault(Fault::Status(400, "application/json", body.clone()));
+        }
+        let outcome = rig.pass_outcome().await;
+        assert_eq!(rig.ras.forms().len(), attempts, "{error}");
+        assert_eq!(
+            failed_class(&outcome),
+            Some(RefreshClass::Rejected),
+            "{error}: {outcome:?}"
+        );
+        // Kept: the token was never the problem.
+        assert_eq!(rig.refresh_token().as_deref(), Some("rt-fx-0"), "{error}");
+        assert_eq!(rig.history()[0].outcome, "rejected");
+        assert!(rig.history()[0].summary.contains(error), "{error}");
+        // And it still renews on the next pass once the server takes the request.
+        rig.advance(chrono::Duration::minutes(31));
+        assert!(
+            matches!(rig.pass_outcome().await, RefreshOutcome::Refreshed { .. }),
+            "{error}"
+        );
+        assert_eq!(rig.ras.reuse_detected(), 0);
+    }
+}
+
+#[tokio::test]
+async fn a_confidential_client_falls_back_to_the_other_authentication_and_remembers_it() {
+    // FastMCP-like: the registration said client_secret_basic, the token endpoint takes only
+    // client_secret_post.
+    let rig = rig().await;
+    let mut grant = rig.patchbay.vault().grant(&rig.key).unwrap().unwrap();
+    grant.client_secret = Some(Secret::new("s3cret-value"));
+    grant.token_auth_method = "client_secret_basic".into();
+    rig.patchbay.vault().put_grant(&grant).unwrap();
+    rig.ras
+        .confidential("cid", "s3cret-value", "client_secret_post");
+    let outcome = rig.pass_outcome().await;
+    assert!(
+        matches!(outcome, RefreshOutcome::Refreshed { .. }),
+        "{outcome:?}"
+    );
+    assert_eq!(rig.ras.forms().len(), 2);
+    let remembered = rig.patchbay.vault().grant(&rig.key).unwrap().unwrap();
+    assert_eq!(remembered.token_auth_method, "client_secret_post");
+    // The next refresh goes straight to the method that worked.
+    rig.advance(chrono::Duration::minutes(61));
+    assert!(matches!(
+        rig.pass_outcome().await,
+        RefreshOutcome::Refreshed { .. }
+    ));
+    assert_eq!(rig.ras.forms().len(), 3);
+}
+
+#[tokio::test]
+async fn a_pair_issued_to_another_client_is_renewed_as_that_client() {
+    // A pair adopted (by an older Patchbay) from Claude Code's own client: renewing it with our
+    // client would be `invalid_grant` and would cost the live refresh token.
+    let rig = rig().await;
+    rig.ras.issue_to("fx", "claude-code-client");
+    let mut row = rig.row();
+    row.client_id = Some("claude-code-client".into());
+    rig.patchbay
+        .vault()
+        .put_credential(&row, &rig.tokens())
+        .unwrap();
+    let outcome = rig.pass_outcome().await;
+    assert!(
+        matches!(outcome, RefreshOutcome::Refreshed { .. }),
+        "{outcome:?}"
+    );
+    assert_eq!(rig.ras.forms()[0]["client_id"], "claude-code-client");
+    assert_eq!(rig.row().client_id.as_deref(), Some("claude-code-client"));
+    assert_eq!(rig.refresh_token().as_deref(), Some("rt-fx-1"));
+}
+
+#[tokio::test]
+async fn a_newer_pair_from_another_client_in_the_runtime_is_left_alone() {
+    let b = bridged_rig().await;
+    let now = b.rig.patchbay.now();
+    // The user also logged in through Claude Code's own /mcp: another family, another client.
+    let theirs = b.rig.ras.seed("claude");
+    b.rig.ras.issue_to("claude", "claude-code-client");
+    b.rig.ras.issue_to("fx", "cid");
+    b.claude
+        .write(
+            &RuntimeCredential {
+                key: b.runtime_key.clone(),
+                server_name: "fx-claude".into(),
+                server_url: MCP_URL.into(),
+                access_token: Secret::new("at-claude-0"),
+                refresh_token: Some(Secret::new(theirs.clone())),
+                expires_at: Some(now + chrono::Duration::minutes(55)),
+                scope: None,
+                client_id: Some("claude-code-client".into()),
+                client_secret: None,
+                issuer: None,
+            },
+            now - chrono::Duration::hours(2),
+        )
+        .unwrap();
+    let outcome = b.pass_outcome().await;
+    assert!(
+        matches!(outcome, RefreshOutcome::Refreshed { .. }),
+        "{outcome:?}"
+    );
+    // Ours was renewed with our client; theirs was never presented nor adopted.
+    assert_eq!(b.rig.ras.presented(), vec!["rt-fx-0".to_string()]);
+    assert_eq!(b.rig.refresh_token().as_deref(), Some("rt-fx-1"));
+    assert_eq!(b.rig.row().client_id.as_deref(), Some("cid"));
+    assert!(b.rig.history().iter().all(|a| a.outcome != "adopted"));
+    // Claude Code keeps its own fresher pair.
+    assert_eq!(b.runtime_refresh_token().as_deref(), Some(theirs.as_str()));
+}
+
+#[tokio::test]
+async fn an_explicit_refresh_renews_even_right_after_an_adoption() {
+    let b = bridged_rig().await;
+    let now = b.rig.patchbay.now();
+    b.runtime_rotates(now + chrono::Duration::minutes(55));
+    let outcome = b.refresher.refresh("fx").await.unwrap();
+    assert!(
+        matches!(outcome, RefreshOutcome::Refreshed { .. }),
+        "{outcome:?}"
+    );
+    // The adopted head of the chain (rt-fx-1) was the one presented: no reuse.
+    assert_eq!(b.rig.ras.presented(), vec!["rt-fx-1".to_string()]);
+    assert_eq!(b.rig.refresh_token().as_deref(), Some("rt-fx-2"));
+    assert_eq!(b.rig.ras.reuse_detected(), 0);
+    let outcomes: Vec<String> = b.rig.history().into_iter().map(|a| a.outcome).collect();
+    assert_eq!(outcomes, vec!["refreshed", "adopted"]);
 }

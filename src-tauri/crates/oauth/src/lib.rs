@@ -26,6 +26,7 @@ pub use error::OAuthError;
 pub use flow::{begin, Begun, Completion, FlowRequest, DEFAULT_PORT, FLOW_TTL};
 pub use http::Http;
 pub use refresh::{
-    refresh_once, revoke, RefreshClass, RefreshFailure, RefreshRequest, RevokeClient,
+    correction_for, refresh_corrected, refresh_once, revoke, Correction, RefreshClass,
+    RefreshFailure, RefreshRequest, Renewed, RevokeClient,
 };
 pub use token::{complete, Completed, TokenResponse};

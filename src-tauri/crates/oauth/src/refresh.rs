@@ -10,8 +10,18 @@
 //!   token; presenting it again could trip its reuse detection, so it is never retried.
 //! - [`RefreshClass::Transient`]: 429 or 5xx (HTML error pages included). The refresh token is
 //!   not implicated; try again on the next pass.
+//! - [`RefreshClass::Rejected`]: the server refused our *request*, not the token
+//!   (`invalid_scope`, `invalid_request`, `unsupported_grant_type`, and `invalid_client` while
+//!   another client authentication is still untried). An error we caused is never a reason to
+//!   drop a refresh token: [`refresh_corrected`] corrects the request once, and a refusal that
+//!   survives the correction keeps the token and says what went wrong.
 //! - [`RefreshClass::Permanent`]: any other 4xx, whatever the body (some servers answer a bare
-//!   HTML 400). The refresh token is dead.
+//!   HTML 400): `invalid_grant`, `unauthorized_client`, `invalid_client` after both
+//!   authentications. The refresh token is dead.
+//!
+//! Scope: a refresh sends no `scope` (RFC 6749 §6: omitted means "as granted"), so a scope we
+//! asked for and were not granted (`offline_access` at oidc-provider) can never fail it; the one
+//! correction of an `invalid_scope`/`invalid_request` is to send exactly the granted scope.
 
 use patchbay_vault::Secret;
 use serde_json::Value;
@@ -31,7 +41,8 @@ pub struct RefreshRequest<'a> {
     pub refresh_token: &'a Secret,
     /// Sent as before (RFC 8707), so the new token keeps its audience.
     pub resource: Option<&'a str>,
-    /// The scopes granted before; never more (RFC 6749 §6).
+    /// The `scope` parameter to send: `None` (the default: "as granted"), or exactly the
+    /// granted scope, never more (RFC 6749 §6).
     pub scopes: Option<&'a str>,
 }
 
@@ -42,6 +53,8 @@ pub enum RefreshClass {
     Retryable,
     Ambiguous,
     Transient,
+    /// The server refused our request (see the module doc); the refresh token is kept.
+    Rejected,
     Permanent,
 }
 
@@ -52,6 +65,7 @@ impl RefreshClass {
             RefreshClass::Retryable => "retryable",
             RefreshClass::Ambiguous => "ambiguous",
             RefreshClass::Transient => "transient",
+            RefreshClass::Rejected => "rejected",
             RefreshClass::Permanent => "permanent",
         }
     }
@@ -64,8 +78,111 @@ impl RefreshClass {
 pub struct RefreshFailure {
     pub class: RefreshClass,
     pub http_status: Option<u16>,
+    /// The OAuth error code of the answer (`invalid_grant`, ...), when it had one.
+    pub oauth_error: Option<String>,
     pub summary: String,
     pub detail: Option<String>,
+}
+
+/// OAuth error codes that blame the request we built, not the refresh token.
+const REQUEST_ERRORS: [&str; 3] = ["invalid_scope", "invalid_request", "unsupported_grant_type"];
+
+/// How [`refresh_corrected`] changed the request for its one retry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Correction {
+    /// The scope we sent was refused: sent none.
+    DroppedScope,
+    /// The server wanted the scope named: sent exactly the granted one.
+    SentGrantedScope,
+    /// The server did not accept the client authentication: used this one instead.
+    AuthMethod(&'static str),
+}
+
+impl Correction {
+    /// One line for the refresh history.
+    pub fn describe(&self) -> String {
+        match self {
+            Correction::DroppedScope => {
+                "sent no scope after the server refused the one sent".into()
+            }
+            Correction::SentGrantedScope => {
+                "sent exactly the granted scope after the server asked for one".into()
+            }
+            Correction::AuthMethod(m) => format!("authenticated the client with {m} instead"),
+        }
+    }
+}
+
+/// A refresh that succeeded, and the correction it took, if any.
+#[derive(Debug, Clone)]
+pub struct Renewed {
+    pub tokens: TokenResponse,
+    /// Remember this one: a changed client authentication goes into the grant.
+    pub correction: Option<Correction>,
+}
+
+/// One refresh grant, and when the server refuses our request (not the token), one corrected
+/// retry: a refused scope dropped (or, when none was sent, exactly `granted_scope` sent), or the
+/// other of `client_secret_basic`/`client_secret_post`. The retry's failure is the answer; a
+/// request error that survives it stays [`RefreshClass::Rejected`] and keeps the token.
+pub async fn refresh_corrected(
+    http: &Http,
+    req: RefreshRequest<'_>,
+    granted_scope: Option<&str>,
+) -> Result<Renewed, RefreshFailure> {
+    let failure = match refresh_once(http, req).await {
+        Ok(tokens) => {
+            return Ok(Renewed {
+                tokens,
+                correction: None,
+            })
+        }
+        Err(f) => f,
+    };
+    let Some(correction) = correction_for(&failure, &req, granted_scope) else {
+        return Err(failure);
+    };
+    let mut corrected = req;
+    match &correction {
+        Correction::DroppedScope => corrected.scopes = None,
+        Correction::SentGrantedScope => corrected.scopes = granted_scope,
+        Correction::AuthMethod(m) => corrected.auth_method = m,
+    }
+    match refresh_once(http, corrected).await {
+        Ok(tokens) => Ok(Renewed {
+            tokens,
+            correction: Some(correction),
+        }),
+        Err(mut again) => {
+            again.summary = format!(
+                "{} (after one correction: {})",
+                again.summary,
+                correction.describe()
+            );
+            Err(again)
+        }
+    }
+}
+
+/// The one correction worth trying after `failure`, if it blames our request.
+pub fn correction_for(
+    failure: &RefreshFailure,
+    req: &RefreshRequest<'_>,
+    granted_scope: Option<&str>,
+) -> Option<Correction> {
+    let error = failure.oauth_error.as_deref()?;
+    let sent_scope = req.scopes.is_some_and(|s| !s.trim().is_empty());
+    let granted = granted_scope.is_some_and(|s| !s.trim().is_empty());
+    match error {
+        "invalid_scope" | "invalid_request" if sent_scope => Some(Correction::DroppedScope),
+        "invalid_scope" | "invalid_request" if granted => Some(Correction::SentGrantedScope),
+        "invalid_client" if req.client_secret.is_some() => match req.auth_method {
+            "client_secret_basic" => Some(Correction::AuthMethod("client_secret_post")),
+            "client_secret_post" => Some(Correction::AuthMethod("client_secret_basic")),
+            _ => None,
+        },
+        _ => None,
+    }
 }
 
 /// Sends one refresh grant and classifies the outcome. Never retries.
@@ -112,6 +229,7 @@ pub async fn refresh_once(
         return Err(RefreshFailure {
             class: RefreshClass::Transient,
             http_status: Some(status),
+            oauth_error: oauth_error.clone(),
             summary: described(if status == 429 {
                 "the token endpoint is rate limiting; the refresh token is kept, next pass retries"
             } else {
@@ -121,11 +239,33 @@ pub async fn refresh_once(
         });
     }
     if answer.status.is_client_error() {
-        return Err(RefreshFailure {
-            class: RefreshClass::Permanent,
-            http_status: Some(status),
-            summary: described("the token endpoint refused the refresh token; authorize again"),
-            detail,
+        let ours = oauth_error
+            .as_deref()
+            .is_some_and(|e| REQUEST_ERRORS.contains(&e));
+        // invalid_client with a secret: the other authentication may still work (the caller's
+        // correction); a public client's unknown id is as dead as a refused token.
+        let auth = oauth_error.as_deref() == Some("invalid_client")
+            && req.client_secret.is_some()
+            && req.auth_method != "none";
+        let oauth_error = oauth_error.clone();
+        return Err(if ours || auth {
+            RefreshFailure {
+                class: RefreshClass::Rejected,
+                http_status: Some(status),
+                summary: described(
+                    "the token endpoint refused Patchbay's request, not the refresh token; the refresh token is kept",
+                ),
+                oauth_error,
+                detail,
+            }
+        } else {
+            RefreshFailure {
+                class: RefreshClass::Permanent,
+                http_status: Some(status),
+                summary: described("the token endpoint refused the refresh token; authorize again"),
+                oauth_error,
+                detail,
+            }
         });
     }
     if !answer.status.is_success() {
@@ -133,6 +273,7 @@ pub async fn refresh_once(
         return Err(RefreshFailure {
             class: RefreshClass::Transient,
             http_status: Some(status),
+            oauth_error: None,
             summary: format!("the token endpoint answered {status}, not a token response"),
             detail,
         });
@@ -146,6 +287,7 @@ pub async fn refresh_once(
     parsed.map_err(|why| RefreshFailure {
         class: RefreshClass::Ambiguous,
         http_status: Some(status),
+        oauth_error: None,
         summary: format!("the token endpoint answered {status} but its answer is unusable: {why}"),
         detail,
     })
@@ -195,12 +337,14 @@ fn transport_failure(error: &OAuthError, secrets: &[&Secret]) -> RefreshFailure 
         OAuthError::Connect { .. } => RefreshFailure {
             class: RefreshClass::Retryable,
             http_status: None,
+            oauth_error: None,
             summary: format!("the token endpoint could not be reached: {message}"),
             detail: None,
         },
         OAuthError::CrossOriginRedirect { .. } => RefreshFailure {
             class: RefreshClass::Transient,
             http_status: None,
+            oauth_error: None,
             summary: message,
             detail: None,
         },
@@ -209,6 +353,7 @@ fn transport_failure(error: &OAuthError, secrets: &[&Secret]) -> RefreshFailure 
         _ => RefreshFailure {
             class: RefreshClass::Ambiguous,
             http_status: None,
+            oauth_error: None,
             summary: format!(
                 "the refresh went out and its answer was lost; the refresh token is not presented again: {message}"
             ),
@@ -280,6 +425,77 @@ mod tests {
         );
         // Error codes are not secrets; the key `error` is kept even though values may say "token".
         assert!(scrub(r#"{"error":"invalid_token"}"#, &[]).contains("invalid_token"));
+    }
+
+    fn refused(error: &str) -> RefreshFailure {
+        RefreshFailure {
+            class: RefreshClass::Rejected,
+            http_status: Some(400),
+            oauth_error: Some(error.into()),
+            summary: String::new(),
+            detail: None,
+        }
+    }
+
+    #[test]
+    fn one_correction_per_kind_of_request_error() {
+        let rt = Secret::new("rt");
+        let secret = Secret::new("cs");
+        let base = RefreshRequest {
+            token_endpoint: "http://127.0.0.1:9/token",
+            client_id: "c",
+            client_secret: None,
+            auth_method: "none",
+            refresh_token: &rt,
+            resource: None,
+            scopes: None,
+        };
+        // No scope sent: the correction is exactly the granted one, if known.
+        assert_eq!(
+            correction_for(&refused("invalid_scope"), &base, Some("a b")),
+            Some(Correction::SentGrantedScope)
+        );
+        assert_eq!(correction_for(&refused("invalid_scope"), &base, None), None);
+        // A scope sent: the correction is none.
+        let scoped = RefreshRequest {
+            scopes: Some("a offline_access"),
+            ..base
+        };
+        assert_eq!(
+            correction_for(&refused("invalid_request"), &scoped, Some("a")),
+            Some(Correction::DroppedScope)
+        );
+        // Client authentication: the other of basic and post; a public client has no other.
+        let basic = RefreshRequest {
+            client_secret: Some(&secret),
+            auth_method: "client_secret_basic",
+            ..base
+        };
+        assert_eq!(
+            correction_for(&refused("invalid_client"), &basic, None),
+            Some(Correction::AuthMethod("client_secret_post"))
+        );
+        let post = RefreshRequest {
+            auth_method: "client_secret_post",
+            ..basic
+        };
+        assert_eq!(
+            correction_for(&refused("invalid_client"), &post, None),
+            Some(Correction::AuthMethod("client_secret_basic"))
+        );
+        assert_eq!(
+            correction_for(&refused("invalid_client"), &base, None),
+            None
+        );
+        // Nothing to correct: the token itself, or a grant type the server does not do.
+        assert_eq!(
+            correction_for(&refused("invalid_grant"), &scoped, Some("a")),
+            None
+        );
+        assert_eq!(
+            correction_for(&refused("unsupported_grant_type"), &base, Some("a")),
+            None
+        );
     }
 
     #[test]

@@ -496,8 +496,9 @@ pub struct Bridge {
 /// equal but for one trailing `/` on either side. The slash is forgiven only for matching:
 /// the key is always computed from the runtime's own URL exactly as configured, because a
 /// trailing slash changes Claude Code's key. The catalog URL's `${VAR:-default}` placeholders
-/// take their defaults. Each runtime server is bridged to at most one entry: an exact match
-/// first, then the first entry in catalog order.
+/// take their defaults. Each runtime server is bridged to at most one entry: exact matches
+/// first, then loose ones; among several, only the entry with the runtime's own server name
+/// (none when no entry has it).
 pub fn match_catalog<'a>(
     servers: &[RuntimeServer],
     catalog: impl IntoIterator<Item = &'a ServerEntry>,
@@ -515,10 +516,21 @@ pub fn match_catalog<'a>(
         .iter()
         .filter_map(|server| {
             let url = server.url.trim();
-            let found = entries
-                .iter()
-                .find(|(_, u)| u == url)
-                .or_else(|| entries.iter().find(|(_, u)| loose(u) == loose(url)))?;
+            let mut same: Vec<&(String, String)> =
+                entries.iter().filter(|(_, u)| u == url).collect();
+            if same.is_empty() {
+                same = entries
+                    .iter()
+                    .filter(|(_, u)| loose(u) == loose(url))
+                    .collect();
+            }
+            // Several catalog entries on one URL (two accounts of one service): only the one
+            // the runtime names is bridged; none when it names neither, so no entry ever gets
+            // another's token.
+            let found = match same.as_slice() {
+                [only] => *only,
+                many => *many.iter().find(|(name, _)| *name == server.name)?,
+            };
             Some(Bridge {
                 runtime_server: server.clone(),
                 catalog_name: found.0.clone(),

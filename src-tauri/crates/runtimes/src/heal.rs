@@ -80,7 +80,10 @@ pub fn heal(
                 report.unchanged += 1;
                 continue;
             }
-            Some(have) if runtime_is_newer(have, want) => {
+            Some(have)
+                if runtime_is_newer(have, want)
+                    || crate::reconcile::is_foreign_live(have, want, now) =>
+            {
                 report.left_newer.push(want.key.clone());
                 continue;
             }

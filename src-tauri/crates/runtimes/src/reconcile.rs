@@ -89,6 +89,10 @@ pub enum Reconciled {
     /// The vault holds nothing under its key: there is nothing of ours to reconcile (a
     /// credential the runtime obtained by itself is not imported).
     NotInVault,
+    /// The runtime's pair was issued to another OAuth client (its entry names another
+    /// `clientId`, e.g. Claude Code's own `/mcp` login): left alone. Only that client can
+    /// refresh it, and adopting it would replace our own live refresh token.
+    OtherClient,
 }
 
 /// An adoption, for the caller to announce (the app pushes `status-changed`).
@@ -212,6 +216,16 @@ impl Reconciler {
         for target in targets {
             let mut credential = runtime_credential(&row, &tokens, target.runtime_key);
             credential.client_secret = grant_client_secret(vault, &row);
+            if let Ok(Some(have)) = target.store.read(target.runtime_key) {
+                if is_foreign_live(&have, &credential, now) {
+                    outcomes.push((
+                        target.store.runtime(),
+                        target.runtime_key.clone(),
+                        Ok(WriteOutcome::KeptFresher),
+                    ));
+                    continue;
+                }
+            }
             let outcome = target.store.write(&credential, now).and_then(|outcome| {
                 if outcome == WriteOutcome::Written {
                     target.store.clear_needs_auth(&credential.server_name)?;
@@ -283,6 +297,9 @@ fn reconcile_locked(
     if !is_strictly_newer(&theirs, &ours) {
         return Ok(Reconciled::NotNewer);
     }
+    if !same_client(&theirs, &ours) {
+        return Ok(Reconciled::OtherClient);
+    }
     let Some(our_tokens) = vault.credential_tokens(&key.vault)? else {
         return Ok(Reconciled::NotInVault);
     };
@@ -298,9 +315,9 @@ fn reconcile_locked(
         expires_at: theirs.expires_at,
         has_refresh_token: false,
         one_shot: false,
-        // The refresh token belongs to the client that refreshed it.
+        // The same client (checked above); the issuer as the runtime recorded it.
         issuer: theirs.issuer.clone().or(ours.issuer.clone()),
-        client_id: theirs.client_id.clone().or(ours.client_id.clone()),
+        client_id: ours.client_id.clone().or(theirs.client_id.clone()),
         scope: theirs.scope.clone().or(ours.scope.clone()),
         updated_at: now,
         rotated_by: None,
@@ -329,6 +346,31 @@ fn reconcile_locked(
         refresh_token_rotated,
         at: now,
     }))
+}
+
+/// Whether a runtime's pair belongs to the client our credential was issued to. An entry that
+/// names no client (or a row that records none) can not be told apart and counts as ours.
+pub fn same_client(theirs: &RuntimeCredential, ours: &CredentialRow) -> bool {
+    match (theirs.client_id.as_deref(), ours.client_id.as_deref()) {
+        (Some(theirs), Some(ours)) => theirs == ours,
+        _ => true,
+    }
+}
+
+/// Whether the runtime holds a live pair issued to another client than `want`'s (the runtime's
+/// own login): never overwritten, since that would cost the runtime a credential only its own
+/// client can renew. A lapsed entry without a refresh token is dead and may be replaced.
+pub fn is_foreign_live(
+    have: &RuntimeCredential,
+    want: &RuntimeCredential,
+    now: DateTime<Utc>,
+) -> bool {
+    let other = matches!(
+        (have.client_id.as_deref(), want.client_id.as_deref()),
+        (Some(theirs), Some(ours)) if theirs != ours
+    );
+    let live = have.refresh_token.is_some() || have.expires_at.is_some_and(|at| at > now);
+    other && live
 }
 
 /// The client secret a runtime needs to refresh a confidential client's pair by itself: the
@@ -600,6 +642,26 @@ mod tests {
                 .unwrap(),
             Reconciled::NotInStore
         );
+    }
+
+    #[test]
+    fn a_newer_pair_of_another_client_is_left_alone() {
+        let f = fx();
+        store_ours(&f, "at-1", Some("rt-1"), Some(3_600));
+        let mut other = theirs(KEY, "at-claude", Some("rt-claude"), Some(7_200));
+        other.client_id = Some("claude-code-client".into());
+        f.claude.put_raw(other);
+        assert_eq!(
+            f.r.reconcile(&f.vault, &f.claude, &BridgeKey::same(key()), t(10))
+                .unwrap(),
+            Reconciled::OtherClient
+        );
+        // Our live refresh token and our client are untouched.
+        assert_eq!(
+            vault_pair(&f),
+            ("at-1".to_string(), Some("rt-1".to_string()))
+        );
+        assert_eq!(vault_row(&f).client_id.as_deref(), Some("client-1"));
     }
 
     #[test]

@@ -43,7 +43,8 @@ pub struct RuntimeCredential {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WriteOutcome {
     Written,
-    /// The runtime's entry was fresher (its access token still valid and later than ours): kept.
+    /// The runtime's entry was kept: fresher (its access token still valid and later than
+    /// ours), or a live pair issued to another OAuth client (`reconcile::is_foreign_live`).
     KeptFresher,
 }
 

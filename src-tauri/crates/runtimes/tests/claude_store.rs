@@ -471,3 +471,44 @@ fn add_to_claude_code_writes_user_scope_like_mcp_add() {
     let servers = read_claude_servers(&paths, None, &|_| None).unwrap();
     assert_eq!(servers[1].credential_key.as_ref().unwrap().as_str(), NOTION);
 }
+
+#[test]
+fn two_catalog_entries_on_one_url_never_get_each_others_bridge() {
+    // Two accounts of one service: the runtime's own server name decides which is bridged, and
+    // a runtime name that matches neither bridges none (rather than the first in catalog order).
+    let catalog = patchbay_catalog::parse(
+        r#"{"mcpServers": {
+            "notion": {"type": "streamable-http", "url": "https://mcp.notion.com/mcp"},
+            "notion-work": {"type": "streamable-http", "url": "https://mcp.notion.com/mcp"},
+            "linear": {"type": "sse", "url": "https://mcp.linear.app/sse"}}}"#,
+        Path::new("mcp.json"),
+    )
+    .unwrap();
+    let entries: Vec<_> = catalog
+        .iter()
+        .filter_map(|i| match i {
+            patchbay_catalog::CatalogItem::Server(s) => Some(s),
+            _ => None,
+        })
+        .collect();
+    let home = tempfile::tempdir().unwrap();
+    fs::write(
+        home.path().join(".claude.json"),
+        r#"{"mcpServers": {
+            "notion-work": {"type": "http", "url": "https://mcp.notion.com/mcp"},
+            "my-notion": {"type": "http", "url": "https://mcp.notion.com/mcp"},
+            "lin": {"type": "sse", "url": "https://mcp.linear.app/sse"}}}"#,
+    )
+    .unwrap();
+    let paths = RuntimePaths::resolve(home.path(), &|_| None);
+    let servers = read_claude_servers(&paths, None, &|_| None).unwrap();
+    let bridges = match_catalog(&servers, entries.iter().copied());
+    let pairs: Vec<(&str, &str)> = bridges
+        .iter()
+        .map(|b| (b.runtime_server.name.as_str(), b.catalog_name.as_str()))
+        .collect();
+    assert_eq!(
+        pairs,
+        vec![("notion-work", "notion-work"), ("lin", "linear")]
+    );
+}

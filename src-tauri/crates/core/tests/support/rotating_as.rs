@@ -52,6 +52,17 @@ struct State {
     expires_in: u64,
     /// Fail this fraction of refreshes with a 503 (deterministic: every n-th).
     every_nth_503: Option<usize>,
+    /// The scope the server granted: a `scope` asking for more is `invalid_scope` (RFC 6749
+    /// §6), as oidc-provider answers for an `offline_access` it never granted.
+    granted_scope: Option<String>,
+    /// A server that insists on a `scope` parameter (`invalid_request` without one).
+    require_scope: bool,
+    /// A confidential client that authenticates only this way (`client_secret_post` or
+    /// `client_secret_basic`); the other is `401 invalid_client`.
+    client_auth: Option<(String, String, &'static str)>,
+    /// Families issued to a given client: presented with another `client_id`, `invalid_grant`
+    /// (nothing spent, nothing revoked).
+    family_client: HashMap<String, String>,
 }
 
 pub struct RotatingAs {
@@ -125,6 +136,29 @@ impl RotatingAs {
         self.state.lock().unwrap().expires_in = seconds;
     }
 
+    pub fn grant_scope(&self, scope: &str) {
+        self.state.lock().unwrap().granted_scope = Some(scope.to_string());
+    }
+
+    pub fn require_scope(&self) {
+        self.state.lock().unwrap().require_scope = true;
+    }
+
+    /// Only `method` (`client_secret_post` or `client_secret_basic`) authenticates this client.
+    pub fn confidential(&self, client_id: &str, secret: &str, method: &'static str) {
+        self.state.lock().unwrap().client_auth =
+            Some((client_id.to_string(), secret.to_string(), method));
+    }
+
+    /// The family's tokens were issued to `client_id`.
+    pub fn issue_to(&self, family: &str, client_id: &str) {
+        self.state
+            .lock()
+            .unwrap()
+            .family_client
+            .insert(family.to_string(), client_id.to_string());
+    }
+
     pub fn fail_every_nth_with_503(&self, n: Option<usize>) {
         self.state.lock().unwrap().every_nth_503 = n;
     }
@@ -194,7 +228,7 @@ async fn handle(
     state: Arc<Mutex<State>>,
     method: Method,
     uri: Uri,
-    _headers: HeaderMap,
+    headers: HeaderMap,
     body: Bytes,
 ) -> Response {
     let form = form_of(&body);
@@ -226,12 +260,75 @@ async fn handle(
             }
             Response::builder().status(200).body(Body::empty()).unwrap()
         }
-        ("POST", "/token") => token(state, form).await,
+        ("POST", "/token") => token(state, form, &headers).await,
         _ => Response::builder().status(404).body(Body::empty()).unwrap(),
     }
 }
 
-async fn token(state: Arc<Mutex<State>>, form: HashMap<String, String>) -> Response {
+/// How the request authenticated its client: `(client_id, method, secret)`.
+fn client_of(
+    form: &HashMap<String, String>,
+    headers: &HeaderMap,
+) -> (String, &'static str, String) {
+    use base64::Engine;
+    if let Some(basic) = headers
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Basic "))
+    {
+        let decoded = base64::engine::general_purpose::STANDARD
+            .decode(basic)
+            .unwrap_or_default();
+        let text = String::from_utf8_lossy(&decoded).to_string();
+        let (id, secret) = text.split_once(':').unwrap_or((&text, ""));
+        let dec = |s: &str| {
+            url::form_urlencoded::parse(format!("x={s}").as_bytes())
+                .next()
+                .map(|(_, v)| v.into_owned())
+                .unwrap_or_default()
+        };
+        return (dec(id), "client_secret_basic", dec(secret));
+    }
+    let id = form.get("client_id").cloned().unwrap_or_default();
+    match form.get("client_secret") {
+        Some(secret) => (id, "client_secret_post", secret.clone()),
+        None => (id, "none", String::new()),
+    }
+}
+
+/// The request errors this server raises before looking at the refresh token.
+fn refused_request(
+    s: &State,
+    form: &HashMap<String, String>,
+    headers: &HeaderMap,
+) -> Option<(u16, &'static str)> {
+    let (client_id, method, secret) = client_of(form, headers);
+    if let Some((id, want_secret, want_method)) = &s.client_auth {
+        if client_id == *id && (method != *want_method || secret != *want_secret) {
+            return Some((401, "invalid_client"));
+        }
+    }
+    match (form.get("scope"), &s.granted_scope) {
+        (None, _) if s.require_scope => return Some((400, "invalid_request")),
+        (Some(asked), Some(granted)) => {
+            let granted: Vec<&str> = granted.split_whitespace().collect();
+            if asked
+                .split_whitespace()
+                .any(|scope| !granted.contains(&scope))
+            {
+                return Some((400, "invalid_scope"));
+            }
+        }
+        _ => {}
+    }
+    None
+}
+
+async fn token(
+    state: Arc<Mutex<State>>,
+    form: HashMap<String, String>,
+    headers: &HeaderMap,
+) -> Response {
     let presented = form.get("refresh_token").cloned().unwrap_or_default();
     let (fault, outcome, expires_in) = {
         let mut s = state.lock().unwrap();
@@ -247,6 +344,10 @@ async fn token(state: Arc<Mutex<State>>, form: HashMap<String, String>) -> Respo
         }
         if let Some(Fault::Status(..)) = fault {
             (fault, None, s.expires_in)
+        } else if let Some((status, error)) = refused_request(&s, &form, headers) {
+            let body = json!({ "error": error }).to_string();
+            let refusal = Fault::Status(status, "application/json", body);
+            (Some(refusal), None, s.expires_in)
         } else if form.get("grant_type").map(String::as_str) != Some("refresh_token") {
             (fault, Some(Err("unsupported_grant_type")), s.expires_in)
         } else {
@@ -255,7 +356,10 @@ async fn token(state: Arc<Mutex<State>>, form: HashMap<String, String>) -> Respo
                 None => Err("invalid_grant"),
                 Some(family) => {
                     let f = &s.families[&family];
-                    if f.revoked {
+                    let issued_to = s.family_client.get(&family);
+                    let client_id = client_of(&form, headers).0;
+                    // Issued to another client, or revoked: refused, nothing spent.
+                    if f.revoked || issued_to.is_some_and(|c| *c != client_id) {
                         Err("invalid_grant")
                     } else if f.current != presented {
                         // Reuse of a spent token: revoke the whole family.

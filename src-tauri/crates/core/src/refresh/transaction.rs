@@ -1,0 +1,353 @@
+//! One credential's refresh as a transaction, step by step: take its cross-process lock, adopt a
+//! newer pair a runtime rotated, re-read under the lock and decide whether anything is sent,
+//! send the grant (in-band retries for a request that never left, one corrected retry for a
+//! request the server refused as ours), then persist and write through, or settle the failure
+//! by its class.
+//!
+//! The client a pair belongs to travels with it: a pair whose row names a client other than the
+//! grant's (adopted before adoption checked clients) is renewed as that public client, never
+//! with ours, so a mismatch can not turn into `invalid_grant` and cost a live refresh token.
+
+use std::sync::Arc;
+
+use patchbay_catalog::CredentialKey;
+use patchbay_oauth::{
+    refresh_corrected, Correction, RefreshClass, RefreshFailure, RefreshRequest, Renewed,
+};
+use patchbay_runtimes::lock::FileLock;
+use patchbay_runtimes::Runtime;
+use patchbay_vault::{CredentialRow, Grant, Secret, TokenSet};
+
+use super::{random_unit, Inner, RefreshOutcome};
+use crate::bridges::Bridged;
+
+/// What is sent: the stored pair, its grant, and the client the pair belongs to.
+struct Loaded {
+    row: CredentialRow,
+    grant: Grant,
+    refresh_token: Secret,
+}
+
+impl Loaded {
+    /// The grant's client, unless the row says the pair was issued to another one.
+    fn own_client(&self) -> bool {
+        self.row
+            .client_id
+            .as_deref()
+            .is_none_or(|id| id == self.grant.client_id)
+    }
+
+    fn request(&self) -> RefreshRequest<'_> {
+        let own = self.own_client();
+        RefreshRequest {
+            token_endpoint: &self.grant.token_endpoint,
+            client_id: if own {
+                &self.grant.client_id
+            } else {
+                self.row.client_id.as_deref().unwrap_or_default()
+            },
+            client_secret: if own {
+                self.grant.client_secret.as_ref()
+            } else {
+                None
+            },
+            auth_method: if own {
+                &self.grant.token_auth_method
+            } else {
+                "none"
+            },
+            refresh_token: &self.refresh_token,
+            resource: self.grant.resource.as_deref(),
+            // No scope: "as granted" (RFC 6749 §6). The granted one is the correction.
+            scopes: None,
+        }
+    }
+
+    /// Exactly what the server granted: the token response's scope kept on the row.
+    fn granted_scope(&self) -> Option<&str> {
+        self.row.scope.as_deref()
+    }
+}
+
+impl Inner {
+    /// One credential's refresh, start to finish, under its cross-process lock.
+    pub(super) async fn transaction(
+        &self,
+        listed: CredentialRow,
+        force: bool,
+        bridged: Arc<Vec<Bridged>>,
+    ) -> RefreshOutcome {
+        let key = listed.credential_key.clone();
+        let connector = listed.server_name.clone();
+        let _lock = match self.lock_credential(&key).await {
+            Ok(lock) => lock,
+            Err(outcome) => return outcome,
+        };
+        let adopted_from = self.adopt_first(&key, &connector, &bridged).await;
+        let loaded = match self.load(&key, force, adopted_from) {
+            Ok(loaded) => loaded,
+            Err(outcome) => return outcome,
+        };
+        let (result, retries) = self.send(&connector, &loaded).await;
+        match result {
+            Ok(renewed) => {
+                self.persist(&connector, &loaded, renewed, retries, bridged)
+                    .await
+            }
+            Err(failure) => self.settle(&connector, &key, failure, retries),
+        }
+    }
+
+    /// The credential's lock file, waited for up to the policy's bound.
+    async fn lock_credential(&self, key: &CredentialKey) -> Result<FileLock, RefreshOutcome> {
+        let lock_path = self.lock_path(key);
+        let timeout = self.policy.lock_timeout;
+        let lock = tokio::task::spawn_blocking(move || {
+            if let Some(dir) = lock_path.parent() {
+                std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
+            }
+            FileLock::acquire(&lock_path, timeout).map_err(|e| e.to_string())
+        })
+        .await;
+        match lock {
+            Ok(Ok(lock)) => Ok(lock),
+            Ok(Err(why)) => Err(why),
+            Err(join) => Err(join.to_string()),
+        }
+        .map_err(|why| RefreshOutcome::Skipped {
+            reason: format!("another Patchbay process is refreshing it: {why}"),
+        })
+    }
+
+    /// Reconcile first: a runtime may hold a newer pair (it refreshed by itself).
+    async fn adopt_first(
+        &self,
+        key: &CredentialKey,
+        connector: &str,
+        bridged: &Arc<Vec<Bridged>>,
+    ) -> Option<Runtime> {
+        let bridges = self.bridges.clone()?;
+        let (name, bridged) = (connector.to_string(), bridged.clone());
+        let adoptions =
+            tokio::task::spawn_blocking(move || bridges.reconcile_connector_in(&bridged, &name))
+                .await
+                .unwrap_or_default();
+        let adopted = adoptions.last()?;
+        self.record(
+            key,
+            "adopted",
+            None,
+            format!(
+                "adopted the pair {} rotated instead of refreshing",
+                adopted.runtime.display_name()
+            ),
+            None,
+            0,
+        );
+        Some(adopted.runtime)
+    }
+
+    /// Re-read under the lock (another process, or the adoption, may have renewed it) and
+    /// decide whether a refresh goes out. `Err` is the outcome when nothing is sent.
+    fn load(
+        &self,
+        key: &CredentialKey,
+        force: bool,
+        adopted_from: Option<Runtime>,
+    ) -> Result<Loaded, RefreshOutcome> {
+        let skipped = |reason: String| RefreshOutcome::Skipped { reason };
+        let vault = self.patchbay.vault();
+        let row = vault
+            .credential_row(key)
+            .map_err(|e| skipped(format!("cannot read the vault: {e}")))?
+            .ok_or_else(|| skipped("the credential was removed meanwhile".into()))?;
+        // An explicit refresh renews even right after an adoption; a pass does not.
+        if !force && !self.policy.is_due(&row, self.now()) {
+            return Err(match adopted_from {
+                Some(runtime) => RefreshOutcome::Adopted { runtime },
+                None => RefreshOutcome::NotDue,
+            });
+        }
+        let no_refresh =
+            || skipped("no refresh token: nothing can renew it; authorize again".into());
+        if !row.has_refresh_token {
+            return Err(no_refresh());
+        }
+        if vault
+            .is_refresh_quarantined(key)
+            .map_err(|e| skipped(format!("cannot read the vault: {e}")))?
+        {
+            return Err(skipped("the last refresh's answer was lost, so its refresh token may be spent; it is not presented again; authorize again".into()));
+        }
+        let tokens = vault
+            .credential_tokens(key)
+            .map_err(|e| skipped(format!("cannot open the vault: {e}")))?
+            .ok_or_else(|| skipped("the credential was removed meanwhile".into()))?;
+        let grant = vault
+            .grant(key)
+            .map_err(|e| skipped(format!("cannot open the vault: {e}")))?
+            .ok_or_else(|| skipped("Patchbay does not know how this credential was granted (it was authorized elsewhere or before Patchbay kept grants); authorize again in Patchbay to let it renew".into()))?;
+        let refresh_token = tokens.refresh_token.ok_or_else(no_refresh)?;
+        Ok(Loaded {
+            row,
+            grant,
+            refresh_token,
+        })
+    }
+
+    /// Sends the grant: retried in-band only while it never reached the server; corrected once
+    /// when the server refuses our request rather than the token.
+    async fn send(
+        &self,
+        connector: &str,
+        loaded: &Loaded,
+    ) -> (Result<Renewed, RefreshFailure>, u32) {
+        let request = loaded.request();
+        let mut retries = 0;
+        loop {
+            match refresh_corrected(&self.http, request, loaded.granted_scope()).await {
+                Err(f)
+                    if f.class == RefreshClass::Retryable
+                        && retries < self.policy.retry.max_retries =>
+                {
+                    let delay = self.policy.retry.delay(retries, random_unit());
+                    tracing::info!(connector, retry = retries + 1, "{}", f.summary);
+                    (self.policy.retry.sleep)(delay).await;
+                    retries += 1;
+                }
+                other => return (other, retries),
+            }
+        }
+    }
+
+    /// Keeps the renewed pair (before anything uses it), records it, remembers a corrected
+    /// client authentication, and writes the pair through to the runtimes.
+    async fn persist(
+        &self,
+        connector: &str,
+        loaded: &Loaded,
+        renewed: Renewed,
+        retries: u32,
+        bridged: Arc<Vec<Bridged>>,
+    ) -> RefreshOutcome {
+        let vault = self.patchbay.vault();
+        let key = &loaded.row.credential_key;
+        let now = self.now();
+        let answer = renewed.tokens;
+        let expires_at = answer
+            .expires_in
+            .and_then(|s| i64::try_from(s).ok())
+            .and_then(chrono::Duration::try_seconds)
+            .map(|d| now + d);
+        let request = loaded.request();
+        let renewed_row = CredentialRow {
+            expires_at,
+            scope: answer.scope.clone().or(loaded.row.scope.clone()),
+            issuer: Some(loaded.grant.issuer.clone()),
+            client_id: Some(request.client_id.to_string()),
+            updated_at: now,
+            ..loaded.row.clone()
+        };
+        // Persist before anything uses the new pair: a crash after this loses nothing.
+        if let Err(e) = vault.put_credential(
+            &renewed_row,
+            &TokenSet {
+                access_token: answer.access_token,
+                refresh_token: answer.refresh_token,
+            },
+        ) {
+            // The server rotated and we could not keep the result: the old refresh token is
+            // spent, exactly like a lost answer.
+            let _ = vault.quarantine_refresh_token(key);
+            let summary = format!("refreshed, but the vault could not store it: {e}");
+            tracing::error!(connector, "{summary}");
+            self.record(key, "ambiguous", None, summary.clone(), None, retries);
+            return RefreshOutcome::Failed {
+                class: RefreshClass::Ambiguous,
+                http_status: None,
+                summary,
+                retries,
+            };
+        }
+        let mut summary = match expires_at {
+            Some(at) => format!("refreshed; valid until {}", at.format("%Y-%m-%d %H:%M UTC")),
+            None => "refreshed".into(),
+        };
+        if let Some(correction) = &renewed.correction {
+            summary.push_str(&format!(" ({})", correction.describe()));
+            if let Correction::AuthMethod(method) = correction {
+                if loaded.own_client() {
+                    let grant = Grant {
+                        token_auth_method: method.to_string(),
+                        ..loaded.grant.clone()
+                    };
+                    if let Err(e) = vault.put_grant(&grant) {
+                        tracing::warn!(connector, "cannot remember the client authentication: {e}");
+                    }
+                }
+            }
+        }
+        self.record(key, "refreshed", Some(200), summary, None, retries);
+        if let Some(bridges) = &self.bridges {
+            let bridges = bridges.clone();
+            let name = connector.to_string();
+            let written =
+                tokio::task::spawn_blocking(move || bridges.write_through_in(&bridged, &name))
+                    .await;
+            if let Ok(Err(e)) = written {
+                tracing::warn!(connector, "cannot write the refreshed pair through: {e}");
+            }
+        }
+        tracing::info!(connector, "refreshed");
+        RefreshOutcome::Refreshed {
+            expires_at,
+            retries,
+        }
+    }
+
+    /// What a failure does to the stored token, by its class (see the module doc of
+    /// `patchbay_oauth::refresh`), recorded in the history either way.
+    fn settle(
+        &self,
+        connector: &str,
+        key: &CredentialKey,
+        failure: RefreshFailure,
+        retries: u32,
+    ) -> RefreshOutcome {
+        let vault = self.patchbay.vault();
+        match failure.class {
+            RefreshClass::Ambiguous => {
+                if let Err(e) = vault.quarantine_refresh_token(key) {
+                    tracing::error!(connector, "cannot quarantine the refresh token: {e}");
+                }
+                tracing::warn!(connector, "{}", failure.summary);
+            }
+            RefreshClass::Permanent => {
+                if let Err(e) = vault.drop_refresh_token(key, self.now()) {
+                    tracing::error!(connector, "cannot drop the refresh token: {e}");
+                }
+                tracing::warn!(connector, "{}", failure.summary);
+            }
+            // Loud: the refresh token is fine and the server (or our request) is not; someone
+            // may need to know.
+            RefreshClass::Transient | RefreshClass::Rejected => {
+                tracing::error!(connector, "{}", failure.summary)
+            }
+            RefreshClass::Retryable => tracing::warn!(connector, "{}", failure.summary),
+        }
+        self.record(
+            key,
+            failure.class.id(),
+            failure.http_status,
+            failure.summary.clone(),
+            failure.detail.clone(),
+            retries,
+        );
+        RefreshOutcome::Failed {
+            class: failure.class,
+            http_status: failure.http_status,
+            summary: failure.summary,
+            retries,
+        }
+    }
+}
