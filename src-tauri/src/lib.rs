@@ -207,7 +207,8 @@ fn setup(app: &mut tauri::App) -> Result<(), Box<dyn std::error::Error>> {
         Ok(w) => *app.state::<AppState>().store_watch.lock().unwrap() = Some(w),
         Err(error) => tracing::warn!("runtime rotations are not watched: {error}"),
     }
-    // The refresher of record: a pass now, every interval, and on resume from sleep.
+    // The refresher of record: a pass now, every interval, on resume from sleep, and when a
+    // credential's renewal time comes.
     let settings = Settings::load(&paths.config_dir).unwrap_or_else(|error| {
         tracing::warn!("{error}; using the default settings");
         Settings::default()
@@ -215,6 +216,7 @@ fn setup(app: &mut tauri::App) -> Result<(), Box<dyn std::error::Error>> {
     let on_pass = handle.clone();
     let task = tauri::async_runtime::spawn(schedule::run(
         refresher,
+        app.state::<AppState>().core.clone(),
         settings.refresh_interval,
         move |_reason, _report| {
             on_pass.state::<AppState>().refresh();

@@ -10,6 +10,7 @@ pub mod badge;
 pub mod bridges;
 pub mod check;
 pub mod deeplink;
+pub mod due;
 pub mod error;
 pub mod notify;
 pub mod patchbay;

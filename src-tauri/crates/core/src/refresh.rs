@@ -81,9 +81,11 @@ impl RetryPolicy {
 /// When the refresher acts.
 #[derive(Debug, Clone)]
 pub struct RefreshPolicy {
-    /// Refresh credentials that expire within this (one hour).
+    /// The longest lead before expiry at which a credential is renewed (one hour); see
+    /// [`crate::due`].
     pub horizon: chrono::Duration,
-    /// Leave alone a credential updated within this (four hours), unless it has expired.
+    /// Leave a long-lived credential alone for this long after it was stored (four hours);
+    /// never applies to short-lived ones; see [`crate::due`].
     pub min_interval: chrono::Duration,
     /// How long a refresh waits for another process holding the credential's lock (10 s).
     pub lock_timeout: Duration,
@@ -105,17 +107,23 @@ impl Default for RefreshPolicy {
 }
 
 impl RefreshPolicy {
-    /// The pass's rule: refreshable (a refresh token), and either expired, or expiring within
-    /// the horizon and not updated within `min_interval`. No expiry: nothing to renew.
-    pub fn is_due(&self, row: &CredentialRow, now: DateTime<Utc>) -> bool {
-        let Some(expires_at) = row.expires_at else {
-            return false;
-        };
-        if !row.has_refresh_token {
-            return false;
+    /// The renewal rule with this policy's horizon and throttle ([`crate::due`]).
+    pub fn renewal(&self) -> crate::due::RenewalRule {
+        crate::due::RenewalRule {
+            horizon: self.horizon,
+            min_interval: self.min_interval,
         }
-        row.is_expired(now)
-            || (expires_at <= now + self.horizon && now - row.updated_at >= self.min_interval)
+    }
+
+    /// The pass's rule, [`crate::due::RenewalRule::is_due`]: renewable, and renewed ahead of
+    /// every bridged runtime's own refresh window, or expired.
+    pub fn is_due(&self, row: &CredentialRow, now: DateTime<Utc>) -> bool {
+        self.renewal().is_due(row, now)
+    }
+
+    /// When the credential becomes due (`None`: never), for the schedule's timer.
+    pub fn next_due(&self, row: &CredentialRow) -> Option<DateTime<Utc>> {
+        self.renewal().next_due(row)
     }
 }
 
@@ -888,8 +896,11 @@ mod tests {
         let now = Utc::now();
         // Expires in 30 min, updated 5 h ago: due.
         assert!(p.is_due(&row(30, 300, true, now), now));
-        // Expires in 30 min, updated 1 h ago: throttled.
-        assert!(!p.is_due(&row(30, 60, true, now), now));
+        // A 1-hour token stored 10 min ago: not yet (due at half its life, 30 min).
+        assert!(!p.is_due(&row(50, 10, true, now), now));
+        // A 1-hour token stored 30 min ago: due, long before a runtime's own window (the old
+        // 4-hour throttle held it until it had expired).
+        assert!(p.is_due(&row(30, 30, true, now), now));
         // Expired, updated 10 min ago: refreshed now regardless of the throttle.
         assert!(p.is_due(&row(-1, 10, true, now), now));
         // Expires in 2 h: not yet.

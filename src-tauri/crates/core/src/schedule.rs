@@ -1,19 +1,31 @@
 //! When the refresher runs: a pass at start-up, then every interval (30 minutes unless
-//! `settings.json` says otherwise), and at once on resume from sleep; and the opt-in periodic
-//! connection check (`checkIntervalMinutes`).
+//! `settings.json` says otherwise), at once on resume from sleep, and at the earliest moment a
+//! stored credential becomes due ([`RenewalTimer`], from [`crate::due`]: a 1-hour token must be
+//! renewed between two periodic passes, before a runtime's own refresh window opens); and the
+//! opt-in periodic connection check (`checkIntervalMinutes`).
+//!
+//! The timer never spins: a pass is never sooner than [`MIN_WAKE_GAP`] after the last one, and a
+//! credential still due after a pass (its refresh failed, was skipped, or its lock was busy) is
+//! held back from the timer for [`RETRY_FIRST`], doubling on every pass that leaves it due, up to
+//! the interval (the periodic pass still tries it every interval, as before).
 //!
 //! Resume is detected without any OS hook: the monotonic clock stops while the machine sleeps
 //! and the wall clock does not, so a tick that finds the wall clock ahead of the monotonic one
 //! by more than [`RESUME_GAP`] means the machine was asleep. Works the same on every platform.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
+use patchbay_catalog::CredentialKey;
+use patchbay_vault::CredentialRow;
 use serde_json::Value;
 
+use crate::due::RenewalRule;
 use crate::refresh::{PassReport, Refresher};
-use crate::CoreError;
+use crate::{CoreError, Patchbay};
 
 /// How often the schedule wakes to look at the clocks.
 pub const TICK: Duration = Duration::from_secs(30);
@@ -21,6 +33,11 @@ pub const TICK: Duration = Duration::from_secs(30);
 pub const RESUME_GAP: Duration = Duration::from_secs(90);
 /// The default interval between passes.
 pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(30 * 60);
+/// The timer never starts a pass sooner than this after the previous one.
+pub const MIN_WAKE_GAP: Duration = Duration::from_secs(30);
+/// A credential still due after a pass waits this long before the timer tries it again
+/// (doubled on each further pass that leaves it due, capped at the interval).
+pub const RETRY_FIRST: Duration = Duration::from_secs(2 * 60);
 
 const SETTINGS_FILE: &str = "settings.json";
 const INTERVAL_KEY: &str = "refreshIntervalMinutes";
@@ -132,43 +149,159 @@ pub enum PassReason {
     Startup,
     Interval,
     Resume,
+    /// A credential's renewal time came ([`RenewalTimer`]).
+    Due,
 }
 
-/// The schedule, forever: spawn it on the app's tokio runtime and abort it to stop. `on_pass`
-/// sees each pass's report (the app refreshes its status and notifications from it).
+/// When the schedule wakes next, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Wake {
+    pub at: DateTime<Utc>,
+    pub reason: PassReason,
+}
+
+/// A credential the last passes left due: when the timer may try it again.
+#[derive(Debug, Clone, Copy)]
+struct Held {
+    passes: u32,
+    until: DateTime<Utc>,
+}
+
+/// The schedule's clockwork on the wall clock: the periodic pass, and a per-credential timer
+/// from each credential's due time ([`RenewalRule::next_due`], the pass's own rule). Pure: the caller reads the
+/// vault and the clock, so a test can drive a simulated day through the same computation.
+#[derive(Debug, Clone)]
+pub struct RenewalTimer {
+    interval: chrono::Duration,
+    rule: RenewalRule,
+    last_pass: DateTime<Utc>,
+    held: HashMap<CredentialKey, Held>,
+}
+
+impl RenewalTimer {
+    /// `rule`: the refresher's (its policy's horizon and throttle); `last_pass`: when the last
+    /// pass ran (the start-up pass).
+    pub fn new(interval: Duration, rule: RenewalRule, last_pass: DateTime<Utc>) -> RenewalTimer {
+        RenewalTimer {
+            interval: chrono_of(interval),
+            rule,
+            last_pass,
+            held: HashMap::new(),
+        }
+    }
+
+    /// A pass ended at `now`; `rows` is the vault after it. A credential it left due is held
+    /// back, longer on every pass that leaves it so; one no longer due is forgotten.
+    pub fn passed(&mut self, now: DateTime<Utc>, rows: &[CredentialRow]) {
+        self.last_pass = now;
+        let mut held = HashMap::new();
+        for row in rows.iter().filter(|r| self.rule.is_due(r, now)) {
+            let passes = self
+                .held
+                .get(&row.credential_key)
+                .map_or(1, |h| h.passes.saturating_add(1));
+            let backoff = (chrono_of(RETRY_FIRST) * 2i32.saturating_pow((passes - 1).min(16)))
+                .min(self.interval);
+            held.insert(
+                row.credential_key.clone(),
+                Held {
+                    passes,
+                    until: now + backoff,
+                },
+            );
+        }
+        self.held = held;
+    }
+
+    /// The next wake at `now` over `rows` (the vault now): the periodic pass, or the earliest
+    /// credential's due time (a held one not before its hold ends), whichever comes first; a
+    /// due wake never sooner than [`MIN_WAKE_GAP`] after the last pass. May be in the past
+    /// (run a pass now).
+    pub fn next_wake(&mut self, now: DateTime<Utc>, rows: &[CredentialRow]) -> Wake {
+        // The wall clock was set back past the last pass: count the interval from now.
+        if now < self.last_pass {
+            self.last_pass = now;
+        }
+        let periodic = self.last_pass + self.interval;
+        let due = rows
+            .iter()
+            .filter_map(|row| {
+                let due = self.rule.next_due(row)?;
+                Some(match self.held.get(&row.credential_key) {
+                    Some(h) => due.max(h.until),
+                    None => due,
+                })
+            })
+            .min()
+            .map(|at| at.max(self.last_pass + chrono_of(MIN_WAKE_GAP)));
+        match due {
+            Some(at) if at < periodic => Wake {
+                at,
+                reason: PassReason::Due,
+            },
+            _ => Wake {
+                at: periodic,
+                reason: PassReason::Interval,
+            },
+        }
+    }
+}
+
+fn chrono_of(d: Duration) -> chrono::Duration {
+    chrono::Duration::from_std(d).unwrap_or(chrono::Duration::MAX)
+}
+
+/// The schedule, forever: spawn it on the app's tokio runtime and abort it to stop. `patchbay`
+/// is the refresher's (its vault and clock arm the per-credential timer). `on_pass` sees each
+/// pass's report (the app refreshes its status and notifications from it).
 pub async fn run(
     refresher: Refresher,
+    patchbay: Arc<Patchbay>,
     interval: Duration,
     on_pass: impl Fn(PassReason, &PassReport) + Send + Sync + 'static,
 ) {
-    {
-        let mut reason = PassReason::Startup;
-        let mut wake = WakeDetector::new(Utc::now(), Instant::now());
-        loop {
-            match refresher.pass().await {
-                Ok(report) => {
-                    tracing::info!(
-                        ?reason,
-                        refreshed = report.refreshed,
-                        adopted = report.adopted,
-                        failed = report.failed,
-                        "refresh pass"
-                    );
-                    on_pass(reason, &report);
-                }
-                Err(e) => tracing::warn!(?reason, "refresh pass failed: {e}"),
+    // Re-read on every tick: the vault changes under the schedule (authorize, adoption).
+    let rows = || {
+        patchbay.vault().credential_rows().unwrap_or_else(|e| {
+            tracing::warn!("the renewal timer cannot read the vault: {e}");
+            Vec::new()
+        })
+    };
+    let mut reason = PassReason::Startup;
+    let mut wake = WakeDetector::new(Utc::now(), Instant::now());
+    let policy = refresher.policy();
+    let rule = RenewalRule {
+        horizon: policy.horizon,
+        min_interval: policy.min_interval,
+    };
+    let mut timer = RenewalTimer::new(interval, rule, patchbay.now());
+    loop {
+        match refresher.pass().await {
+            Ok(report) => {
+                tracing::info!(
+                    ?reason,
+                    refreshed = report.refreshed,
+                    adopted = report.adopted,
+                    failed = report.failed,
+                    "refresh pass"
+                );
+                on_pass(reason, &report);
             }
-            let last_pass = Instant::now();
-            reason = loop {
-                tokio::time::sleep(TICK.min(interval)).await;
-                if wake.observe(Utc::now(), Instant::now()) {
-                    break PassReason::Resume;
-                }
-                if last_pass.elapsed() >= interval {
-                    break PassReason::Interval;
-                }
-            };
+            Err(e) => tracing::warn!(?reason, "refresh pass failed: {e}"),
         }
+        timer.passed(patchbay.now(), &rows());
+        reason = loop {
+            let now = patchbay.now();
+            let next = timer.next_wake(now, &rows());
+            let until = (next.at - now).to_std().unwrap_or_default();
+            if until.is_zero() {
+                break next.reason;
+            }
+            tokio::time::sleep(TICK.min(until)).await;
+            if wake.observe(Utc::now(), Instant::now()) {
+                break PassReason::Resume;
+            }
+        };
     }
 }
 
@@ -215,6 +348,83 @@ mod tests {
             m0 + Duration::from_secs(90)
         ));
         assert!(!w.observe(t0, m0 + Duration::from_secs(120)));
+    }
+
+    fn token(key: &str, stored: DateTime<Utc>, lifetime: chrono::Duration) -> CredentialRow {
+        CredentialRow {
+            credential_key: CredentialKey(format!("{key}|1")),
+            server_name: key.into(),
+            server_url: None,
+            expires_at: Some(stored + lifetime),
+            has_refresh_token: true,
+            one_shot: false,
+            issuer: None,
+            client_id: None,
+            scope: None,
+            updated_at: stored,
+            rotated_by: None,
+            rotated_at: None,
+        }
+    }
+
+    #[test]
+    fn the_timer_wakes_at_the_earliest_due_credential_between_periodic_passes() {
+        let t0 = DateTime::from_timestamp(1_800_000_000, 0).unwrap();
+        let min = chrono::Duration::minutes;
+        let mut timer = RenewalTimer::new(DEFAULT_INTERVAL, RenewalRule::default(), t0);
+        // Nothing stored: the periodic pass.
+        assert_eq!(
+            timer.next_wake(t0, &[]),
+            Wake {
+                at: t0 + min(30),
+                reason: PassReason::Interval
+            }
+        );
+        // 1-hour tokens stored 10 and 20 minutes ago: due at half-life, the earlier first.
+        let rows = [
+            token("a", t0 - min(10), min(60)),
+            token("b", t0 - min(20), min(60)),
+        ];
+        assert_eq!(
+            timer.next_wake(t0, &rows),
+            Wake {
+                at: t0 + min(10),
+                reason: PassReason::Due
+            }
+        );
+        // A 24-hour token is left to the periodic pass.
+        let long = [token("c", t0, chrono::Duration::hours(24))];
+        assert_eq!(timer.next_wake(t0, &long).reason, PassReason::Interval);
+    }
+
+    #[test]
+    fn a_credential_a_pass_could_not_renew_never_makes_the_timer_spin() {
+        let t0 = DateTime::from_timestamp(1_800_000_000, 0).unwrap();
+        let min = chrono::Duration::minutes;
+        let mut timer = RenewalTimer::new(DEFAULT_INTERVAL, RenewalRule::default(), t0);
+        // Due since long ago (expired): the first wake is the minimum gap after the last pass.
+        let stuck = [token("a", t0 - min(90), min(60))];
+        assert_eq!(timer.next_wake(t0, &stuck).at, t0 + chrono_of(MIN_WAKE_GAP));
+        // Each pass that leaves it due holds it back longer: 2, 4, 8, 16 min, then the interval.
+        let mut now = t0;
+        for expected in [2, 4, 8, 16, 30, 30] {
+            timer.passed(now, &stuck);
+            let wake = timer.next_wake(now, &stuck);
+            assert_eq!(wake.at - now, min(expected), "after a pass at {now}");
+            now = wake.at;
+        }
+        // Renewed: forgotten, and its next due time rules again.
+        let renewed = [token("a", now, min(60))];
+        timer.passed(now, &renewed);
+        assert_eq!(timer.next_wake(now, &renewed).at, now + min(30));
+        // A 2-minute token stays renewable without spinning: due 30 s after it is stored.
+        let short = [token("s", now, min(2))];
+        timer.passed(now, &short);
+        let wake = timer.next_wake(now, &short);
+        assert_eq!(wake.at - now, chrono::Duration::seconds(30));
+        // The wall clock set back an hour: the periodic pass counts from the new now.
+        let back = now - chrono::Duration::hours(1);
+        assert_eq!(timer.next_wake(back, &[]).at, back + min(30));
     }
 
     #[test]
