@@ -223,6 +223,13 @@ impl Bridges {
         })
     }
 
+    /// What the runtime holds under the bridge's key (`None`: nothing, or unreadable).
+    pub fn runtime_entry(&self, bridge: &Bridged) -> Option<patchbay_runtimes::RuntimeCredential> {
+        let key = bridge.credential_key.clone()?;
+        let store = self.store(bridge.runtime, vec![key.clone()])?;
+        store.read(&key).ok().flatten()
+    }
+
     fn stores_for(&self, bridges: &[Bridged]) -> HashMap<Runtime, Box<dyn RuntimeStore>> {
         let mut out = HashMap::new();
         for runtime in [Runtime::ClaudeCode, Runtime::Codex] {

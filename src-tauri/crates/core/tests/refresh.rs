@@ -914,3 +914,73 @@ async fn an_explicit_refresh_renews_even_right_after_an_adoption() {
     let outcomes: Vec<String> = b.rig.history().into_iter().map(|a| a.outcome).collect();
     assert_eq!(outcomes, vec!["refreshed", "adopted"]);
 }
+
+#[tokio::test]
+async fn claude_codes_refusal_of_its_own_clients_pair_never_retires_ours() {
+    let b = bridged_rig().await;
+    let now = b.rig.patchbay.now();
+    // Claude Code's own login (its client) for the same server, then its refresh refused and
+    // logged; it strips its entry but the entry still names its client.
+    b.claude
+        .write(
+            &RuntimeCredential {
+                key: b.runtime_key.clone(),
+                server_name: "fx-claude".into(),
+                server_url: MCP_URL.into(),
+                access_token: Secret::new("at-claude-0"),
+                refresh_token: None,
+                expires_at: Some(now - chrono::Duration::minutes(1)),
+                scope: None,
+                client_id: Some("claude-code-client".into()),
+                client_secret: None,
+                issuer: None,
+            },
+            now - chrono::Duration::hours(2),
+        )
+        .unwrap();
+    let logs = b
+        .rig
+        .dir
+        .path()
+        .join("home/.cache/claude-cli-nodejs/-tmp-p/mcp-logs-fx-claude");
+    std::fs::create_dir_all(&logs).unwrap();
+    let at =
+        (now + chrono::Duration::seconds(5)).to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    std::fs::write(
+        logs.join("run.jsonl"),
+        format!(
+            "{{\"error\":\"Token refresh failed with invalid_grant: Invalid refresh token\",\"timestamp\":\"{at}\",\"sessionId\":\"s\",\"cwd\":\"/tmp/p\"}}\n"
+        ),
+    )
+    .unwrap();
+    // Modified "now" on the rig's clock (a file older than the credential is history).
+    let stamp =
+        std::time::UNIX_EPOCH + Duration::from_millis((now.timestamp_millis() + 5_000) as u64);
+    std::fs::File::options()
+        .append(true)
+        .open(logs.join("run.jsonl"))
+        .unwrap()
+        .set_modified(stamp)
+        .unwrap();
+    assert!(b.refresher.scan_runtime_logs().is_empty());
+    assert_eq!(b.rig.refresh_token().as_deref(), Some("rt-fx-0"));
+
+    // The same line about a pair of our client retires ours.
+    let mut ours = b.claude.read(&b.runtime_key).unwrap().unwrap();
+    ours.client_id = Some("cid".into());
+    ours.expires_at = Some(now + chrono::Duration::hours(3));
+    b.claude.write(&ours, now).unwrap();
+    // A new scanner: the first one has read that line already.
+    let fresh = Refresher::new(
+        b.rig.patchbay.clone(),
+        Some(Arc::new(Bridges::with_paths(
+            b.rig.patchbay.clone(),
+            Some(RuntimePaths::resolve(
+                &b.rig.dir.path().join("home"),
+                &|_| None,
+            )),
+        ))),
+        policy(Arc::new(Mutex::new(Vec::new())), None),
+    );
+    assert_eq!(fresh.scan_runtime_logs(), vec!["fx".to_string()]);
+}
