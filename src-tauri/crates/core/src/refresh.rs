@@ -1,18 +1,21 @@
 //! The refresher of record: keeps every stored credential alive without ever presenting a dead
 //! or possibly-spent refresh token, and without a transient outage costing a re-authorization.
 //!
-//! A pass refreshes credentials that expire within the horizon (an hour) and were not updated in
-//! the last four hours (rotating refresh tokens are watched for reuse by some servers); one that
-//! has already expired is refreshed at once. Each refresh is a transaction: take the credential's
+//! A pass refreshes the credentials that are due ([`crate::due`]: before any bridged runtime's
+//! own refresh window opens, at half a short token's life and an hour before a long one's
+//! expiry; at once when expired); the schedule also wakes for the earliest. Each refresh is a transaction: take the credential's
 //! cross-process lock, adopt a newer pair a runtime rotated (instead of refreshing), refresh with
 //! the grant's resource and scopes, persist to the vault, then write through to the runtimes.
 //! It runs on its own task, so it completes even when whoever asked goes away.
 //!
 //! What a failure does depends on its class ([`RefreshClass`]): a refresh that never reached the
 //! server is retried in-band (three times, 500 ms base, 30 % jitter); one whose answer was lost
-//! quarantines the refresh token (never presented again); 429/5xx keep it for the next pass; any
-//! other 4xx drops it (a still-valid access token keeps working until it lapses). Every outcome
-//! but "not due" lands in the credential's history, the window's error drawer.
+//! quarantines the refresh token (never presented again); 429/5xx keep it for the next pass; a
+//! refusal of our own request (`invalid_scope`, `invalid_request`, `unsupported_grant_type`, a
+//! client authentication the server does not take) is corrected once and never drops the token;
+//! any other 4xx drops it (a still-valid access token keeps working until it lapses). Every
+//! outcome but "not due" lands in the credential's history, the window's error drawer. The
+//! transaction's steps are in `transaction`.
 
 use std::future::Future;
 use std::path::PathBuf;
@@ -23,15 +26,16 @@ use std::time::{Duration, Instant};
 use chrono::{DateTime, Utc};
 use patchbay_catalog::CredentialKey;
 use patchbay_oauth::refresh::{scrub, RevokeClient};
-use patchbay_oauth::{discovery, refresh_once, Http, RefreshClass, RefreshRequest};
+use patchbay_oauth::{discovery, Http, RefreshClass};
 use patchbay_runtimes::claude_logs::{log_slug, ClaudeMcpLogs};
-use patchbay_runtimes::lock::FileLock;
 use patchbay_runtimes::reconcile::runtime_id;
 use patchbay_runtimes::Runtime;
 use patchbay_vault::{CredentialRow, RefreshAttempt, Secret, TokenSet};
 use serde::Serialize;
 
 use crate::{Bridges, CoreError, Patchbay};
+
+mod transaction;
 
 /// Sleeps between in-band retries; injected so tests decide what happens while "waiting".
 pub type Sleeper = Arc<dyn Fn(Duration) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send + Sync>;
@@ -372,7 +376,13 @@ impl Refresher {
                 let row = rows
                     .iter()
                     .find(|r| r.credential_key == key && r.has_refresh_token)?;
-                Some((b, row.clone()))
+                // Claude Code's refusal of a pair issued to its own client says nothing of ours.
+                let entry = bridges.runtime_entry(&b);
+                let foreign = matches!(
+                    (entry.and_then(|e| e.client_id), row.client_id.as_deref()),
+                    (Some(theirs), Some(ours)) if theirs != ours
+                );
+                (!foreign).then(|| (b, row.clone()))
             })
             .collect();
         let Some(since) = candidates.iter().map(|(_, r)| r.updated_at).min() else {
@@ -507,263 +517,6 @@ impl Inner {
         };
         if let Err(e) = self.patchbay.vault().record_refresh_attempt(&attempt) {
             tracing::warn!(key = %key, "cannot record the refresh attempt: {e}");
-        }
-    }
-
-    /// One credential's refresh, start to finish, under its cross-process lock.
-    async fn transaction(
-        &self,
-        listed: CredentialRow,
-        force: bool,
-        bridged: Arc<Vec<crate::bridges::Bridged>>,
-    ) -> RefreshOutcome {
-        let key = listed.credential_key.clone();
-        let connector = listed.server_name.clone();
-        let lock_path = self.lock_path(&key);
-        let timeout = self.policy.lock_timeout;
-        let lock = tokio::task::spawn_blocking(move || {
-            if let Some(dir) = lock_path.parent() {
-                std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
-            }
-            FileLock::acquire(&lock_path, timeout).map_err(|e| e.to_string())
-        })
-        .await;
-        let why = match lock {
-            Ok(Ok(lock)) => Ok(lock),
-            Ok(Err(why)) => Err(why),
-            Err(join) => Err(join.to_string()),
-        };
-        let _lock = match why {
-            Ok(lock) => lock,
-            Err(why) => {
-                return RefreshOutcome::Skipped {
-                    reason: format!("another Patchbay process is refreshing it: {why}"),
-                }
-            }
-        };
-
-        // Reconcile first: a runtime may hold a newer pair (it refreshed by itself).
-        let mut adopted_from = None;
-        if let Some(bridges) = &self.bridges {
-            let bridges = bridges.clone();
-            let (name, bridged) = (connector.clone(), bridged.clone());
-            let adoptions = tokio::task::spawn_blocking(move || {
-                bridges.reconcile_connector_in(&bridged, &name)
-            })
-            .await
-            .unwrap_or_default();
-            if let Some(a) = adoptions.last() {
-                adopted_from = Some(a.runtime);
-                self.record(
-                    &key,
-                    "adopted",
-                    None,
-                    format!(
-                        "adopted the pair {} rotated instead of refreshing",
-                        a.runtime.display_name()
-                    ),
-                    None,
-                    0,
-                );
-            }
-        }
-
-        // Re-read: another process (or the adoption) may have renewed it meanwhile.
-        let vault = self.patchbay.vault();
-        let now = self.now();
-        let row = match vault.credential_row(&key) {
-            Ok(row) => row,
-            Err(e) => {
-                return RefreshOutcome::Skipped {
-                    reason: format!("cannot read the vault: {e}"),
-                }
-            }
-        };
-        let Some(row) = row else {
-            return RefreshOutcome::Skipped {
-                reason: "the credential was removed meanwhile".into(),
-            };
-        };
-        let not_due = |adopted: Option<Runtime>| match adopted {
-            Some(runtime) => RefreshOutcome::Adopted { runtime },
-            None => RefreshOutcome::NotDue,
-        };
-        if !force && !self.policy.is_due(&row, now) {
-            return not_due(adopted_from);
-        }
-        if force && adopted_from.is_some() && !row.is_expired(now) {
-            // The runtime just renewed it: a forced refresh would only spend that pair.
-            return not_due(adopted_from);
-        }
-        if !row.has_refresh_token {
-            return RefreshOutcome::Skipped {
-                reason: "no refresh token: nothing can renew it; authorize again".into(),
-            };
-        }
-        match vault.is_refresh_quarantined(&key) {
-            Ok(true) => {
-                return RefreshOutcome::Skipped {
-                    reason: "the last refresh's answer was lost, so its refresh token may be spent; it is not presented again; authorize again".into(),
-                }
-            }
-            Ok(false) => {}
-            Err(e) => {
-                return RefreshOutcome::Skipped {
-                    reason: format!("cannot read the vault: {e}"),
-                }
-            }
-        }
-        let (tokens, grant) = match (vault.credential_tokens(&key), vault.grant(&key)) {
-            (Ok(Some(t)), Ok(Some(g))) => (t, g),
-            (Ok(_), Ok(None)) => {
-                return RefreshOutcome::Skipped {
-                    reason: "Patchbay does not know how this credential was granted (it was authorized elsewhere or before Patchbay kept grants); authorize again in Patchbay to let it renew".into(),
-                }
-            }
-            (Ok(None), _) => {
-                return RefreshOutcome::Skipped {
-                    reason: "the credential was removed meanwhile".into(),
-                }
-            }
-            (Err(e), _) | (_, Err(e)) => {
-                return RefreshOutcome::Skipped {
-                    reason: format!("cannot open the vault: {e}"),
-                }
-            }
-        };
-        let Some(refresh_token) = tokens.refresh_token.clone() else {
-            return RefreshOutcome::Skipped {
-                reason: "no refresh token: nothing can renew it; authorize again".into(),
-            };
-        };
-
-        let request = RefreshRequest {
-            token_endpoint: &grant.token_endpoint,
-            client_id: &grant.client_id,
-            client_secret: grant.client_secret.as_ref(),
-            auth_method: &grant.token_auth_method,
-            refresh_token: &refresh_token,
-            resource: grant.resource.as_deref(),
-            scopes: grant.scopes.as_deref(),
-        };
-        let mut retries = 0;
-        let result = loop {
-            match refresh_once(&self.http, request).await {
-                Err(f)
-                    if f.class == RefreshClass::Retryable
-                        && retries < self.policy.retry.max_retries =>
-                {
-                    let delay = self.policy.retry.delay(retries, random_unit());
-                    tracing::info!(connector, retry = retries + 1, "{}", f.summary);
-                    (self.policy.retry.sleep)(delay).await;
-                    retries += 1;
-                }
-                other => break other,
-            }
-        };
-
-        match result {
-            Ok(answer) => {
-                let now = self.now();
-                let expires_at = answer
-                    .expires_in
-                    .and_then(|s| i64::try_from(s).ok())
-                    .and_then(chrono::Duration::try_seconds)
-                    .map(|d| now + d);
-                let renewed = CredentialRow {
-                    expires_at,
-                    scope: answer.scope.clone().or(row.scope.clone()),
-                    issuer: Some(grant.issuer.clone()),
-                    client_id: Some(grant.client_id.clone()),
-                    updated_at: now,
-                    ..row.clone()
-                };
-                // Persist before anything uses the new pair: a crash after this loses nothing.
-                if let Err(e) = vault.put_credential(
-                    &renewed,
-                    &TokenSet {
-                        access_token: answer.access_token,
-                        refresh_token: answer.refresh_token,
-                    },
-                ) {
-                    // The server rotated and we could not keep the result: the old refresh
-                    // token is spent, exactly like a lost answer.
-                    let _ = vault.quarantine_refresh_token(&key);
-                    let summary = format!("refreshed, but the vault could not store it: {e}");
-                    tracing::error!(connector, "{summary}");
-                    self.record(&key, "ambiguous", None, summary.clone(), None, retries);
-                    return RefreshOutcome::Failed {
-                        class: RefreshClass::Ambiguous,
-                        http_status: None,
-                        summary,
-                        retries,
-                    };
-                }
-                self.record(
-                    &key,
-                    "refreshed",
-                    Some(200),
-                    match expires_at {
-                        Some(at) => {
-                            format!("refreshed; valid until {}", at.format("%Y-%m-%d %H:%M UTC"))
-                        }
-                        None => "refreshed".into(),
-                    },
-                    None,
-                    retries,
-                );
-                if let Some(bridges) = &self.bridges {
-                    let bridges = bridges.clone();
-                    let name = connector.clone();
-                    let written = tokio::task::spawn_blocking(move || {
-                        bridges.write_through_in(&bridged, &name)
-                    })
-                    .await;
-                    if let Ok(Err(e)) = written {
-                        tracing::warn!(connector, "cannot write the refreshed pair through: {e}");
-                    }
-                }
-                tracing::info!(connector, "refreshed");
-                RefreshOutcome::Refreshed {
-                    expires_at,
-                    retries,
-                }
-            }
-            Err(failure) => {
-                let now = self.now();
-                match failure.class {
-                    RefreshClass::Ambiguous => {
-                        if let Err(e) = vault.quarantine_refresh_token(&key) {
-                            tracing::error!(connector, "cannot quarantine the refresh token: {e}");
-                        }
-                        tracing::warn!(connector, "{}", failure.summary);
-                    }
-                    RefreshClass::Permanent => {
-                        if let Err(e) = vault.drop_refresh_token(&key, now) {
-                            tracing::error!(connector, "cannot drop the refresh token: {e}");
-                        }
-                        tracing::warn!(connector, "{}", failure.summary);
-                    }
-                    // Loud: the refresh token is fine and the server is not; someone may need
-                    // to know the provider is down.
-                    RefreshClass::Transient => tracing::error!(connector, "{}", failure.summary),
-                    RefreshClass::Retryable => tracing::warn!(connector, "{}", failure.summary),
-                }
-                self.record(
-                    &key,
-                    failure.class.id(),
-                    failure.http_status,
-                    failure.summary.clone(),
-                    failure.detail.clone(),
-                    retries,
-                );
-                RefreshOutcome::Failed {
-                    class: failure.class,
-                    http_status: failure.http_status,
-                    summary: failure.summary,
-                    retries,
-                }
-            }
         }
     }
 
