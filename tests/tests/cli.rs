@@ -133,7 +133,11 @@ fn a_catalog_that_is_not_json_names_the_file_line_and_column() {
         "{\n  \"mcpServers\": {\n    \"x\": { \"type\": \"stdio\" \n  }\n",
     );
     let out = sandbox.run(&["status", "--json", "--catalog", bad.to_str().unwrap()]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "an unreadable catalog is an error"
+    );
     let report = json(&out);
     let error = report["catalog"]["sources"][0]["error"].as_str().unwrap();
     assert!(error.contains("bad.json"), "{error}");
@@ -148,7 +152,7 @@ fn a_catalog_that_is_not_json_names_the_file_line_and_column() {
 fn a_missing_catalog_file_is_an_error_not_an_empty_list() {
     let sandbox = Sandbox::new(false);
     let out = sandbox.run(&["status", "--json", "--catalog", "/nonexistent/catalog.json"]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2));
     let report = json(&out);
     assert!(report["catalog"]["sources"][0]["error"]
         .as_str()
@@ -446,4 +450,401 @@ fn patchbay_catalog_key(core: &patchbay_core::Patchbay, name: &str) -> Credentia
         .credential_key(&|_| None)
         .expect("no variables")
         .expect("remote")
+}
+
+// ---- Failure states say the truth (issue 10) ----
+
+const UNAVAILABLE_ONLY: &str = r#"{"mcpServers": {
+    "strad": {"type": "streamable-http", "url": "https://strad.example/mcp",
+              "unavailable": "Accepts only static bearer tokens."}
+}}"#;
+
+#[test]
+fn check_with_nothing_checked_exits_non_zero_and_says_why() {
+    let sandbox = Sandbox::new(false);
+    let catalog = sandbox.write("unavailable.json", UNAVAILABLE_ONLY);
+    let out = sandbox.run(&["check", "--catalog", catalog.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "stdout: {}", stdout(&out));
+    let err = stderr(&out);
+    assert!(err.contains("nothing was checked"), "{err}");
+    assert!(err.contains("strad: declared unavailable"), "{err}");
+    // The vault's state is said once when it cannot be read (no keychain here).
+    assert_eq!(err.matches("the vault cannot be read").count(), 1, "{err}");
+
+    let empty = sandbox.write("empty.json", r#"{"mcpServers": {}}"#);
+    let out = sandbox.run(&["check", "--json", "--catalog", empty.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("the catalog has no connectors"));
+}
+
+#[test]
+fn check_with_every_credential_unreadable_is_not_a_pass() {
+    require_keychain!();
+    let sandbox = Sandbox::new(true);
+    let catalog = sandbox.write(
+        "one.json",
+        r#"{"mcpServers": {"notion": {"type": "streamable-http", "url": "http://127.0.0.1:9/mcp"}}}"#,
+    );
+    seed_credential(&sandbox, &catalog, "notion");
+    // The same data directory, with a keychain that does not answer.
+    let locked = Sandbox {
+        dir: tempfile::tempdir().unwrap(),
+        keychain: false,
+    };
+    let out = locked
+        .command()
+        .env("PATCHBAY_DATA_DIR", sandbox.path())
+        .args(["check", "--catalog", catalog.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "stdout: {}", stdout(&out));
+    let err = stderr(&out);
+    assert!(err.contains("nothing was checked"), "{err}");
+    assert!(err.contains("the vault cannot be read"), "{err}");
+}
+
+#[test]
+fn an_unreadable_catalog_makes_status_check_and_offered_exit_two() {
+    let sandbox = Sandbox::new(false);
+    let bad = sandbox.write("bad.json", "{\"mcpServers\": {");
+    let missing = sandbox.path().join("no-such-catalog.json");
+    for catalog in [bad.to_str().unwrap(), missing.to_str().unwrap()] {
+        for args in [
+            vec!["status"],
+            vec!["status", "--json"],
+            vec!["offered"],
+            vec!["offered", "--json"],
+            vec!["check"],
+            vec!["check", "--json"],
+        ] {
+            let mut full = args.clone();
+            full.extend(["--catalog", catalog]);
+            let out = sandbox.run(&full);
+            assert_eq!(out.status.code(), Some(2), "{full:?}: {}", stdout(&out));
+            let err = stderr(&out);
+            assert!(err.contains(catalog), "{full:?}: {err}");
+            assert!(
+                !stdout(&out).contains("(none)"),
+                "{full:?}: {}",
+                stdout(&out)
+            );
+        }
+    }
+}
+
+/// Store a credential for `name` the way authorize would (the real keychain).
+fn seed_credential(sandbox: &Sandbox, catalog: &std::path::Path, name: &str) {
+    let core = sandbox.core(Some(catalog.to_path_buf()));
+    let key = patchbay_catalog_key(&core, name);
+    core.vault()
+        .put_credential(
+            &row(&key, Some(Duration::hours(1)), false),
+            &TokenSet {
+                access_token: Secret::new("at-sealed"),
+                refresh_token: Some(Secret::new("rt-sealed")),
+            },
+        )
+        .unwrap();
+}
+
+const TWO_OAUTH: &str = r#"{"mcpServers": {
+    "notion": {"type": "streamable-http", "url": "https://mcp.notion.example/mcp"},
+    "linear": {"type": "streamable-http", "url": "https://mcp.linear.example/mcp"},
+    "time": {"type": "stdio", "command": "uvx", "args": ["mcp-server-time"]}
+}}"#;
+
+#[test]
+fn offered_never_offers_a_connector_whose_secret_cannot_be_unsealed() {
+    require_keychain!();
+    let sandbox = Sandbox::new(true);
+    let catalog = sandbox.write("two.json", TWO_OAUTH);
+    seed_credential(&sandbox, &catalog, "notion");
+    seed_credential(&sandbox, &catalog, "linear");
+    let offered = |sandbox: &Sandbox, data: &std::path::Path| {
+        sandbox
+            .command()
+            .env("PATCHBAY_DATA_DIR", data)
+            .args(["offered", "--catalog", catalog.to_str().unwrap()])
+            .output()
+            .unwrap()
+    };
+    let out = offered(&sandbox, sandbox.path());
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout(&out).contains("- notion ("), "{}", stdout(&out));
+
+    // A keychain that does not answer.
+    let locked = Sandbox {
+        dir: tempfile::tempdir().unwrap(),
+        keychain: false,
+    };
+    let text = stdout(&offered(&locked, sandbox.path()));
+    let (servers, roster) = text.split_once("\nUnavailable:\n").expect(&text);
+    assert!(servers.contains("- time"), "{text}");
+    assert!(
+        !servers.contains("notion") && !servers.contains("linear"),
+        "{text}"
+    );
+    assert!(
+        roster.contains("- notion: its stored secret cannot be unsealed"),
+        "{text}"
+    );
+    assert_eq!(roster.matches("did not answer").count(), 1, "{text}");
+
+    // A keychain that answers but holds no key for this vault (the database moved to another
+    // data directory, whose keychain account differs): said as exactly that, once.
+    let moved = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        sandbox.path().join("patchbay.sqlite3"),
+        moved.path().join("patchbay.sqlite3"),
+    )
+    .unwrap();
+    let out = offered(&sandbox, moved.path());
+    let text = stdout(&out);
+    let (servers, roster) = text.split_once("\nUnavailable:\n").expect(&text);
+    assert!(
+        !servers.contains("notion") && !servers.contains("linear"),
+        "{text}"
+    );
+    assert_eq!(
+        roster.matches("is missing from the OS keychain").count(),
+        1,
+        "{text}"
+    );
+    assert!(!roster.contains("did not answer"), "{text}");
+    assert!(
+        roster.contains("- linear: its stored secret cannot be unsealed"),
+        "{text}"
+    );
+    let json = json(
+        &sandbox
+            .command()
+            .env("PATCHBAY_DATA_DIR", moved.path())
+            .args(["offered", "--json", "--catalog", catalog.to_str().unwrap()])
+            .output()
+            .unwrap(),
+    );
+    assert!(json["vault"]
+        .as_str()
+        .unwrap()
+        .contains("is missing from the OS keychain"));
+    let status = sandbox
+        .command()
+        .env("PATCHBAY_DATA_DIR", moved.path())
+        .args(["status", "--json", "--catalog", catalog.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let report = patchbay_e2e::json(&status);
+    assert_eq!(report["secret_store"]["key_unusable"], true);
+    let notion_detail = report["connectors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "notion")
+        .unwrap()["detail"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(!notion_detail.contains("did not answer"), "{notion_detail}");
+}
+
+/// Run the CLI as a user who cannot write `dir` (tests run as root in CI containers, where
+/// permission bits stop nothing): as `nobody` via setpriv when root, else as ourselves.
+fn run_unprivileged(
+    sandbox: &Sandbox,
+    dir: &std::path::Path,
+    args: &[&str],
+) -> std::process::Output {
+    let root = std::process::Command::new("id")
+        .arg("-u")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+        .unwrap_or(false);
+    let mut cmd = sandbox.command();
+    if root {
+        let program = cmd.get_program().to_owned();
+        let mut wrapped = std::process::Command::new("setpriv");
+        wrapped.args(["--reuid=65534", "--regid=65534", "--clear-groups"]);
+        wrapped.arg(program);
+        for (k, v) in cmd.get_envs() {
+            match v {
+                Some(v) => wrapped.env(k, v),
+                None => wrapped.env_remove(k),
+            };
+        }
+        cmd = wrapped;
+    }
+    cmd.env("PATCHBAY_DATA_DIR", dir)
+        .env("HOME", dir)
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run patchbay")
+}
+
+#[test]
+fn status_reads_a_data_directory_that_cannot_be_written() {
+    use std::os::unix::fs::PermissionsExt;
+    let sandbox = Sandbox::new(false);
+    let catalog = sandbox.fixture("all-ready.json");
+    let data = sandbox.path().join("data");
+    let out = sandbox
+        .command()
+        .env("PATCHBAY_DATA_DIR", &data)
+        .args(["status", "--catalog", catalog.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let db = data.join("patchbay.sqlite3");
+    // Readable by the unprivileged user, writable by nobody.
+    for p in [sandbox.path(), data.as_path(), catalog.as_path()] {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let chown = std::process::Command::new("chown")
+        .args(["-R", "65534"])
+        .arg(&data)
+        .status();
+    let _ = chown;
+    std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o400)).unwrap();
+    std::fs::set_permissions(&data, std::fs::Permissions::from_mode(0o555)).unwrap();
+    let before = std::fs::metadata(&db).unwrap();
+
+    let out = run_unprivileged(
+        &sandbox,
+        &data,
+        &["status", "--catalog", catalog.to_str().unwrap()],
+    );
+    let text = stdout(&out);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "stdout: {text} stderr: {}",
+        stderr(&out)
+    );
+    assert!(text.starts_with("All 2 connectors are fine"), "{text}");
+    let out = run_unprivileged(
+        &sandbox,
+        &data,
+        &["offered", "--catalog", catalog.to_str().unwrap()],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout(&out).contains("- time"), "{}", stdout(&out));
+
+    let after = std::fs::metadata(&db).unwrap();
+    assert_eq!(before.len(), after.len());
+    assert_eq!(before.modified().unwrap(), after.modified().unwrap());
+    assert_eq!(before.permissions().mode(), after.permissions().mode());
+    for side in [
+        "patchbay.sqlite3-wal",
+        "patchbay.sqlite3-shm",
+        "patchbay.sqlite3-journal",
+    ] {
+        assert!(!data.join(side).exists(), "{side} was created");
+    }
+    std::fs::set_permissions(&data, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+#[test]
+fn an_emptied_or_corrupt_database_is_said_and_left_alone() {
+    let sandbox = Sandbox::new(false);
+    let catalog = sandbox.fixture("all-ready.json");
+    let db = sandbox.path().join("patchbay.sqlite3");
+    let garbage: Vec<u8> = (0..4096u32).map(|i| (i * 7 % 251) as u8).collect();
+    for (content, said) in [(Vec::new(), "is empty"), (garbage, "is corrupt")] {
+        std::fs::write(&db, &content).unwrap();
+        for args in [vec!["status"], vec!["status", "--json"], vec!["offered"]] {
+            let mut full = args.clone();
+            full.extend(["--catalog", catalog.to_str().unwrap()]);
+            let out = sandbox.run(&full);
+            let err = stderr(&out);
+            assert_eq!(out.status.code(), Some(2), "{full:?}: {}", stdout(&out));
+            assert!(err.contains(said), "{err}");
+            assert!(err.contains(&db.display().to_string()), "{err}");
+            assert_eq!(std::fs::read(&db).unwrap(), content, "the file was changed");
+        }
+    }
+}
+
+#[test]
+fn a_degraded_connector_counts_in_status() {
+    let sandbox = Sandbox::new(false);
+    let catalog = sandbox.write(
+        "gone.json",
+        r#"{"mcpServers": {
+            "gone": {"type": "stdio", "command": "/nonexistent/patchbay-test-server"},
+            "time": {"type": "stdio", "command": "uvx", "args": ["mcp-server-time"]}
+        }}"#,
+    );
+    let out = sandbox.run(&["status", "--json", "--catalog", catalog.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // A command that does not exist is degraded at once.
+    let out = sandbox.run(&["check", "gone", "--catalog", catalog.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+
+    let out = sandbox.run(&["status", "--json", "--catalog", catalog.to_str().unwrap()]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "a degraded connector needs attention"
+    );
+    let report = json(&out);
+    assert_eq!(report["degraded"], 1);
+    assert_eq!(report["need_attention"], 1);
+    let rows = report["connectors"].as_array().unwrap();
+    assert_eq!(rows[0]["name"], "gone", "problems first");
+    assert_eq!(rows[0]["needs_attention"], true);
+    assert!(!rows[0]["degraded"]["error"].as_str().unwrap().is_empty());
+    assert!(rows[1]["degraded"].is_null());
+
+    let out = sandbox.run(&["status", "--catalog", catalog.to_str().unwrap()]);
+    let text = stdout(&out);
+    assert!(text.starts_with("1 needs attention (1 degraded)"), "{text}");
+    let line = text.lines().find(|l| l.contains("gone")).unwrap();
+    assert!(
+        line.starts_with("!!") && line.contains("degraded"),
+        "{line}"
+    );
+
+    let offered =
+        json(&sandbox.run(&["offered", "--json", "--catalog", catalog.to_str().unwrap()]));
+    assert_eq!(offered["unavailable"][0]["name"], "gone");
+    assert_eq!(offered["unavailable"][0]["degraded"], true);
+}
+
+#[test]
+fn control_characters_from_data_never_reach_the_terminal_raw() {
+    let sandbox = Sandbox::new(false);
+    let catalog = sandbox.write(
+        "ctl.json",
+        r#"{"mcpServers": {
+            "plain": {"type": "stdio", "command": "/nonexistent/x\u001b[31m\u0007",
+                      "title": "Red \u001b[31mtitle\u0007\u009b2J", "description": "d\u001b]0;pwned\u0007"},
+            "na\u001b[31mme\u0007": {"type": "stdio", "command": "node"},
+            "gone": {"type": "streamable-http", "url": "https://x.example/mcp",
+                     "unavailable": "Broken \u001b[2J\u0007 here."}
+        }}"#,
+    );
+    let c = catalog.to_str().unwrap();
+    for args in [
+        vec!["status", "--catalog", c],
+        vec!["status", "--json", "--catalog", c],
+        vec!["offered", "--catalog", c],
+        vec!["offered", "--json", "--catalog", c],
+        vec!["check", "--catalog", c],
+        vec!["check", "plain", "--catalog", c],
+        vec!["check", "na\u{1b}[31mme\u{7}", "--catalog", c],
+        vec!["history", "na\u{1b}[31mme\u{7}", "--catalog", c],
+    ] {
+        let out = sandbox.run(&args);
+        for (what, bytes) in [("stdout", &out.stdout), ("stderr", &out.stderr)] {
+            let text = String::from_utf8_lossy(bytes);
+            assert!(
+                !text
+                    .chars()
+                    .any(|ch| (ch.is_control() && ch != '\n') || ch == '\u{7f}'),
+                "{args:?} {what} carries a raw control character: {text:?}"
+            );
+        }
+    }
+    let text = stdout(&sandbox.run(&["offered", "--catalog", c]));
+    assert!(text.contains("\\u{1b}"), "escaped, not dropped: {text}");
 }

@@ -1,9 +1,11 @@
 //! `patchbay check [NAME] [--json] [--write-back]`: test connectors for real (the MCP handshake
 //! and `tools/list`), record the result on the health board, and, with `--write-back`, save a
 //! transport that answered after the configured one was rejected to the user catalog.
-//! Exit codes as `status`: 0 every check passed, 1 something needs attention, 2 error.
+//! Exit codes as `status`: 0 every check passed, 1 something needs attention, 2 error, and 2
+//! when nothing could be checked at all (every connector skipped, or none in the catalog).
 
-use anyhow::{Context, Result};
+use crate::terminal::one_line;
+use anyhow::{bail, Context, Result};
 use patchbay_core::check::{ConnectorCheck, WrittenBack};
 use patchbay_core::{Bridges, Checker, CheckerOptions, Patchbay, RefreshPolicy, Refresher};
 use std::io::Write;
@@ -28,6 +30,7 @@ const CHECK_JSON_VERSION: u32 = 1;
 
 pub fn run(patchbay: Patchbay, args: CheckArgs, out: &mut impl Write) -> Result<ExitCode> {
     let patchbay = Arc::new(patchbay);
+    let core = patchbay.clone();
     // A lapsed but renewable token is refreshed first, as the app does.
     let refresher = Refresher::new(
         patchbay.clone(),
@@ -63,8 +66,7 @@ pub fn run(patchbay: Patchbay, args: CheckArgs, out: &mut impl Write) -> Result<
             "checks": checks,
             "written_back": written,
         });
-        serde_json::to_writer_pretty(&mut *out, &doc)?;
-        writeln!(out)?;
+        write_json!(&mut *out, &doc)?;
     } else {
         for (i, check) in checks.iter().enumerate() {
             if i > 0 {
@@ -76,6 +78,10 @@ pub fn run(patchbay: Patchbay, args: CheckArgs, out: &mut impl Write) -> Result<
             write_written(out, w)?;
         }
     }
+    if checks.iter().all(|c| c.skipped.is_some()) {
+        out.flush()?;
+        bail!("{}", nothing_checked(&core, &checks));
+    }
     let attention = checks
         .iter()
         .any(|c| !c.ok && (c.skipped.is_none() || c.action.is_some()));
@@ -86,12 +92,39 @@ pub fn run(patchbay: Patchbay, args: CheckArgs, out: &mut impl Write) -> Result<
     })
 }
 
+/// Why no connector was contacted: the vault when it cannot be read (said once), then each
+/// connector's reason.
+fn nothing_checked(patchbay: &Patchbay, checks: &[ConnectorCheck]) -> String {
+    if checks.is_empty() {
+        return "nothing was checked: the catalog has no connectors".into();
+    }
+    let mut why = String::from("nothing was checked");
+    if let Err(e) = patchbay.vault().check_store() {
+        why.push_str(&format!("; the vault cannot be read: {e}"));
+    }
+    let reasons: Vec<String> = checks
+        .iter()
+        .map(|c| {
+            format!(
+                "{}: {}",
+                c.connector,
+                c.skipped.as_deref().unwrap_or("skipped")
+            )
+        })
+        .collect();
+    why.push_str(&format!(
+        "; every connector was skipped ({})",
+        reasons.join("; ")
+    ));
+    why
+}
+
 fn write_check(out: &mut impl Write, c: &ConnectorCheck, write_back: bool) -> Result<()> {
-    let name = &c.connector;
+    let name = &one_line(&c.connector);
     if let Some(reason) = &c.skipped {
-        writeln!(out, "{name}: skipped ({reason})")?;
+        writeln!(out, "{name}: skipped ({})", one_line(reason))?;
         if let (Some(advice), Some(_)) = (&c.advice, c.action) {
-            writeln!(out, "  {advice}")?;
+            writeln!(out, "  {}", one_line(advice))?;
         }
         return Ok(());
     }
@@ -103,7 +136,9 @@ fn write_check(out: &mut impl Write, c: &ConnectorCheck, write_back: bool) -> Re
             .map(|s| {
                 format!(
                     ", {} {} (protocol {})",
-                    s.name, s.version, s.protocol_version
+                    one_line(&s.name),
+                    one_line(&s.version),
+                    one_line(&s.protocol_version)
                 )
             })
             .unwrap_or_default();
@@ -130,13 +165,13 @@ fn write_check(out: &mut impl Write, c: &ConnectorCheck, write_back: bool) -> Re
         if c.tools.is_empty() {
             writeln!(out, "  tools: none")?;
         } else {
-            let names: Vec<&str> = c.tools.iter().map(|t| t.name.as_str()).collect();
+            let names: Vec<String> = c.tools.iter().map(|t| one_line(&t.name)).collect();
             writeln!(out, "  tools: {}", names.join(", "))?;
         }
     } else {
         writeln!(out, "{name}: FAILED over {transport}")?;
         if let Some(e) = &c.error {
-            writeln!(out, "  error: {}", e.message)?;
+            writeln!(out, "  error: {}", one_line(&e.message))?;
         }
         for a in c
             .attempts
@@ -144,11 +179,16 @@ fn write_check(out: &mut impl Write, c: &ConnectorCheck, write_back: bool) -> Re
             .filter(|a| Some(a.transport) != c.transport)
         {
             if let Some(e) = &a.error {
-                writeln!(out, "  also tried {}: {}", a.transport, e.message)?;
+                writeln!(
+                    out,
+                    "  also tried {}: {}",
+                    a.transport,
+                    one_line(&e.message)
+                )?;
             }
         }
         if let Some(advice) = &c.advice {
-            writeln!(out, "  {advice}")?;
+            writeln!(out, "  {}", one_line(advice))?;
         }
         match &c.degraded {
             Some(d) => writeln!(
@@ -184,7 +224,7 @@ fn write_written(out: &mut impl Write, w: &WrittenBack) -> Result<()> {
         out,
         "Wrote {} as {}'s transport to {}.",
         w.transport,
-        w.connector,
+        one_line(&w.connector),
         w.file.display()
     )?;
     if let Some((from, to)) = &w.credential_moved {

@@ -17,7 +17,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
+use terminal::Terminal;
 
+#[macro_use]
+mod terminal;
 mod check;
 mod refresh;
 mod table;
@@ -165,7 +168,7 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(code) => code,
         Err(error) => {
-            eprintln!("patchbay: {error:#}");
+            warn(&format!("patchbay: {error:#}"));
             ExitCode::from(2)
         }
     }
@@ -178,17 +181,53 @@ fn open(data_dir: Option<PathBuf>, catalog: Option<PathBuf>) -> Result<Patchbay>
         .with_context(|| format!("cannot open Patchbay's data at {}", db.display()))
 }
 
+/// For commands that only read: works on a data directory that cannot be written.
+fn open_reading(data_dir: Option<PathBuf>, catalog: Option<PathBuf>) -> Result<Patchbay> {
+    let paths = Paths::resolve(data_dir)?.with_catalog_override(catalog)?;
+    let db = paths.database();
+    Patchbay::open_for_reading(paths)
+        .with_context(|| format!("cannot read Patchbay's data at {}", db.display()))
+}
+
+/// Every catalog file could be read; otherwise an error naming each one that could not.
+fn catalog_readable(patchbay: &Patchbay) -> Result<()> {
+    let errors: Vec<String> = patchbay
+        .catalog()
+        .sources
+        .iter()
+        .filter_map(|s| s.error.as_ref().map(ToString::to_string))
+        .collect();
+    if errors.is_empty() {
+        return Ok(());
+    }
+    bail!("{}", errors.join("\npatchbay: "))
+}
+
 fn run(cli: Cli) -> Result<ExitCode> {
-    let mut out = std::io::stdout().lock();
+    let mut out = Terminal::new(std::io::stdout().lock());
     match cli.command {
         Command::Status { json } => {
             // Adopts what a runtime rotated first, and fills in each connector's bridges.
-            let report = Bridges::new(Arc::new(open(cli.data_dir, cli.catalog)?)).status();
+            let report = Bridges::new(Arc::new(open_reading(cli.data_dir, cli.catalog)?)).status();
             if json {
-                serde_json::to_writer_pretty(&mut out, &report)?;
-                writeln!(out)?;
+                write_json!(&mut out, &report)?;
             } else {
                 write!(out, "{}", table::status(&report))?;
+            }
+            // The rows of a catalog that could not be read are missing: that is an error (2),
+            // never a report that merely needs attention.
+            let catalog_errors: Vec<&str> = report
+                .catalog
+                .sources
+                .iter()
+                .filter_map(|s| s.error.as_deref())
+                .collect();
+            if !catalog_errors.is_empty() {
+                out.flush()?;
+                for error in catalog_errors {
+                    warn(&format!("patchbay: {error}"));
+                }
+                return Ok(ExitCode::from(2));
             }
             Ok(if report.any_attention() {
                 ExitCode::from(1)
@@ -197,12 +236,18 @@ fn run(cli: Cli) -> Result<ExitCode> {
             })
         }
         Command::Offered { json } => {
-            let offered = open(cli.data_dir, cli.catalog)?.offered();
+            let patchbay = open_reading(cli.data_dir, cli.catalog)?;
+            // An agent told "(none)" would believe there is nothing to start: refuse instead.
+            catalog_readable(&patchbay)?;
+            let offered = patchbay.offered();
             if json {
-                serde_json::to_writer_pretty(&mut out, &offered)?;
-                writeln!(out)?;
+                write_json!(&mut out, &offered)?;
             } else {
-                write!(out, "{}", offered.to_markdown())?;
+                write!(
+                    out,
+                    "{}",
+                    terminal::offered_for_terminal(offered).to_markdown()
+                )?;
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -217,8 +262,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 SecretCommand::List { json } => {
                     let names = patchbay.secret_names()?;
                     if json {
-                        serde_json::to_writer_pretty(&mut out, &names)?;
-                        writeln!(out)?;
+                        write_json!(&mut out, &names)?;
                     } else if names.is_empty() {
                         writeln!(
                             out,
@@ -226,7 +270,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
                         )?;
                     } else {
                         for info in names {
-                            writeln!(out, "{}\t(set {})", info.name, table::when(info.updated_at))?;
+                            writeln!(
+                                out,
+                                "{}  (set {})",
+                                terminal::one_line(&info.name),
+                                table::when(info.updated_at)
+                            )?;
                         }
                     }
                 }
@@ -252,8 +301,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 UnclaimedCommand::List { json } => {
                     let report = patchbay.status();
                     if json {
-                        serde_json::to_writer_pretty(&mut out, &report.unclaimed)?;
-                        writeln!(out)?;
+                        write_json!(&mut out, &report.unclaimed)?;
                     } else if report.unclaimed.is_empty() {
                         writeln!(out, "No unclaimed credentials.")?;
                     } else {
@@ -281,11 +329,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Runtimes { json } => {
-            let bridges = Bridges::new(Arc::new(open(cli.data_dir, cli.catalog)?));
+            let bridges = Bridges::new(Arc::new(open_reading(cli.data_dir, cli.catalog)?));
             let runtimes = bridges.runtimes();
             if json {
-                serde_json::to_writer_pretty(&mut out, &runtimes)?;
-                writeln!(out)?;
+                write_json!(&mut out, &runtimes)?;
                 return Ok(ExitCode::SUCCESS);
             }
             if runtimes.is_empty() {
@@ -297,7 +344,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     "{} ({}){}",
                     r.display_name,
                     if r.found { "found" } else { "not found" },
-                    r.error.map(|e| format!(": {e}")).unwrap_or_default()
+                    r.error
+                        .map(|e| format!(": {}", terminal::one_line(&e.to_string())))
+                        .unwrap_or_default()
                 )?;
                 for config in &r.config {
                     writeln!(out, "  config:      {}", config.display())?;
@@ -311,8 +360,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     writeln!(
                         out,
                         "  bridged:     {} as \"{}\" ({})",
-                        b.connector,
-                        b.server_name,
+                        terminal::one_line(&b.connector),
+                        terminal::one_line(&b.server_name),
                         b.credential_key
                             .map(|k| k.0)
                             .unwrap_or_else(|| "key unknown: a ${VAR} does not resolve".into())
@@ -377,8 +426,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                         }
                     }
                     if json {
-                        serde_json::to_writer_pretty(&mut out, &lines)?;
-                        writeln!(out)?;
+                        write_json!(&mut out, &lines)?;
                     } else if lines.is_empty() {
                         writeln!(out, "Nothing to bridge: no stored credential belongs to a connector a runtime has configured.")?;
                     } else {
@@ -407,7 +455,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             refresh::refresh(open(cli.data_dir, cli.catalog)?, args, &mut out)
         }
         Command::History(args) => {
-            refresh::history(open(cli.data_dir, cli.catalog)?, args, &mut out)
+            refresh::history(open_reading(cli.data_dir, cli.catalog)?, args, &mut out)
         }
         Command::Disconnect(args) => {
             refresh::disconnect(open(cli.data_dir, cli.catalog)?, args, &mut out)
@@ -415,7 +463,11 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::RuntimeError(args) => {
             refresh::runtime_error(open(cli.data_dir, cli.catalog)?, args, &mut out)
         }
-        Command::Check(args) => check::run(open(cli.data_dir, cli.catalog)?, args, &mut out),
+        Command::Check(args) => {
+            let patchbay = open(cli.data_dir, cli.catalog)?;
+            catalog_readable(&patchbay)?;
+            check::run(patchbay, args, &mut out)
+        }
         Command::Paths => {
             let paths = Paths::resolve(cli.data_dir)?.with_catalog_override(cli.catalog)?;
             writeln!(out, "user catalog:    {}", paths.user_catalog().display())?;
@@ -452,14 +504,17 @@ async fn authorize(patchbay: Arc<Patchbay>, name: &str, no_browser: bool, port: 
     // A registration the server forgot was dropped: register anew, once.
     let result = match result {
         Err(CoreError::OAuth(OAuthError::RegistrationForgotten { .. })) => {
-            eprintln!("The server no longer knows Patchbay's registration; registering again.");
+            warn("The server no longer knows Patchbay's registration; registering again.");
             authorize_once(&auth, name, no_browser).await
         }
         other => other,
     };
     auth.shutdown().await;
     result?;
-    println!("Authorized {name}: the credential is stored in the vault.");
+    say(&format!(
+        "Authorized {}: the credential is stored in the vault.",
+        terminal::one_line(name)
+    ));
     Ok(())
 }
 
@@ -473,29 +528,29 @@ async fn authorize_once(auth: &Authorizer, name: &str, no_browser: bool) -> Resu
         )
         .await?;
     if let Some(notice) = &started.notice {
-        eprintln!("{notice}");
+        warn(notice);
     }
     if no_browser {
-        println!(
+        say(&format!(
             "Open this address in a browser and approve access:\n\n  {}\n",
             started.authorize_url
-        );
+        ));
     } else {
-        println!(
+        say(&format!(
             "Opened the consent page in your browser. If it did not open, visit:\n\n  {}\n",
             started.authorize_url
-        );
+        ));
     }
     match &started.completion {
         Completion::Receiver { .. } => {
-            println!("Waiting for the browser…");
+            say("Waiting for the browser…");
             auth.wait_for(name, BROWSER_WAIT).await
         }
         Completion::PasteBack { redirect_uri, why } => {
-            println!("Finish by pasting ({why}).");
-            println!(
+            say(&format!("Finish by pasting ({why})."));
+            say(&format!(
                 "After approving, the browser goes to {redirect_uri}; paste that whole address (or just the code) here:"
-            );
+            ));
             let line = tokio::task::spawn_blocking(|| {
                 let mut line = String::new();
                 std::io::stdin().read_line(&mut line).map(|_| line)
@@ -506,6 +561,18 @@ async fn authorize_once(auth: &Authorizer, name: &str, no_browser: bool) -> Resu
             auth.complete_pasted(name, &line).await
         }
     }
+}
+
+/// A line to standard output, control characters escaped.
+fn say(text: &str) {
+    let mut out = Terminal::new(std::io::stdout().lock());
+    let _ = writeln!(out, "{text}");
+}
+
+/// A line to standard error, control characters escaped.
+fn warn(text: &str) {
+    let mut err = Terminal::new(std::io::stderr().lock());
+    let _ = writeln!(err, "{text}");
 }
 
 /// Typed without echo at a terminal; read whole from a pipe (one trailing newline dropped).

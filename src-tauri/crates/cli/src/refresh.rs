@@ -2,6 +2,7 @@
 //! from a terminal. Every command is one call into `patchbay_core::Refresher`; this file parses
 //! and prints.
 
+use crate::terminal::one_line;
 use anyhow::{Context, Result};
 use clap::Args;
 use patchbay_core::refresh::{RefreshOutcome, RuntimeReportOutcome};
@@ -75,18 +76,21 @@ pub fn refresh(patchbay: Patchbay, args: RefreshArgs, out: &mut impl Write) -> R
         Some(name) => {
             let outcome = block_on(refresher.refresh(&name))??;
             if args.json {
-                serde_json::to_writer_pretty(&mut *out, &outcome)?;
-                writeln!(out)?;
+                write_json!(&mut *out, &outcome)?;
             } else {
-                writeln!(out, "{name}: {}", describe(&outcome))?;
+                writeln!(
+                    out,
+                    "{}: {}",
+                    one_line(&name),
+                    one_line(&describe(&outcome))
+                )?;
             }
             Ok(exit_for(&[outcome]))
         }
         None => {
             let report = block_on(refresher.pass())??;
             if args.json {
-                serde_json::to_writer_pretty(&mut *out, &report)?;
-                writeln!(out)?;
+                write_json!(&mut *out, &report)?;
             } else {
                 writeln!(
                     out,
@@ -99,7 +103,12 @@ pub fn refresh(patchbay: Patchbay, args: RefreshArgs, out: &mut impl Write) -> R
                     report.elapsed_ms
                 )?;
                 for r in &report.results {
-                    writeln!(out, "  {}: {}", r.connector, describe(&r.outcome))?;
+                    writeln!(
+                        out,
+                        "  {}: {}",
+                        one_line(&r.connector),
+                        one_line(&describe(&r.outcome))
+                    )?;
                 }
             }
             let outcomes: Vec<RefreshOutcome> =
@@ -152,12 +161,11 @@ fn describe(outcome: &RefreshOutcome) -> String {
 pub fn history(patchbay: Patchbay, args: HistoryArgs, out: &mut impl Write) -> Result<ExitCode> {
     let attempts = refresher(patchbay).history(&args.name)?;
     if args.json {
-        serde_json::to_writer_pretty(&mut *out, &attempts)?;
-        writeln!(out)?;
+        write_json!(&mut *out, &attempts)?;
         return Ok(ExitCode::SUCCESS);
     }
     if attempts.is_empty() {
-        writeln!(out, "{}: no refresh attempts yet", args.name)?;
+        writeln!(out, "{}: no refresh attempts yet", one_line(&args.name))?;
     }
     for a in &attempts {
         let status = a
@@ -172,12 +180,12 @@ pub fn history(patchbay: Patchbay, args: HistoryArgs, out: &mut impl Write) -> R
             out,
             "{}  {}{status}{retries}  {}",
             a.at.format("%Y-%m-%d %H:%M:%S UTC"),
-            a.outcome,
-            a.summary
+            one_line(&a.outcome),
+            one_line(&a.summary)
         )?;
         if let Some(detail) = &a.detail {
             let line: String = detail.chars().take(200).collect();
-            writeln!(out, "    {line}")?;
+            writeln!(out, "    {}", one_line(&line))?;
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -190,16 +198,16 @@ pub fn disconnect(
 ) -> Result<ExitCode> {
     let done = block_on(refresher(patchbay).disconnect(&args.name, args.forget_registration))??;
     if args.json {
-        serde_json::to_writer_pretty(&mut *out, &done)?;
-        writeln!(out)?;
+        write_json!(&mut *out, &done)?;
         return Ok(ExitCode::SUCCESS);
     }
-    writeln!(out, "Disconnected {}.", done.connector)?;
+    writeln!(out, "Disconnected {}.", one_line(&done.connector))?;
     match (done.revoked, &done.revocation_error) {
         (Some(true), _) => writeln!(out, "  The server revoked its tokens.")?,
         (Some(false), Some(e)) => writeln!(
             out,
-            "  The server did not confirm the revocation ({e}); the tokens were removed anyway."
+            "  The server did not confirm the revocation ({}); the tokens were removed anyway.",
+            one_line(&e.to_string())
         )?,
         _ => writeln!(
             out,
@@ -227,8 +235,8 @@ pub fn runtime_error(
                 out,
                 "{} rejected the refresh token: {} is retired everywhere; authorize it again with `patchbay authorize {}`.",
                 runtime.display_name(),
-                args.name,
-                args.name
+                one_line(&args.name),
+                one_line(&args.name)
             )?;
             Ok(ExitCode::SUCCESS)
         }

@@ -1,15 +1,22 @@
 //! Plain-text rendering of the status for terminals: a headline, then a table sorted by severity.
+//! A degraded connector (its connection checks keep failing) is marked `!!` and says so in its
+//! STATE cell, whatever its state. Every value from data is escaped ([`one_line`]).
 
+use crate::terminal::one_line;
 use chrono::{DateTime, Utc};
-use patchbay_status::{ConnectorState, StatusReport};
+use patchbay_status::{ConnectorState, ConnectorStatus, StatusReport};
 use std::fmt::Write;
 
 /// A mark that survives a terminal without colour.
-fn mark(state: ConnectorState) -> &'static str {
+fn mark(row: &ConnectorStatus) -> &'static str {
+    if row.degraded.is_some() {
+        return "!!";
+    }
+    let state = row.state;
     match state {
         ConnectorState::Ready | ConnectorState::NoCredentialRequired => "ok",
         ConnectorState::TokenExpired => "..",
-        _ if state.needs_attention() => "!!",
+        _ if row.needs_attention => "!!",
         _ => "  ",
     }
 }
@@ -19,39 +26,33 @@ pub fn status(report: &StatusReport) -> String {
     let _ = writeln!(out, "{}", report.headline());
     for source in &report.catalog.sources {
         if let Some(error) = &source.error {
-            let _ = writeln!(out, "catalog error: {error}");
+            let _ = writeln!(out, "catalog error: {}", one_line(error));
         }
     }
     if let Some(message) = &report.secret_store.message {
-        let _ = writeln!(out, "secret store: {message}");
+        let _ = writeln!(out, "secret store: {}", one_line(message));
     }
     if report.connectors.is_empty() {
         return out;
     }
     let _ = writeln!(out);
-    let name_w = width(report.connectors.iter().map(|c| c.name.len()), "CONNECTOR");
-    let state_w = width(report.connectors.iter().map(|c| c.label.len()), "STATE");
-    let transport_w = width(
-        report.connectors.iter().map(|c| c.transport.len()),
-        "TRANSPORT",
-    );
+    let rows: Vec<[String; 4]> = report.connectors.iter().map(cells).collect();
+    let name_w = width(rows.iter().map(|r| r[0].chars().count()), "CONNECTOR");
+    let state_w = width(rows.iter().map(|r| r[1].chars().count()), "STATE");
+    let transport_w = width(rows.iter().map(|r| r[2].chars().count()), "TRANSPORT");
     let _ = writeln!(
         out,
         "   {:name_w$}  {:state_w$}  {:transport_w$}  WHAT TO DO",
         "CONNECTOR", "STATE", "TRANSPORT"
     );
-    for c in &report.connectors {
+    for (c, [name, state, transport, detail]) in report.connectors.iter().zip(rows) {
         let _ = writeln!(
             out,
-            "{} {:name_w$}  {:state_w$}  {:transport_w$}  {}",
-            mark(c.state),
-            c.name,
-            c.label,
-            c.transport,
-            c.detail
+            "{} {name:name_w$}  {state:state_w$}  {transport:transport_w$}  {detail}",
+            mark(c),
         );
         if let Some(note) = &c.one_shot_note {
-            let _ = writeln!(out, "   {:name_w$}  one-shot: {note}", "");
+            let _ = writeln!(out, "   {:name_w$}  one-shot: {}", "", one_line(note));
         }
     }
     if !report.unclaimed.is_empty() {
@@ -59,6 +60,28 @@ pub fn status(report: &StatusReport) -> String {
         out.push_str(&unclaimed(report));
     }
     out
+}
+
+/// A row's CONNECTOR, STATE, TRANSPORT and WHAT TO DO cells, escaped.
+fn cells(c: &ConnectorStatus) -> [String; 4] {
+    let (state, detail) = match &c.degraded {
+        Some(d) => (
+            format!("{}, degraded", c.label),
+            format!(
+                "Its connection checks keep failing since {} ({}); agents are told it is unavailable until a check passes. {}",
+                when(d.since),
+                d.error,
+                c.detail
+            ),
+        ),
+        None => (c.label.clone(), c.detail.clone()),
+    };
+    [
+        one_line(&c.name),
+        one_line(&state),
+        one_line(&c.transport),
+        one_line(&detail),
+    ]
 }
 
 pub fn unclaimed(report: &StatusReport) -> String {
@@ -72,9 +95,9 @@ pub fn unclaimed(report: &StatusReport) -> String {
         let _ = writeln!(
             out,
             "   {}  (updated {}) {}",
-            u.credential_key,
+            one_line(&u.credential_key),
             when(u.updated_at),
-            u.why
+            one_line(&u.why)
         );
     }
     out

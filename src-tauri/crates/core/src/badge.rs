@@ -6,7 +6,7 @@
 //! the tile by a transparent ring) carrying the count in a 3x5 bitmap font ("9+" above nine).
 //! Shapes are sampled 4x4 per pixel; the digits are aligned to whole pixels so they stay crisp.
 
-use patchbay_status::ConnectorState;
+use patchbay_status::{ConnectorState, StatusReport};
 
 /// An RGBA image, row-major, `width * height * 4` bytes.
 pub struct BadgeImage {
@@ -55,6 +55,26 @@ pub fn tint(worst: Option<ConnectorState>) -> [u8; 3] {
         Some(NeedsAuthorization | NeedsReauth | MissingConfiguration | Unavailable) => AMBER,
         Some(ProbeFailed | SecretStoreUnreachable) => RED,
     }
+}
+
+/// The tint for a report: a degraded connector (its checks keep failing) is something broken,
+/// red, whatever the worst state says; otherwise [`tint`] of the worst state.
+pub fn tint_for(worst: Option<ConnectorState>, degraded: usize) -> [u8; 3] {
+    if degraded > 0 {
+        RED
+    } else {
+        tint(worst)
+    }
+}
+
+/// The tray icon for a report: tinted by [`tint_for`], counting `need_attention` (degraded
+/// connectors included).
+pub fn render_report(report: &StatusReport, size: u32) -> BadgeImage {
+    render_tinted(
+        tint_for(report.worst, report.degraded),
+        report.need_attention,
+        size,
+    )
 }
 
 /// The text drawn on the count disc: nothing for 0, the digit up to 9, then "9+".

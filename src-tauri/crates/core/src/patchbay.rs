@@ -4,11 +4,13 @@
 use crate::{CoreError, Paths};
 use chrono::{DateTime, Utc};
 use patchbay_catalog::{load, Catalog, CredentialKey};
+use patchbay_check::{HealthStore, HEALTH_FILE};
 use patchbay_status::{
-    compute, LocalSignals, Offered, RefreshEntry, StatusReport, StoreHealth, VaultVariables,
+    compute, DegradedStatus, LocalSignals, Offered, RefreshEntry, StatusReport, StoreHealth,
+    VaultVariables,
 };
 use patchbay_vault::{KeyringStore, Secret, SecretStore, VariableInfo, Vault, VaultError};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 /// How many refresh attempts a status row carries (the vault keeps more; `patchbay history`).
@@ -28,6 +30,23 @@ impl Patchbay {
     pub fn open(paths: Paths) -> Result<Patchbay, CoreError> {
         let store = Arc::new(KeyringStore::new(crate::paths::KEYCHAIN_SERVICE));
         Patchbay::with_store(paths, store)
+    }
+
+    /// Open for reading (a status, what is offered): works where the data directory cannot be
+    /// written (read-only, full disk) by opening the database read-only, and reads a missing one
+    /// as a fresh install; see [`Vault::open_for_reading`]. Writes through it fail.
+    pub fn open_for_reading(paths: Paths) -> Result<Patchbay, CoreError> {
+        let store = Arc::new(KeyringStore::new(crate::paths::KEYCHAIN_SERVICE));
+        let vault = Arc::new(Vault::open_for_reading(
+            &paths.database(),
+            store,
+            &paths.keychain_account,
+        )?);
+        Ok(Patchbay {
+            paths,
+            vault,
+            clock: Arc::new(Utc::now),
+        })
     }
 
     /// Open with another secret store (an in-memory one in tests).
@@ -77,10 +96,42 @@ impl Patchbay {
     }
 
     /// The status of every connector, from local signals only. Never fails as a whole.
+    /// Degraded connectors (the health board's rule) are marked and counted here, so every
+    /// surface (the CLI, the tray's badge and menu, the window, `offered`) counts the same ones.
     pub fn status(&self) -> StatusReport {
         let mut report = compute(&self.catalog(), &self.signals());
         self.fill_refresh_history(&mut report);
+        report.mark_degraded(&self.degraded());
         report
+    }
+
+    /// The connectors the health board holds degraded (name → since when and why). Empty when
+    /// no check ever ran (no board) or the board cannot be read: it is advisory, and a broken
+    /// side file must not empty an agent's options. Opened only when it exists, so reading the
+    /// status creates nothing.
+    pub fn degraded(&self) -> BTreeMap<String, DegradedStatus> {
+        let file = self.paths.data_dir.join(HEALTH_FILE);
+        if !file.is_file() {
+            return BTreeMap::new();
+        }
+        match HealthStore::open(&file).and_then(|h| h.degraded()) {
+            Ok(rows) => rows
+                .into_iter()
+                .map(|(name, d)| {
+                    (
+                        name,
+                        DegradedStatus {
+                            since: d.since,
+                            error: d.error,
+                        },
+                    )
+                })
+                .collect(),
+            Err(e) => {
+                tracing::warn!("cannot read the health board: {e}");
+                BTreeMap::new()
+            }
+        }
     }
 
     /// Each connector's last refresh attempts (the error drawer), from the vault's history.
@@ -112,10 +163,10 @@ impl Patchbay {
         }
     }
 
-    /// What an agent can start now, and the Unavailable roster (degraded connectors included).
+    /// What an agent can start now, and the Unavailable roster (degraded connectors and those
+    /// whose secret cannot be unsealed included).
     pub fn offered(&self) -> Offered {
-        let degraded = crate::check::degraded_roster(&self.paths);
-        Offered::from_report_with_degraded(&self.status(), &degraded)
+        Offered::from_report(&self.status())
     }
 
     /// Read the local signals: metadata from SQLite, one keychain read at most (the vault caches
@@ -123,9 +174,7 @@ impl Patchbay {
     pub fn signals(&self) -> LocalSignals {
         let mut store = match self.vault.check_store() {
             Ok(()) => StoreHealth::Reachable,
-            Err(e) => StoreHealth::Unreachable {
-                message: e.to_string(),
-            },
+            Err(e) => unreadable(e),
         };
         let credentials = match self.vault.credential_rows() {
             // A quarantined refresh token (its refresh's answer was lost) is never presented
@@ -216,8 +265,15 @@ impl Patchbay {
     }
 }
 
+/// The keychain answered without a key that opens this vault (missing, another vault's,
+/// malformed, refused) apart from a keychain or database that did not answer.
 fn unreadable(e: VaultError) -> StoreHealth {
-    StoreHealth::Unreachable {
-        message: e.to_string(),
+    let message = e.to_string();
+    match e {
+        VaultError::MasterKeyMissing { .. }
+        | VaultError::WrongMasterKey { .. }
+        | VaultError::MasterKeyMalformed { .. }
+        | VaultError::StoreRejected(_) => StoreHealth::KeyUnusable { message },
+        _ => StoreHealth::Unreachable { message },
     }
 }

@@ -60,7 +60,10 @@ impl TrayItem {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TrayModel {
     pub worst: Option<ConnectorState>,
+    /// Counts degraded connectors too (they need attention whatever their state).
     pub need_attention: usize,
+    /// Connectors whose connection checks keep failing; they tint the badge red.
+    pub degraded: usize,
     /// The first, disabled menu line (AppIndicator trays show no tooltip).
     pub headline: String,
     pub tooltip: String,
@@ -73,6 +76,7 @@ impl TrayModel {
         TrayModel {
             worst: report.worst,
             need_attention: report.need_attention,
+            degraded: report.degraded,
             tooltip: format!("Patchbay — {headline}"),
             headline,
             items: report
@@ -88,6 +92,10 @@ impl TrayModel {
                             TrayAction::Reauthorize,
                             format!("Re-authorize {}…", c.title),
                         ),
+                        // A degraded row's state may read Ready; what is wrong is the checks.
+                        _ if c.degraded.is_some() => {
+                            (TrayAction::Open, format!("{} — Degraded", c.title))
+                        }
                         _ => (TrayAction::Open, format!("{} — {}", c.title, c.label)),
                     };
                     TrayItem {
@@ -232,6 +240,42 @@ mod tests {
         let mut other = r.clone();
         other.connectors[2].action = Some(Action::Reauthorize);
         assert_ne!(TrayModel::of(&other), model);
+    }
+
+    #[test]
+    fn a_degraded_connector_counts_on_the_badge_and_in_the_menu() {
+        let mut r = report(&[("a", false), ("b", false), ("c", true)]);
+        let degraded = [(
+            "a".to_string(),
+            patchbay_status::DegradedStatus {
+                since: chrono::Utc::now(),
+                error: "connection refused".into(),
+            },
+        )]
+        .into();
+        r.mark_degraded(&degraded);
+        let model = TrayModel::of(&r);
+        assert_eq!(model.need_attention, 2);
+        assert_eq!(model.degraded, 1);
+        assert_eq!(model.tooltip, "Patchbay — 2 need attention (1 degraded)");
+        let items: Vec<(&str, &str)> = model
+            .items
+            .iter()
+            .map(|i| (i.connector.as_str(), i.label.as_str()))
+            .collect();
+        assert_eq!(
+            items,
+            vec![("c", "Authorize c title…"), ("a", "a title — Degraded")]
+        );
+        assert_eq!(model.items[1].action, TrayAction::Open);
+        // The badge counts it and turns red although the worst state is only amber.
+        assert_eq!(
+            crate::badge::tint_for(model.worst, model.degraded),
+            crate::badge::RED
+        );
+        let icon = crate::badge::render_report(&r, 32);
+        let plain = crate::badge::render(r.worst, 1, 32);
+        assert_ne!(icon.rgba, plain.rgba);
     }
 
     #[test]

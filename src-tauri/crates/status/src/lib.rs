@@ -15,7 +15,7 @@ pub use offered::{Offered, OfferedServer, RosterLine};
 pub use probe::{LocalSignals, StoreHealth, VaultVariables};
 pub use report::{
     compute, BridgeSummary, CatalogSourceStatus, ConnectorStatus, CredentialSummary,
-    MissingVariable, RefreshEntry, RuntimeSummary, SecretStoreStatus, StatusReport,
+    DegradedStatus, MissingVariable, RefreshEntry, RuntimeSummary, SecretStoreStatus, StatusReport,
     UnclaimedCredential, REPORT_VERSION,
 };
 pub use state::{Action, ConnectorState, ATTENTION_THRESHOLD, SEVERITY};

@@ -1,11 +1,12 @@
 //! What an agent is offered (the seed's `get_configs`): the servers that can start now, then a
 //! short Unavailable roster so an agent can tell "exists and is broken" from "does not exist".
 //! A connector whose connection checks keep failing (degraded) is on the roster too, so an agent
-//! is told the capability is gone rather than discovering it.
+//! is told the capability is gone rather than discovering it. So is one whose stored secret
+//! cannot be unsealed (the keychain did not answer, or answered without the vault's key): the
+//! reason is said once, not on every line.
 
 use crate::{ConnectorState, StatusReport};
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 
 /// Roster reasons land in a markdown list an agent reads: one line, compact.
 const ROSTER_REASON_MAX: usize = 120;
@@ -32,21 +33,23 @@ pub struct RosterLine {
 pub struct Offered {
     pub servers: Vec<OfferedServer>,
     pub unavailable: Vec<RosterLine>,
+    /// Why the vault's secrets cannot be unsealed, said once, when a connector is on the roster
+    /// for it (its roster line points here instead of repeating it).
+    #[serde(default)]
+    pub vault: Option<String>,
 }
 
-impl Offered {
-    pub fn from_report(report: &StatusReport) -> Offered {
-        Offered::from_report_with_degraded(report, &BTreeMap::new())
-    }
+/// The roster reason of a connector whose stored secret cannot be unsealed.
+const UNSEALABLE: &str = "its stored secret cannot be unsealed (see the vault line)";
 
-    /// Like [`Offered::from_report`], with the degraded connectors (name → the failure that
-    /// tipped them) moved to the roster. A state that blocks a start keeps its own reason.
-    pub fn from_report_with_degraded(
-        report: &StatusReport,
-        degraded: &BTreeMap<String, String>,
-    ) -> Offered {
+impl Offered {
+    /// What to offer for `report`: a connector whose state blocks a start, whose stored secret
+    /// cannot be unsealed (a runtime would be handed nothing that works), or that is degraded
+    /// (see [`StatusReport::mark_degraded`]) goes to the roster with its reason.
+    pub fn from_report(report: &StatusReport) -> Offered {
         let mut servers = Vec::new();
         let mut unavailable = Vec::new();
+        let mut unsealable = false;
         for row in &report.connectors {
             if row.blocks_start {
                 unavailable.push(RosterLine {
@@ -55,12 +58,23 @@ impl Offered {
                     reason: compact_reason(row),
                     degraded: false,
                 });
-            } else if let Some(error) = degraded.get(&row.name) {
+            } else if row.state == ConnectorState::SecretStoreUnreachable {
+                unsealable = true;
+                unavailable.push(RosterLine {
+                    name: row.name.clone(),
+                    state: row.state,
+                    reason: UNSEALABLE.into(),
+                    degraded: false,
+                });
+            } else if let Some(degraded) = &row.degraded {
                 unavailable.push(RosterLine {
                     name: row.name.clone(),
                     state: row.state,
                     reason: one_line(
-                        &format!("degraded: its connection checks keep failing ({error})"),
+                        &format!(
+                            "degraded: its connection checks keep failing ({})",
+                            degraded.error
+                        ),
                         ROSTER_REASON_MAX,
                     ),
                     degraded: true,
@@ -76,9 +90,17 @@ impl Offered {
         }
         servers.sort_by(|a, b| a.name.cmp(&b.name));
         unavailable.sort_by(|a, b| a.name.cmp(&b.name));
+        let vault = unsealable.then(|| {
+            report
+                .secret_store
+                .message
+                .clone()
+                .unwrap_or_else(|| "the vault's key could not be loaded".into())
+        });
         Offered {
             servers,
             unavailable,
+            vault,
         }
     }
 
@@ -96,6 +118,9 @@ impl Offered {
         }
         if !self.unavailable.is_empty() {
             out.push_str("\nUnavailable:\n");
+            if let Some(vault) = &self.vault {
+                out.push_str(&format!("(vault: {vault})\n"));
+            }
             for line in &self.unavailable {
                 out.push_str(&format!("- {}: {}\n", line.name, line.reason));
             }
@@ -139,8 +164,9 @@ fn one_line(text: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{LocalSignals, StoreHealth, VaultVariables};
+    use crate::{DegradedStatus, LocalSignals, StoreHealth, VaultVariables};
     use patchbay_catalog::{parse, CatalogItem};
+    use std::collections::BTreeMap;
 
     #[test]
     fn degraded_connectors_move_to_the_roster() {
@@ -160,13 +186,19 @@ mod tests {
             env: Default::default(),
             now: chrono::Utc::now(),
         };
-        let report = crate::compute(&catalog, &signals);
-        let degraded: BTreeMap<String, String> = [
-            ("down".to_string(), "connection refused".to_string()),
-            ("declared".to_string(), "x".to_string()),
+        let mut report = crate::compute(&catalog, &signals);
+        let plain = Offered::from_report(&report);
+        let why = |error: &str| DegradedStatus {
+            since: signals.now,
+            error: error.into(),
+        };
+        let degraded: BTreeMap<String, DegradedStatus> = [
+            ("down".to_string(), why("connection refused")),
+            ("declared".to_string(), why("x")),
         ]
         .into();
-        let offered = Offered::from_report_with_degraded(&report, &degraded);
+        report.mark_degraded(&degraded);
+        let offered = Offered::from_report(&report);
         let names: Vec<&str> = offered.servers.iter().map(|s| s.name.as_str()).collect();
         assert_eq!(names, ["up"]);
         let down = offered
@@ -187,7 +219,7 @@ mod tests {
             .unwrap();
         assert!(!declared.degraded, "its own reason wins");
         assert!(offered.to_markdown().contains("- down: degraded"));
-        assert_eq!(Offered::from_report(&report).unavailable.len(), 1);
+        assert_eq!(plain.unavailable.len(), 1);
     }
 
     #[test]

@@ -12,8 +12,13 @@ use std::collections::{BTreeSet, HashMap};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StoreHealth {
     Reachable,
-    /// Locked, no Secret Service, D-Bus down, or the vault key is missing. Never "missing".
+    /// Locked, no Secret Service, D-Bus down. Never "missing".
     Unreachable {
+        message: String,
+    },
+    /// The keychain answered, but the vault's key is missing from it, is not this vault's, or
+    /// was refused: the sealed secrets cannot be opened, and unlocking will not change that.
+    KeyUnusable {
         message: String,
     },
 }
@@ -135,10 +140,16 @@ pub(crate) fn decide(
     }
     if !locked.is_empty() {
         decision.state = ConnectorState::SecretStoreUnreachable;
-        decision.detail = format!(
-            "{} is kept in the vault, and the OS keychain holding the vault's key did not answer. Unlock the keychain; nothing was deleted.",
-            locked.join(", ")
-        );
+        decision.detail = match &signals.store {
+            StoreHealth::KeyUnusable { .. } => format!(
+                "{} is kept in the vault, which cannot be unsealed: the keychain answered without this vault's key (see the secret store line). Nothing was deleted.",
+                locked.join(", ")
+            ),
+            _ => format!(
+                "{} is kept in the vault, and the OS keychain holding the vault's key did not answer. Unlock the keychain; nothing was deleted.",
+                locked.join(", ")
+            ),
+        };
         decision.key_known = false;
         return decision;
     }
@@ -184,12 +195,21 @@ pub(crate) fn decide(
     // "Leaves no refresh token" is the test: the flag plus a still-absent refresh token.
     decision.one_shot = row.one_shot && !row.has_refresh_token;
 
-    if let StoreHealth::Unreachable { message } = &signals.store {
-        decision.state = ConnectorState::SecretStoreUnreachable;
-        decision.detail = format!(
-            "A credential is stored, but the OS keychain holding the vault's key did not answer ({message}). Unlock it; nothing was deleted."
-        );
-        return decision;
+    match &signals.store {
+        StoreHealth::Reachable => {}
+        StoreHealth::Unreachable { message } => {
+            decision.state = ConnectorState::SecretStoreUnreachable;
+            decision.detail = format!(
+                "A credential is stored, but the OS keychain holding the vault's key did not answer ({message}). Unlock it; nothing was deleted."
+            );
+            return decision;
+        }
+        // The keychain's own message is the secret store line's, said once for all rows.
+        StoreHealth::KeyUnusable { .. } => {
+            decision.state = ConnectorState::SecretStoreUnreachable;
+            decision.detail = "A credential is stored, but it cannot be unsealed: the keychain answered without this vault's key (see the secret store line). Nothing was deleted.".into();
+            return decision;
+        }
     }
 
     let expired = row.is_expired(signals.now);

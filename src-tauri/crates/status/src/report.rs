@@ -7,7 +7,7 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use patchbay_catalog::{Catalog, CatalogItem, CredentialKey, ServerEntry};
 use patchbay_vault::CredentialRow;
 use serde::{Deserialize, Serialize};
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 /// Bumped when a field is removed or changes meaning; additions keep it.
@@ -108,6 +108,19 @@ pub struct ConnectorStatus {
     /// core; empty when it never tried): the window's error drawer.
     #[serde(default)]
     pub refresh_history: Vec<RefreshEntry>,
+    /// Set while its connection checks keep failing (the health board's degraded rule, filled
+    /// by the core's `Patchbay::status`); such a row needs attention whatever its state.
+    #[serde(default)]
+    pub degraded: Option<DegradedStatus>,
+}
+
+/// Why and since when a connector is degraded (from the health board).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DegradedStatus {
+    #[serde(with = "rfc3339")]
+    pub since: DateTime<Utc>,
+    /// The failure that tipped it (or the latest one since), one line, secrets scrubbed.
+    pub error: String,
 }
 
 /// One refresh attempt, as the error drawer shows it. Nothing secret: the detail was scrubbed
@@ -137,8 +150,13 @@ pub struct UnclaimedCredential {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SecretStoreStatus {
+    /// Whether the vault's secrets can be unsealed (the keychain answered with this vault's key).
     pub reachable: bool,
     pub message: Option<String>,
+    /// The keychain answered but the vault's key is missing from it or is not this vault's:
+    /// unlocking will not help. `false` when it did not answer at all.
+    #[serde(default)]
+    pub key_unusable: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -162,6 +180,10 @@ pub struct StatusReport {
     pub generated_at: DateTime<Utc>,
     pub need_attention: usize,
     pub worst: Option<ConnectorState>,
+    /// How many rows are degraded (their connection checks keep failing); counted in
+    /// `need_attention` too.
+    #[serde(default)]
+    pub degraded: usize,
     pub secret_store: SecretStoreStatus,
     pub catalog: CatalogStatus,
     pub connectors: Vec<ConnectorStatus>,
@@ -189,6 +211,9 @@ impl StatusReport {
             (1, _) => "1 needs attention".to_owned(),
             (n, _) => format!("{n} need attention"),
         };
+        if self.degraded > 0 {
+            line.push_str(&format!(" ({} degraded)", self.degraded));
+        }
         if catalog_errors > 0 {
             line.push_str(&format!(
                 "; {catalog_errors} catalog file{} could not be read",
@@ -209,6 +234,23 @@ impl StatusReport {
 
     pub fn connector(&self, name: &str) -> Option<&ConnectorStatus> {
         self.connectors.iter().find(|c| c.name == name)
+    }
+
+    /// Mark the rows the health board calls degraded (name → why): such a row needs attention
+    /// whatever its state, is counted in `need_attention` and `degraded`, and sorts with the
+    /// problems. Names not in the report are ignored.
+    pub fn mark_degraded(&mut self, degraded: &BTreeMap<String, DegradedStatus>) {
+        for row in self.connectors.iter_mut() {
+            row.degraded = degraded.get(&row.name).cloned();
+            row.needs_attention = row.state.needs_attention() || row.degraded.is_some();
+        }
+        sort_rows(&mut self.connectors);
+        self.need_attention = self.connectors.iter().filter(|c| c.needs_attention).count();
+        self.degraded = self
+            .connectors
+            .iter()
+            .filter(|c| c.degraded.is_some())
+            .count();
     }
 
     /// Whether a script should be told that something needs a human (exit code 1).
@@ -267,11 +309,7 @@ pub fn compute(catalog: &Catalog, signals: &LocalSignals) -> StatusReport {
         }
     }
 
-    connectors.sort_by(|a, b| {
-        b.severity
-            .cmp(&a.severity)
-            .then_with(|| a.name.cmp(&b.name))
-    });
+    sort_rows(&mut connectors);
 
     let mut unclaimed: Vec<UnclaimedCredential> = signals
         .credentials
@@ -294,20 +332,26 @@ pub fn compute(catalog: &Catalog, signals: &LocalSignals) -> StatusReport {
 
     let need_attention = connectors.iter().filter(|c| c.needs_attention).count();
     let worst = connectors.first().map(|c| c.state);
+    let key_unusable = matches!(signals.store, StoreHealth::KeyUnusable { .. });
     StatusReport {
         version: REPORT_VERSION,
         generated_at: signals.now,
         need_attention,
         worst,
+        degraded: 0,
         secret_store: match &signals.store {
             StoreHealth::Reachable => SecretStoreStatus {
                 reachable: true,
                 message: None,
+                key_unusable,
             },
-            StoreHealth::Unreachable { message } => SecretStoreStatus {
-                reachable: false,
-                message: Some(message.clone()),
-            },
+            StoreHealth::Unreachable { message } | StoreHealth::KeyUnusable { message } => {
+                SecretStoreStatus {
+                    reachable: false,
+                    message: Some(message.clone()),
+                    key_unusable,
+                }
+            }
         },
         catalog: CatalogStatus {
             sources: catalog
@@ -326,6 +370,17 @@ pub fn compute(catalog: &Catalog, signals: &LocalSignals) -> StatusReport {
         unclaimed,
         runtimes: Vec::new(),
     }
+}
+
+/// Problems first: rows needing attention (a degraded one included), then by severity, then by
+/// name. Without degraded rows this is severity, then name.
+fn sort_rows(rows: &mut [ConnectorStatus]) {
+    rows.sort_by(|a, b| {
+        b.needs_attention
+            .cmp(&a.needs_attention)
+            .then_with(|| b.severity.cmp(&a.severity))
+            .then_with(|| a.name.cmp(&b.name))
+    });
 }
 
 fn row_for(entry: &ServerEntry, decision: crate::probe::Decision) -> ConnectorStatus {
@@ -360,6 +415,7 @@ fn row_for_state(entry: &ServerEntry, state: ConnectorState, detail: String) -> 
         bridges: Vec::new(),
         can_add_to: Vec::new(),
         refresh_history: Vec::new(),
+        degraded: None,
     }
 }
 
@@ -388,6 +444,7 @@ fn invalid_row(name: &str, error: &str, source: &str) -> ConnectorStatus {
         bridges: Vec::new(),
         can_add_to: Vec::new(),
         refresh_history: Vec::new(),
+        degraded: None,
     }
 }
 

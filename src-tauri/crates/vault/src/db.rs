@@ -1,5 +1,8 @@
 //! The SQLite side: opening the file (WAL, busy timeout, owner-only permissions), the schema
-//! migrations, and the small conversions between rows and chrono times.
+//! migrations, and the small conversions between rows and chrono times. Also the reader's way
+//! in ([`open_read_only`]), for a data directory that cannot be written (read-only, full disk),
+//! and telling an emptied or corrupt file apart from a fresh install: such a file is reported,
+//! never migrated over, overwritten or deleted.
 //!
 //! Only ciphertext and non-secret metadata ever reach this file.
 
@@ -7,7 +10,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use rusqlite::Connection;
+use rusqlite::{Connection, OpenFlags};
 use rusqlite_migration::{Migrations, M};
 
 use crate::VaultError;
@@ -144,31 +147,131 @@ pub(crate) fn open(path: &Path) -> Result<Connection, VaultError> {
             source,
         })?;
     }
+    refuse_emptied(path)?;
     let mut conn = Connection::open(path)?;
     restrict_permissions(path)?;
     conn.busy_timeout(BUSY_TIMEOUT)?;
     // WAL: readers (status) never wait on a writer (a token refresh) in another process.
-    let mode: String =
-        conn.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))?;
+    let mode: String = conn
+        .pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))
+        .map_err(|e| damaged(path, e))?;
     debug_assert!(mode.eq_ignore_ascii_case("wal") || path.as_os_str() == ":memory:");
     conn.pragma_update(None, "synchronous", "NORMAL")?;
-    migrations().to_latest(&mut conn)?;
+    migrations().to_latest(&mut conn).map_err(|e| match e {
+        rusqlite_migration::Error::RusqliteError { err, .. } => damaged(path, err),
+        e => VaultError::Migration(e),
+    })?;
     Ok(conn)
 }
 
-/// Metadata (server names, issuers) is nobody else's business; SQLite gives -wal/-shm the same mode.
+/// Open an existing database for reading only: nothing is created, migrated or written, so it
+/// works on a read-only directory or a full disk. A WAL database whose shared-memory file cannot
+/// be created there is opened as immutable (no locks: fine on a directory nobody can write).
+/// An older schema than this build's cannot be upgraded read-only and is refused as such.
+pub(crate) fn open_read_only(path: &Path) -> Result<Connection, VaultError> {
+    refuse_emptied(path)?;
+    if !path.is_file() {
+        return Err(VaultError::Io {
+            path: path.display().to_string(),
+            source: std::io::Error::from(std::io::ErrorKind::NotFound),
+        });
+    }
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI;
+    let uri = |extra: &str| format!("file:{}?mode=ro{extra}", uri_path(path));
+    let first =
+        Connection::open_with_flags(uri(""), flags).and_then(|c| user_version(&c).map(|v| (c, v)));
+    let (conn, version) = match first {
+        Ok(opened) => opened,
+        Err(e) if is_damage(&e) => return Err(damaged(path, e)),
+        Err(_) => Connection::open_with_flags(uri("&immutable=1"), flags)
+            .and_then(|c| user_version(&c).map(|v| (c, v)))
+            .map_err(|e| damaged(path, e))?,
+    };
+    let needed = LATEST_VERSION;
+    if version < needed {
+        return Err(VaultError::SchemaOutdated {
+            path: path.display().to_string(),
+            found: version,
+            needed,
+        });
+    }
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    Ok(conn)
+}
+
+/// The schema version this build migrates to (one per migration).
+const LATEST_VERSION: i64 = 4;
+
+fn user_version(conn: &Connection) -> rusqlite::Result<i64> {
+    // Reading the schema forces SQLite to open the file: damage and a WAL it cannot map show here.
+    conn.query_row("SELECT count(*) FROM sqlite_master", [], |_| Ok(()))?;
+    conn.query_row("PRAGMA user_version", [], |r| r.get(0))
+}
+
+/// A path as the path part of an SQLite `file:` URI (`?`, `#` and `%` escaped).
+fn uri_path(path: &Path) -> String {
+    let text = path.display().to_string();
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '?' => out.push_str("%3f"),
+            '#' => out.push_str("%23"),
+            '%' => out.push_str("%25"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// An existing 0-byte file is a database someone or something emptied, not a fresh install:
+/// SQLite would quietly start a new one in it and every credential would read as never stored.
+fn refuse_emptied(path: &Path) -> Result<(), VaultError> {
+    match std::fs::metadata(path) {
+        Ok(meta) if meta.is_file() && meta.len() == 0 => Err(VaultError::DatabaseEmpty {
+            path: path.display().to_string(),
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// Whether SQLite says the file is not a database or is damaged.
+fn is_damage(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::NotADatabase | rusqlite::ErrorCode::DatabaseCorrupt)
+    )
+}
+
+/// `e`, as a corrupt database at `path` when SQLite says so.
+fn damaged(path: &Path, e: rusqlite::Error) -> VaultError {
+    if is_damage(&e) {
+        VaultError::DatabaseCorrupt {
+            path: path.display().to_string(),
+            detail: e.to_string(),
+        }
+    } else {
+        VaultError::from(e)
+    }
+}
+
+/// Metadata (server names, issuers) is nobody else's business; SQLite gives -wal/-shm the same
+/// mode. Only ever takes permissions away: a file its owner made read-only stays read-only.
 #[cfg(unix)]
 fn restrict_permissions(path: &Path) -> Result<(), VaultError> {
     use std::os::unix::fs::PermissionsExt;
     if path.as_os_str() == ":memory:" {
         return Ok(());
     }
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(|source| {
-        VaultError::Io {
-            path: path.display().to_string(),
-            source,
-        }
-    })
+    let io = |source| VaultError::Io {
+        path: path.display().to_string(),
+        source,
+    };
+    let mode = std::fs::metadata(path).map_err(io)?.permissions().mode() & 0o7777;
+    let wanted = mode & 0o700;
+    if wanted == mode {
+        return Ok(());
+    }
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(wanted)).map_err(io)
 }
 
 #[cfg(not(unix))]
@@ -206,5 +309,12 @@ mod tests {
     #[test]
     fn migrations_are_valid() {
         assert!(migrations().validate().is_ok());
+    }
+
+    #[test]
+    fn latest_version_is_the_number_of_migrations() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        migrations().to_latest(&mut conn).unwrap();
+        assert_eq!(user_version(&conn).unwrap(), LATEST_VERSION);
     }
 }

@@ -53,6 +53,35 @@ pub enum VaultError {
     },
     #[error("vault database error: {0}")]
     Database(#[source] rusqlite::Error),
+    /// The database file exists but holds nothing (0 bytes): not a fresh install. Left as it is.
+    #[error(
+        "the database at {path} is empty (0 bytes): it was emptied, it is not a fresh install; \
+         it is left untouched. Restore it from a backup, or move it aside to start afresh"
+    )]
+    DatabaseEmpty { path: String },
+    /// SQLite says the file is not a database or is damaged. Left as it is.
+    #[error(
+        "the database at {path} is corrupt ({detail}); it is left untouched. Restore it from a \
+         backup, or move it aside to start afresh"
+    )]
+    DatabaseCorrupt { path: String, detail: String },
+    /// The vault was opened read-only (its data directory cannot be written) and this needs a
+    /// write.
+    #[error(
+        "the vault is open read-only (its data directory cannot be written); nothing was changed"
+    )]
+    ReadOnly,
+    /// Opened read-only (nothing may be written) with a schema older than this build's.
+    #[error(
+        "the database at {path} has an older schema (version {found}; this Patchbay reads \
+         version {needed}) and cannot be upgraded while it cannot be written; run Patchbay once \
+         where its data directory is writable"
+    )]
+    SchemaOutdated {
+        path: String,
+        found: i64,
+        needed: i64,
+    },
     #[error("vault database migration failed: {0}")]
     Migration(#[from] rusqlite_migration::Error),
 }

@@ -76,6 +76,9 @@ pub struct Vault {
     /// Cached after the first successful load. A Mutex rather than a OnceLock so concurrent
     /// first callers wait for one keychain read instead of racing to create two keys.
     key: Mutex<Option<MasterKey>>,
+    /// Opened by [`Vault::open_for_reading`] on a file that could not be written: nothing is
+    /// written (no key canary either); writes fail.
+    read_only: bool,
 }
 
 impl std::fmt::Debug for Vault {
@@ -95,12 +98,58 @@ impl Vault {
         keychain_account: &str,
     ) -> Result<Vault, VaultError> {
         let conn = db::open(db_path)?;
-        Ok(Vault {
+        Ok(Vault::with_connection(conn, store, keychain_account, false))
+    }
+
+    /// For reading (a status): like [`Vault::open`] when the data directory can be written;
+    /// when it cannot (read-only, full disk, not ours), the existing database is opened
+    /// read-only, and a missing one reads as a fresh install (an empty vault in memory), so
+    /// reading never needs a write. An emptied or corrupt file is an error either way, never
+    /// taken for a fresh install.
+    pub fn open_for_reading(
+        db_path: &Path,
+        store: Arc<dyn SecretStore>,
+        keychain_account: &str,
+    ) -> Result<Vault, VaultError> {
+        let writable_error = match db::open(db_path) {
+            Ok(conn) => return Ok(Vault::with_connection(conn, store, keychain_account, false)),
+            Err(e @ (VaultError::DatabaseEmpty { .. } | VaultError::DatabaseCorrupt { .. })) => {
+                return Err(e)
+            }
+            Err(e) => e,
+        };
+        if db_path.exists() {
+            let conn = db::open_read_only(db_path).map_err(|e| match e {
+                // Not there after all, or unreadable: the first error says more.
+                VaultError::Io { .. } | VaultError::Database(_) => writable_error,
+                e => e,
+            })?;
+            return Ok(Vault::with_connection(conn, store, keychain_account, true));
+        }
+        // No database yet and none can be created here: a fresh install, read as an empty vault.
+        drop(writable_error);
+        let conn = db::open(Path::new(":memory:"))?;
+        Ok(Vault::with_connection(conn, store, keychain_account, false))
+    }
+
+    fn with_connection(
+        conn: Connection,
+        store: Arc<dyn SecretStore>,
+        keychain_account: &str,
+        read_only: bool,
+    ) -> Vault {
+        Vault {
             conn: Mutex::new(conn),
             store,
             account: keychain_account.to_string(),
             key: Mutex::new(None),
-        })
+            read_only,
+        }
+    }
+
+    /// Whether this vault was opened read-only (see [`Vault::open_for_reading`]).
+    pub fn is_read_only(&self) -> bool {
+        self.read_only
     }
 
     /// Loads the master key (one keychain read, then cached), or creates it when the database
@@ -426,10 +475,24 @@ impl Vault {
     }
 
     /// Checks a key from the keychain against this database and records its canary if none.
+    /// A present canary is checked with a plain read, so a read-only vault can load its key.
     fn adopt_key(&self, encoded: &Secret) -> Result<MasterKey, VaultError> {
         let key = MasterKey::decode(encoded).ok_or_else(|| VaultError::MasterKeyMalformed {
             account: self.account.clone(),
         })?;
+        if let Some(sealed) = canary(&self.conn())? {
+            key.open(Kind::Canary, "", &sealed)
+                .map_err(|_| self.wrong_key())?;
+            return Ok(key);
+        }
+        if self.read_only {
+            // Nothing may be written: test the key on a sealed row, record no canary.
+            if let Some((kind, name, sealed)) = sample_sealed(&self.conn())? {
+                key.open(kind, &name, &sealed)
+                    .map_err(|_| self.wrong_key())?;
+            }
+            return Ok(key);
+        }
         let mut conn = self.conn();
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         match canary(&tx)? {
@@ -452,6 +515,16 @@ impl Vault {
 
     /// Creates a key only while nothing sealed exists; otherwise the secrets would be orphaned.
     fn create_key(&self) -> Result<MasterKey, VaultError> {
+        if self.read_only {
+            // No key can be created without recording it; with sealed rows the key is missing.
+            return Err(if db::has_sealed(&self.conn())? {
+                VaultError::MasterKeyMissing {
+                    account: self.account.clone(),
+                }
+            } else {
+                VaultError::ReadOnly
+            });
+        }
         let mut conn = self.conn();
         // IMMEDIATE serialises key creation across processes sharing this database.
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
@@ -642,6 +715,114 @@ mod tests {
             rotated_by: None,
             rotated_at: None,
         }
+    }
+
+    /// The database file's bytes and whether a rollback journal or a non-empty WAL exists, so
+    /// "nothing was written" can be asserted. (SQLite may map an empty `-shm`/`-wal` for a
+    /// reader where the directory allows; that is not a write to the database.)
+    fn snapshot(path: &Path) -> (u64, Vec<u8>, bool, u64) {
+        let side = |s: &str| std::fs::metadata(format!("{}{s}", path.display()));
+        let bytes = std::fs::read(path).unwrap();
+        (
+            bytes.len() as u64,
+            bytes,
+            side("-journal").is_ok(),
+            side("-wal").map(|m| m.len()).unwrap_or(0),
+        )
+    }
+
+    #[test]
+    fn a_read_only_vault_loads_its_key_reads_everything_and_writes_nothing() {
+        let fx = Fixture::new();
+        {
+            let v = fx.vault();
+            v.set_variable("TOKEN", &Secret::new("v1"), t(1)).unwrap();
+            v.put_credential(&row("fx|1"), &tokens("at", Some("rt")))
+                .unwrap();
+        }
+        let before = snapshot(&fx.path);
+        let conn = db::open_read_only(&fx.path).unwrap();
+        let v = Vault::with_connection(conn, fx.store.clone(), ACCOUNT, true);
+        assert!(v.is_read_only());
+        v.check_store().unwrap();
+        assert_eq!(v.variable("TOKEN").unwrap().unwrap().expose(), "v1");
+        let t1 = v
+            .credential_tokens(&CredentialKey("fx|1".into()))
+            .unwrap()
+            .unwrap();
+        assert_eq!(t1.access_token.expose(), "at");
+        assert_eq!(v.credential_rows().unwrap().len(), 1);
+        assert!(v.set_variable("OTHER", &Secret::new("x"), t(2)).is_err());
+        drop(v);
+        assert!(snapshot(&fx.path) == before, "a read wrote to the database");
+    }
+
+    #[test]
+    fn a_read_only_vault_without_a_key_creates_none() {
+        let fx = Fixture::new();
+        drop(fx.vault());
+        let conn = db::open_read_only(&fx.path).unwrap();
+        let v = Vault::with_connection(conn, fx.store.clone(), ACCOUNT, true);
+        assert!(matches!(v.check_store(), Err(VaultError::ReadOnly)));
+        assert!(
+            fx.store.get(ACCOUNT).unwrap().is_none(),
+            "a key was created"
+        );
+    }
+
+    #[test]
+    fn an_emptied_or_corrupt_database_is_refused_and_left_as_it_is() {
+        let fx = Fixture::new();
+        std::fs::create_dir_all(fx.path.parent().unwrap()).unwrap();
+        let garbage: Vec<u8> = (0..8192u32).map(|i| (i * 13 % 251) as u8).collect();
+        for content in [Vec::new(), garbage] {
+            std::fs::write(&fx.path, &content).unwrap();
+            let opened = Vault::open(&fx.path, fx.store.clone(), ACCOUNT);
+            let reading = Vault::open_for_reading(&fx.path, fx.store.clone(), ACCOUNT);
+            for result in [opened, reading] {
+                match result {
+                    Err(VaultError::DatabaseEmpty { path }) if content.is_empty() => {
+                        assert_eq!(path, fx.path.display().to_string())
+                    }
+                    Err(VaultError::DatabaseCorrupt { path, .. }) if !content.is_empty() => {
+                        assert_eq!(path, fx.path.display().to_string())
+                    }
+                    other => panic!("{:?}", other.map(|_| ())),
+                }
+            }
+            assert_eq!(std::fs::read(&fx.path).unwrap(), content);
+            assert!(db::open_read_only(&fx.path).is_err());
+        }
+    }
+
+    #[test]
+    fn an_older_schema_opened_read_only_says_it_cannot_be_upgraded() {
+        let fx = Fixture::new();
+        drop(fx.vault());
+        {
+            let conn = Connection::open(&fx.path).unwrap();
+            conn.pragma_update(None, "user_version", 2).unwrap();
+        }
+        match db::open_read_only(&fx.path) {
+            Err(e @ VaultError::SchemaOutdated { found: 2, .. }) => {
+                assert!(e.to_string().contains("older schema"), "{e}")
+            }
+            other => panic!("{:?}", other.map(|_| ())),
+        }
+    }
+
+    #[test]
+    fn reading_where_no_database_can_be_created_reads_a_fresh_install() {
+        let dir = tempfile::tempdir().unwrap();
+        // A regular file where the directory should be: nothing can be created under it.
+        let blocker = dir.path().join("not-a-dir");
+        std::fs::write(&blocker, b"x").unwrap();
+        let path = blocker.join("vault.db");
+        assert!(Vault::open(&path, Arc::new(MemoryStore::new()), ACCOUNT).is_err());
+        let v = Vault::open_for_reading(&path, Arc::new(MemoryStore::new()), ACCOUNT).unwrap();
+        assert!(v.credential_rows().unwrap().is_empty());
+        assert!(v.variable_names().unwrap().is_empty());
+        assert!(!path.exists());
     }
 
     #[test]
