@@ -21,7 +21,8 @@ const ICON_SIZE: u32 = 64;
 
 /// The badge for this report; the app's icon if the image cannot be used.
 pub fn icon<R: Runtime>(app: &AppHandle<R>, report: &StatusReport) -> Option<Image<'static>> {
-    let img = badge::render(report.worst, report.need_attention, ICON_SIZE);
+    // Counts degraded connectors, and tints red when any is (the core decides both).
+    let img = badge::render_report(report, ICON_SIZE);
     if img.rgba.len() == (img.width * img.height * 4) as usize {
         Some(Image::new_owned(img.rgba, img.width, img.height))
     } else {
