@@ -14,12 +14,20 @@
 //! - and the real Claude Code CLI (tests/node, as in third_party_oauth.rs), whose
 //!   `claude mcp remove` deletes the server's credential under its lock, offline: while we hold
 //!   the lock its removal waits, and happens once we release.
+//!
+//! And the same for Claude Code's config, `.claude.json`, whose writes Claude Code guards with
+//! `.claude.json.lock` (tests/node/claude-config-lock.mjs takes it with the npm library): "Add to
+//! Claude Code" ([`add_server`]) waits while node holds it and keeps node's write; proper-lockfile
+//! waits while our add holds it; and the real `claude mcp list` then lists the server we added.
 
 use chrono::{Duration as ChronoDuration, Utc};
 use patchbay_catalog::CredentialKey;
 use patchbay_e2e::sdk_servers::node_dir;
-use patchbay_runtimes::claude::ClaudeFileStore;
-use patchbay_runtimes::claude_lock::{claude_write_lock_path, ClaudeWriteLock};
+use patchbay_runtimes::claude::{add_server, AddServerOutcome, ClaudeFileStore, ClaudeServerSpec};
+use patchbay_runtimes::claude_lock::{
+    claude_config_lock_path, claude_write_lock_path, ClaudeWriteLock,
+};
+use patchbay_runtimes::config::RuntimePaths;
 use patchbay_runtimes::{RuntimeCredential, RuntimeStore, WriteOutcome};
 use patchbay_vault::Secret;
 use serde_json::{json, Value};
@@ -369,4 +377,239 @@ fn claude_code_itself_waits_for_our_lock() {
     assert!(file["mcpOAuth"].get(FX).is_none(), "{file}");
     assert_eq!(file["claudeAiOauth"]["accessToken"], "user-at");
     assert_released(&lock_dir(&rig));
+}
+
+/// A home whose Claude Code config holds the user's own settings (members we never touch).
+struct ConfigRig {
+    _tmp: tempfile::TempDir,
+    home: PathBuf,
+    events: PathBuf,
+}
+
+impl ConfigRig {
+    fn new() -> ConfigRig {
+        let tmp = tempfile::tempdir().unwrap();
+        let home = tmp.path().join("home");
+        fs::create_dir(&home).unwrap();
+        fs::write(
+            home.join(".claude.json"),
+            json!({"numStartups": 7, "userID": "u-1", "projects": {"/w": {"allowedTools": ["x"]}},
+                   "mcpServers": {"mine": {"type": "stdio", "command": "mine"}}})
+            .to_string(),
+        )
+        .unwrap();
+        ConfigRig {
+            events: tmp.path().join("events"),
+            home,
+            _tmp: tmp,
+        }
+    }
+
+    fn paths(&self) -> RuntimePaths {
+        RuntimePaths::resolve(&self.home, &|_| None)
+    }
+
+    fn config(&self) -> PathBuf {
+        self.home.join(".claude.json")
+    }
+
+    fn read(&self) -> Value {
+        serde_json::from_str(&fs::read_to_string(self.config()).unwrap()).unwrap()
+    }
+
+    fn node(&self, args: &[&str]) -> Child {
+        Command::new("node")
+            .current_dir(node_dir())
+            .arg(node_dir().join("claude-config-lock.mjs"))
+            .arg(self.config())
+            .args(args)
+            .arg("--events")
+            .arg(&self.events)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start node (is Node.js installed? scripts/setup.sh installs it)")
+    }
+
+    /// The event log, read through a [`Rig`]-like view.
+    fn log(&self) -> EventLog<'_> {
+        EventLog(&self.events)
+    }
+}
+
+struct EventLog<'a>(&'a Path);
+
+impl EventLog<'_> {
+    fn lines(&self) -> Vec<String> {
+        fs::read_to_string(self.0)
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+
+    fn push(&self, line: &str) {
+        let mut file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.0)
+            .unwrap();
+        file.write_all(format!("{line}\n").as_bytes()).unwrap();
+    }
+
+    fn wait_for(&self, line: &str, child: &mut Child) {
+        let deadline = Instant::now() + GENEROUS;
+        while !self.lines().iter().any(|e| e == line) {
+            if let Some(status) = child.try_wait().unwrap() {
+                assert!(
+                    self.lines().iter().any(|e| e == line),
+                    "node exited ({status}) before {line:?}; events {:?}",
+                    self.lines()
+                );
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no {line:?} within {GENEROUS:?}; events {:?}",
+                self.lines()
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    fn at(&self, line: &str) -> usize {
+        let lines = self.lines();
+        lines
+            .iter()
+            .position(|e| e == line)
+            .unwrap_or_else(|| panic!("no {line:?} in {lines:?}"))
+    }
+}
+
+fn notion_spec() -> ClaudeServerSpec {
+    ClaudeServerSpec {
+        name: "notion".into(),
+        kind: "http".into(),
+        url: "http://127.0.0.1:9/mcp".into(),
+        headers: Default::default(),
+    }
+}
+
+fn assert_user_settings_kept(config: &Value) {
+    assert_eq!(config["numStartups"], 7, "{config}");
+    assert_eq!(config["userID"], "u-1", "{config}");
+    assert_eq!(
+        config["projects"]["/w"]["allowedTools"],
+        json!(["x"]),
+        "{config}"
+    );
+    assert_eq!(config["mcpServers"]["mine"]["command"], "mine", "{config}");
+}
+
+#[test]
+fn add_to_claude_code_waits_for_claude_config_lock_and_keeps_its_write() {
+    let rig = ConfigRig::new();
+    // Node locks `.claude.json`, reads it, holds 1.5 s, adds its server, releases.
+    let mut node = rig.node(&["--hold", "1500", "--add", "from-node"]);
+    rig.log().wait_for("node:locked", &mut node);
+    assert!(claude_config_lock_path(&rig.config()).is_dir());
+
+    assert_eq!(
+        add_server(&rig.paths(), &notion_spec()).unwrap(),
+        AddServerOutcome::Added
+    );
+    rig.log().push("patchbay:added");
+    finished(node);
+
+    let log = rig.log();
+    assert!(
+        log.at("node:wrote") < log.at("node:releasing")
+            && log.at("node:releasing") < log.at("patchbay:added"),
+        "our add did not wait for node's write: {:?}",
+        log.lines()
+    );
+    let config = rig.read();
+    assert_eq!(
+        config["mcpServers"]["from-node"]["type"], "http",
+        "{config}"
+    );
+    assert_eq!(
+        config["mcpServers"]["notion"],
+        json!({"type": "http", "url": "http://127.0.0.1:9/mcp"}),
+        "{config}"
+    );
+    assert_user_settings_kept(&config);
+    assert_released(&claude_config_lock_path(&rig.config()));
+}
+
+#[test]
+fn proper_lockfile_waits_while_our_add_holds_claude_config_lock() {
+    let rig = ConfigRig::new();
+    let held = ClaudeWriteLock::acquire(&claude_config_lock_path(&rig.config()), GENEROUS).unwrap();
+    let mut node = rig.node(&["--add", "from-node"]);
+    rig.log().wait_for("node:locking", &mut node);
+    std::thread::sleep(LET_IT_RUN);
+    assert!(
+        !rig.log().lines().iter().any(|e| e == "node:locked"),
+        "proper-lockfile took .claude.json.lock while we held it: {:?}",
+        rig.log().lines()
+    );
+    rig.log().push("patchbay:releasing");
+    drop(held);
+    finished(node);
+    assert!(rig.log().at("patchbay:releasing") < rig.log().at("node:locked"));
+    assert_eq!(rig.read()["mcpServers"]["from-node"]["type"], "http");
+    assert_released(&claude_config_lock_path(&rig.config()));
+}
+
+/// `claude mcp list` in `home` (offline: no Anthropic traffic; the listed servers are on
+/// 127.0.0.1 and may be down): its stdout.
+fn claude_mcp_list(home: &Path) -> String {
+    let logs = tempfile::tempdir().unwrap();
+    let file = |name: &str| fs::File::create(logs.path().join(name)).unwrap();
+    let read = |name: &str| fs::read_to_string(logs.path().join(name)).unwrap_or_default();
+    let mut claude = Command::new(claude_bin())
+        .args(["mcp", "list"])
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .env("DISABLE_TELEMETRY", "1")
+        .env("DISABLE_AUTOUPDATER", "1")
+        .current_dir(home)
+        .stdin(Stdio::null())
+        .stdout(file("stdout"))
+        .stderr(file("stderr"))
+        .spawn()
+        .expect("start claude");
+    let status =
+        patchbay_e2e::wait_within(&mut claude, GENEROUS, "claude mcp list", || read("stderr"));
+    assert!(
+        status.success(),
+        "`claude mcp list` failed ({status}): {}{}",
+        read("stdout"),
+        read("stderr")
+    );
+    read("stdout")
+}
+
+#[test]
+fn claude_code_lists_the_server_add_to_claude_code_wrote() {
+    let rig = ConfigRig::new();
+    let before = claude_mcp_list(&rig.home);
+    assert!(!before.contains("notion:"), "{before}");
+    // Claude Code rewrites its config as it runs: compare with what it left.
+    let mut expected = rig.read();
+    assert_eq!(
+        add_server(&rig.paths(), &notion_spec()).unwrap(),
+        AddServerOutcome::Added
+    );
+    expected["mcpServers"]["notion"] = json!({"type": "http", "url": "http://127.0.0.1:9/mcp"});
+    assert_eq!(rig.read(), expected, "only the server was added");
+    let after = claude_mcp_list(&rig.home);
+    assert!(
+        after.contains("notion: http://127.0.0.1:9/mcp (HTTP)"),
+        "{after}"
+    );
+    assert!(after.contains("mine: mine"), "{after}");
 }

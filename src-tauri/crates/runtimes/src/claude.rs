@@ -461,8 +461,9 @@ pub enum AddServerOutcome {
 
 /// "Add to Claude Code": write `mcpServers.<name> = {"type": kind, "url": url[, "headers": ...]}`
 /// at the top of `.claude.json` (created if missing), preserving everything else, with the same
-/// lock, re-read and atomic replace as the credential file (lock `.claude.json.patchbay.lock`;
-/// the file keeps its mode). Refuses a name already configured differently.
+/// lock, re-read and atomic replace as the credential file (lock `.claude.json.patchbay.lock`,
+/// and Claude Code's own `.claude.json.lock` around the write; the file keeps its mode). Refuses
+/// a name already configured differently.
 pub fn add_server(
     paths: &RuntimePaths,
     spec: &ClaudeServerSpec,
@@ -484,7 +485,7 @@ pub fn add_server(
     let options = UpdateOptions {
         lock_path: lock_path_for(path),
         lock_timeout: DEFAULT_LOCK_TIMEOUT,
-        runtime_lock: None,
+        runtime_lock: Some(crate::claude_lock::claude_config_lock_path(path)),
         create_if_missing: true,
         mode: FileMode::PreserveOrPrivate,
     };

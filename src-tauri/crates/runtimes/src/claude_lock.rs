@@ -34,6 +34,13 @@
 //! as stale; then the guard sees on drop that the directory is no longer the one it created
 //! (another inode or mtime) and leaves it in place instead of removing Claude Code's lock.
 //!
+//! The same protocol guards Claude Code's `~/.claude.json` (its config, where `mcpServers`
+//! live): 2.1.332's `saveConfigWithLock` takes `lock(<config>, {lockfilePath: "<config>.lock"})`
+//! with proper-lockfile's default `stale` (10 s) and retries of its own (read in its binary), so
+//! "Add to Claude Code" takes [`claude_config_lock_path`] around its read-modify-write of that
+//! file ([`crate::claude::add_server`]). Our stale rule (15 s) is the more patient of the two, so
+//! we never take over a lock Claude Code still considers live.
+//!
 //! Our own writers are serialized first by [`crate::lock::FileLock`] (a flock on
 //! `.credentials.json.patchbay.lock`); this lock is taken inside it and released before it.
 //! Known limit, the same as proper-lockfile's: two waiters that find the same stale lock may both
@@ -63,6 +70,14 @@ const MAX_POLL: Duration = Duration::from_millis(100);
 /// `<dir>/.storage-write.lock`, for the directory holding Claude Code's `.credentials.json`.
 pub fn claude_write_lock_path(dir: &Path) -> PathBuf {
     dir.join(CLAUDE_WRITE_LOCK_DIR)
+}
+
+/// `<config>.lock`: the lock directory Claude Code takes around its writes of `config` (its
+/// `~/.claude.json`, or `$CLAUDE_CONFIG_DIR/.claude.json`).
+pub fn claude_config_lock_path(config: &Path) -> PathBuf {
+    let mut name = config.as_os_str().to_owned();
+    name.push(".lock");
+    PathBuf::from(name)
 }
 
 /// Holds Claude Code's write lock; removes the lock directory on drop.
