@@ -857,6 +857,59 @@ mod tests {
         assert_eq!(names, ["config.toml", "config.toml.patchbay.lock"]);
     }
 
+    /// A write that fails half-way leaves `config.toml` as it was, and no temp file: the edit
+    /// runs in a child (this test binary again) under a file-size limit (`ulimit -f`, SIGXFSZ
+    /// ignored), so the temp file's write fails with EFBIG after the first kilobytes. (A limit on
+    /// this process would hit every test running beside it; a read-only directory stops nothing
+    /// when the tests run as root, as CI's do.)
+    #[cfg(unix)]
+    #[test]
+    fn codex_config_write_failing_half_way_leaves_the_original() {
+        const CHILD: &str = "PATCHBAY_TEST_CODEX_CONFIG_CHILD";
+        const NAME: &str =
+            "bridges::tests::codex_config_write_failing_half_way_leaves_the_original";
+        if let Some(config) = std::env::var_os(CHILD) {
+            let err = add_codex_server(
+                std::path::Path::new(&config),
+                "notion",
+                "https://mcp.notion.com/mcp",
+            )
+            .expect_err("the write must fail under the file-size limit");
+            println!("child error: {err}");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("config.toml");
+        // Well over the limit (4 blocks: 2 KiB in dash, 4 KiB in bash).
+        let original = format!(
+            "# mine\n{}[mcp_servers.local]\ncommand = \"x\"\nunknown = [1, 2]\n",
+            "# a line of the user's own notes, kept as it is\n".repeat(300)
+        );
+        std::fs::write(&config, &original).unwrap();
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg("trap '' XFSZ; ulimit -f 4 && exec \"$0\" \"$@\"")
+            .arg(std::env::current_exe().unwrap())
+            .args([NAME, "--exact", "--nocapture", "--test-threads=1"])
+            .env(CHILD, &config)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && stdout.contains("child error:"),
+            "{stdout}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(stdout.contains("cannot write the temp file"), "{stdout}");
+        assert_eq!(std::fs::read_to_string(&config).unwrap(), original);
+        let mut names: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["config.toml", "config.toml.patchbay.lock"]);
+    }
+
     /// A config that cannot be edited is left exactly as it was.
     #[test]
     fn codex_config_refused_edits_change_nothing() {
