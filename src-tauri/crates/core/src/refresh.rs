@@ -3,9 +3,10 @@
 //!
 //! A pass refreshes the credentials that are due ([`crate::due`]: before any bridged runtime's
 //! own refresh window opens, at half a short token's life and an hour before a long one's
-//! expiry; at once when expired); the schedule also wakes for the earliest. Each refresh is a transaction: take the credential's
-//! cross-process lock, adopt a newer pair a runtime rotated (instead of refreshing), refresh with
-//! the grant's resource and scopes, persist to the vault, then write through to the runtimes.
+//! expiry; at once when expired); the schedule also wakes for the earliest. Each refresh is a
+//! transaction: take the credential's cross-process lock, adopt a newer pair a runtime rotated
+//! (instead of refreshing), refresh with the grant's resource and scopes, persist to the vault,
+//! then write through to the runtimes.
 //! It runs on its own task, so it completes even when whoever asked goes away.
 //!
 //! What a failure does depends on its class ([`RefreshClass`]): a refresh that never reached the

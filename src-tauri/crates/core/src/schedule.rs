@@ -179,7 +179,7 @@ pub struct RenewalTimer {
 }
 
 impl RenewalTimer {
-    /// `rule`: the refresher's (its policy's horizon and throttle); `last_pass`: when the last
+    /// `rule`: the refresher's ([`crate::RefreshPolicy::renewal`]); `last_pass`: when the last
     /// pass ran (the start-up pass).
     pub fn new(interval: Duration, rule: RenewalRule, last_pass: DateTime<Utc>) -> RenewalTimer {
         RenewalTimer {
@@ -269,12 +269,7 @@ pub async fn run(
     };
     let mut reason = PassReason::Startup;
     let mut wake = WakeDetector::new(Utc::now(), Instant::now());
-    let policy = refresher.policy();
-    let rule = RenewalRule {
-        horizon: policy.horizon,
-        min_interval: policy.min_interval,
-    };
-    let mut timer = RenewalTimer::new(interval, rule, patchbay.now());
+    let mut timer = RenewalTimer::new(interval, refresher.policy().renewal(), patchbay.now());
     loop {
         match refresher.pass().await {
             Ok(report) => {
