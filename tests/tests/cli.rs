@@ -530,6 +530,29 @@ fn an_unreadable_catalog_makes_status_check_and_offered_exit_two() {
             );
         }
     }
+
+    // A catalog its reader may not open (as `nobody` when the tests run as root, where
+    // permission bits stop nothing).
+    use std::os::unix::fs::PermissionsExt;
+    let locked = sandbox.write("locked.json", "{\"mcpServers\": {}}");
+    std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o000)).unwrap();
+    std::fs::set_permissions(sandbox.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let data = sandbox.path().join("unused-data");
+    for command in ["status", "offered", "check"] {
+        let out = run_unprivileged(
+            &sandbox,
+            &data,
+            &[command, "--catalog", locked.to_str().unwrap()],
+        );
+        assert_eq!(out.status.code(), Some(2), "{command}: {}", stdout(&out));
+        let err = stderr(&out);
+        assert!(err.contains("locked.json"), "{command}: {err}");
+        assert!(
+            !stdout(&out).contains("(none)"),
+            "{command}: {}",
+            stdout(&out)
+        );
+    }
 }
 
 /// Store a credential for `name` the way authorize would (the real keychain).

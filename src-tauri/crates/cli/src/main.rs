@@ -189,10 +189,11 @@ fn open_reading(data_dir: Option<PathBuf>, catalog: Option<PathBuf>) -> Result<P
         .with_context(|| format!("cannot read Patchbay's data at {}", db.display()))
 }
 
-/// Every catalog file could be read; otherwise an error naming each one that could not.
-fn catalog_readable(patchbay: &Patchbay) -> Result<()> {
-    let errors: Vec<String> = patchbay
-        .catalog()
+/// Every catalog file could be read; otherwise an error naming each one that could not. Asked
+/// before the data directory is opened: the catalog is the first thing wrong then.
+fn catalog_readable(data_dir: &Option<PathBuf>, catalog: &Option<PathBuf>) -> Result<()> {
+    let paths = Paths::resolve(data_dir.clone())?.with_catalog_override(catalog.clone())?;
+    let errors: Vec<String> = patchbay_catalog::load(&paths.catalog_sources())
         .sources
         .iter()
         .filter_map(|s| s.error.as_ref().map(ToString::to_string))
@@ -236,9 +237,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
             })
         }
         Command::Offered { json } => {
-            let patchbay = open_reading(cli.data_dir, cli.catalog)?;
             // An agent told "(none)" would believe there is nothing to start: refuse instead.
-            catalog_readable(&patchbay)?;
+            catalog_readable(&cli.data_dir, &cli.catalog)?;
+            let patchbay = open_reading(cli.data_dir, cli.catalog)?;
             let offered = patchbay.offered();
             if json {
                 write_json!(&mut out, &offered)?;
@@ -464,9 +465,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
             refresh::runtime_error(open(cli.data_dir, cli.catalog)?, args, &mut out)
         }
         Command::Check(args) => {
-            let patchbay = open(cli.data_dir, cli.catalog)?;
-            catalog_readable(&patchbay)?;
-            check::run(patchbay, args, &mut out)
+            catalog_readable(&cli.data_dir, &cli.catalog)?;
+            check::run(open(cli.data_dir, cli.catalog)?, args, &mut out)
         }
         Command::Paths => {
             let paths = Paths::resolve(cli.data_dir)?.with_catalog_override(cli.catalog)?;
