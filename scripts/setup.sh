@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Installs what building and testing Patchbay needs on Debian 12 / Ubuntu, and nothing that is
 # already there: apt packages (skipped entirely when dpkg has them all), Node and npm, the Rust
-# components rustfmt and clippy, ui/node_modules, and tests/node/node_modules (the MCP SDK's example
-# OAuth server the end-to-end tests run on loopback). Safe to run again and again.
+# components rustfmt and clippy, ui/node_modules, tests/node/node_modules (the MCP SDK's example
+# OAuth server and the other npm peers the end-to-end tests run on loopback), and tests/python/.venv
+# (the PyPI peers of the conformance matrix, pinned in tests/python/requirements.txt). Safe to run
+# again and again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -64,4 +66,21 @@ if [ ! -d tests/node/node_modules ] \
   || [ tests/node/package-lock.json -nt tests/node/node_modules/.package-lock.json ]; then
   echo "setup: npm ci in tests/node/"
   npm --prefix tests/node ci --no-audit --no-fund
+fi
+# The Python peers: a venv with exactly tests/python/requirements.txt, redone when that file is
+# newer than the venv's stamp (so a changed pin reinstalls, and an interrupted install retries).
+venv=tests/python/.venv
+if [ ! -f "$venv/.installed" ] || [ tests/python/requirements.txt -nt "$venv/.installed" ]; then
+  echo "setup: Python peers in $venv"
+  # Debian's python3 makes venvs only with python3-venv (a pyenv or upstream build needs none).
+  if ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then
+    command -v apt-get >/dev/null 2>&1 || { echo "setup: need python3 with venv" >&2; exit 1; }
+    sudo=""; [ "$(id -u)" -ne 0 ] && sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends python3 python3-venv
+  fi
+  [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-input \
+    -r tests/python/requirements.txt
+  touch "$venv/.installed"
 fi

@@ -213,6 +213,8 @@ async fn the_registration_is_reused_per_issuer() {
 async fn a_forgotten_registration_is_dropped_and_redone_once() {
     let r = rig(Config::default()).await;
     r.authorize().await.unwrap();
+    // The registration is reused by a later flow (only such a one can have been forgotten).
+    r.advance(chrono::Duration::minutes(5));
     // The fake answers invalid_client at the token endpoint for a client it no longer knows;
     // its authorize page still approves (it is keyed on the old list), so forget after consent.
     let started = r.auth.start("fx", StartOptions::default()).await.unwrap();
@@ -226,6 +228,23 @@ async fn a_forgotten_registration_is_dropped_and_redone_once() {
     r.authorize().await.unwrap();
     assert_eq!(r.fake.requests("/register").len(), 2);
     assert_ne!(r.row().client_id.as_deref(), Some("dyn-1"));
+}
+
+#[tokio::test]
+async fn a_client_refused_right_after_registering_is_not_called_forgotten() {
+    // FastMCP's way: a registration made for this very flow, then invalid_client at the token
+    // endpoint. That is about how the client authenticates, never a lost registration.
+    let r = rig(Config::default()).await;
+    let started = r.auth.start("fx", StartOptions::default()).await.unwrap();
+    let location = consent(&started.authorize_url).await;
+    r.fake.forget_registrations();
+    let err = oauth_err(r.auth.complete_pasted("fx", &location).await.unwrap_err());
+    assert!(
+        matches!(&err, OAuthError::Token { error, .. } if error == "invalid_client"),
+        "{err}"
+    );
+    assert!(err.to_string().contains("registered moments ago"), "{err}");
+    assert_eq!(r.fake.requests("/register").len(), 1);
 }
 
 #[tokio::test]

@@ -222,8 +222,12 @@ pub struct Registered {
     pub token_auth_method: String,
 }
 
-/// Dynamic client registration (RFC 7591) as a native public client; a confidential one only
-/// when the server lists auth methods and `none` is not among them.
+/// Dynamic client registration (RFC 7591) as a native public client (RFC 8252:
+/// `token_endpoint_auth_method: "none"`, PKCE guards the code). Only when the server refuses a
+/// public registration (a 4xx `invalid_client_metadata` or the like) does it register once more as
+/// a confidential client with the method the server lists. Servers that list only secret-based
+/// methods in their metadata often register public clients all the same (FastMCP, the MCP SDKs),
+/// and a secret a native app keeps is no secret, so the list alone never decides.
 pub async fn register(
     http: &Http,
     registration_endpoint: &str,
@@ -231,12 +235,73 @@ pub async fn register(
     auth_methods: Option<&[String]>,
     scope: Option<&str>,
 ) -> Result<Registered, OAuthError> {
-    let method = match auth_methods {
-        Some(list) if !list.is_empty() && !list.iter().any(|m| m == "none") => {
-            token_auth_method(true, Some(list))
+    match register_as(
+        http,
+        registration_endpoint,
+        redirect_uri,
+        "none",
+        auth_methods,
+        scope,
+    )
+    .await
+    {
+        Err(RegisterFailure::Refused(public_refused)) => {
+            let confidential = token_auth_method(true, auth_methods);
+            tracing::info!(
+                url = registration_endpoint,
+                method = confidential,
+                "the server refused a public registration; registering as a confidential client"
+            );
+            match register_as(
+                http,
+                registration_endpoint,
+                redirect_uri,
+                confidential,
+                auth_methods,
+                scope,
+            )
+            .await
+            {
+                Ok(registered) => Ok(registered),
+                // Say why the public one was refused too: that is the first thing to fix.
+                Err(RegisterFailure::Refused(e)) | Err(RegisterFailure::Other(e)) => {
+                    Err(OAuthError::Registration {
+                        url: registration_endpoint.to_string(),
+                        message: format!(
+                            "{}; as a public client: {}",
+                            registration_message(&e),
+                            registration_message(&public_refused)
+                        ),
+                    })
+                }
+            }
         }
-        _ => "none",
-    };
+        Err(RegisterFailure::Other(e)) => Err(e),
+        Ok(registered) => Ok(registered),
+    }
+}
+
+fn registration_message(e: &OAuthError) -> String {
+    match e {
+        OAuthError::Registration { message, .. } => message.clone(),
+        other => other.to_string(),
+    }
+}
+
+enum RegisterFailure {
+    /// A 4xx answer: the server read the request and refused this registration.
+    Refused(OAuthError),
+    Other(OAuthError),
+}
+
+async fn register_as(
+    http: &Http,
+    registration_endpoint: &str,
+    redirect_uri: &str,
+    method: &str,
+    auth_methods: Option<&[String]>,
+    scope: Option<&str>,
+) -> Result<Registered, RegisterFailure> {
     let mut body = json!({
         "client_name": "Patchbay",
         "application_type": "native",
@@ -253,32 +318,48 @@ pub async fn register(
         .post(registration_endpoint)
         .header(reqwest::header::ACCEPT, "application/json")
         .json(&body);
-    let answer = http.send(registration_endpoint, request).await?;
+    let answer = http
+        .send(registration_endpoint, request)
+        .await
+        .map_err(RegisterFailure::Other)?;
     let failed = |message: String| OAuthError::Registration {
         url: registration_endpoint.to_string(),
         message,
     };
     if answer.status.is_server_error() {
-        return Err(crate::discovery::status_error(&answer));
+        return Err(RegisterFailure::Other(crate::discovery::status_error(
+            &answer,
+        )));
     }
-    let v = answer.json()?;
     if !answer.status.is_success() {
-        let error = v.get("error").and_then(Value::as_str).unwrap_or("error");
+        let v: Option<Value> = serde_json::from_slice(&answer.body).ok();
+        let error = v
+            .as_ref()
+            .and_then(|v| v.get("error"))
+            .and_then(Value::as_str)
+            .unwrap_or("error");
         let description = v
-            .get("error_description")
+            .as_ref()
+            .and_then(|v| v.get("error_description"))
             .and_then(Value::as_str)
             .map(|d| format!(": {d}"))
             .unwrap_or_default();
-        return Err(failed(format!(
+        let e = failed(format!(
             "HTTP {} {error}{description}",
             answer.status.as_u16()
-        )));
+        ));
+        return Err(if answer.status.is_client_error() {
+            RegisterFailure::Refused(e)
+        } else {
+            RegisterFailure::Other(e)
+        });
     }
+    let v = answer.json().map_err(RegisterFailure::Other)?;
     let client_id = v
         .get("client_id")
         .and_then(Value::as_str)
         .filter(|s| !s.is_empty())
-        .ok_or_else(|| failed("the answer has no client_id".into()))?
+        .ok_or_else(|| RegisterFailure::Other(failed("the answer has no client_id".into())))?
         .to_string();
     let client_secret = v
         .get("client_secret")
@@ -289,16 +370,31 @@ pub async fn register(
         .get("token_endpoint_auth_method")
         .and_then(Value::as_str)
         .map(str::to_string);
-    let token_auth_method = match (&client_secret, registered_method) {
-        (None, _) => "none".to_string(),
-        (Some(_), Some(m)) if m == "client_secret_post" || m == "client_secret_basic" => m,
-        (Some(_), _) => token_auth_method(true, auth_methods).to_string(),
+    // The server's answer is what it will enforce; without a secret there is nothing to send.
+    // A secret beside an explicit `none` (Authlib mints one for every client) is never sent:
+    // the server would take it for a secret-based method the client was not registered for.
+    let (client_secret, token_auth_method) = match (client_secret, registered_method) {
+        (None, _) => (None, "none".to_string()),
+        (Some(_), Some(m)) if m == "none" => (None, m),
+        (Some(s), Some(m)) if m == "client_secret_post" || m == "client_secret_basic" => {
+            (Some(s), m)
+        }
+        (Some(s), _) => (Some(s), token_auth_method(true, auth_methods).to_string()),
     };
     Ok(Registered {
         client_id,
         client_secret,
         token_auth_method,
     })
+}
+
+/// The other of the two secret methods, for the one retry when the server refused the first.
+pub fn other_secret_method(method: &str) -> Option<&'static str> {
+    match method {
+        "client_secret_basic" => Some("client_secret_post"),
+        "client_secret_post" => Some("client_secret_basic"),
+        _ => None,
+    }
 }
 
 #[cfg(test)]
@@ -401,5 +497,142 @@ mod tests {
             err.contains("NOPE") && err.contains("oauth.clientSecret"),
             "{err}"
         );
+    }
+
+    /// A registration endpoint on 127.0.0.1 that answers every request with `answer(body)`
+    /// and records the `token_endpoint_auth_method` each asked for.
+    async fn registration_endpoint(
+        answer: fn(&Value) -> (u16, Value),
+    ) -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let log = seen.clone();
+        let app = axum::Router::new().route(
+            "/register",
+            axum::routing::post(move |axum::Json(body): axum::Json<Value>| {
+                let log = log.clone();
+                async move {
+                    let method = body["token_endpoint_auth_method"].as_str().unwrap_or("");
+                    log.lock().unwrap().push(method.to_string());
+                    let (status, v) = answer(&body);
+                    (
+                        axum::http::StatusCode::from_u16(status).unwrap(),
+                        axum::Json(v),
+                    )
+                }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/register", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        (url, seen)
+    }
+
+    #[tokio::test]
+    async fn registers_as_a_public_client_even_when_the_metadata_lists_only_secrets() {
+        let http = Http::new(std::time::Duration::from_secs(5));
+        // FastMCP's metadata lists client_secret_post and client_secret_basic only; it
+        // registers a public client all the same.
+        let listed = vec![
+            "client_secret_post".to_string(),
+            "client_secret_basic".to_string(),
+        ];
+        let (url, seen) = registration_endpoint(|body| {
+            (
+                201,
+                json!({"client_id": "pub", "token_endpoint_auth_method":
+                    body["token_endpoint_auth_method"]}),
+            )
+        })
+        .await;
+        let reg = register(
+            &http,
+            &url,
+            "http://127.0.0.1:1/callback",
+            Some(&listed),
+            None,
+        )
+        .await
+        .unwrap();
+        assert_eq!(reg.client_id, "pub");
+        assert_eq!(reg.token_auth_method, "none");
+        assert!(reg.client_secret.is_none());
+        assert_eq!(*seen.lock().unwrap(), ["none"]);
+    }
+
+    #[tokio::test]
+    async fn a_refused_public_registration_is_redone_once_as_confidential() {
+        let http = Http::new(std::time::Duration::from_secs(5));
+        let listed = vec!["client_secret_post".to_string()];
+        let (url, seen) = registration_endpoint(|body| {
+            if body["token_endpoint_auth_method"] == "none" {
+                (
+                    400,
+                    json!({"error": "invalid_client_metadata",
+                    "error_description": "public clients are not allowed"}),
+                )
+            } else {
+                (
+                    201,
+                    json!({"client_id": "conf", "client_secret": "sec",
+                    "token_endpoint_auth_method": body["token_endpoint_auth_method"]}),
+                )
+            }
+        })
+        .await;
+        let reg = register(
+            &http,
+            &url,
+            "http://127.0.0.1:1/callback",
+            Some(&listed),
+            None,
+        )
+        .await
+        .unwrap();
+        assert_eq!(reg.token_auth_method, "client_secret_post");
+        assert_eq!(reg.client_secret.unwrap().expose(), "sec");
+        assert_eq!(*seen.lock().unwrap(), ["none", "client_secret_post"]);
+
+        // Refused both ways: one error that says both reasons.
+        let (url, seen) =
+            registration_endpoint(|_| (400, json!({"error": "invalid_redirect_uri"}))).await;
+        let err = register(&http, &url, "http://127.0.0.1:1/callback", None, None)
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("as a public client"), "{err}");
+        assert_eq!(*seen.lock().unwrap(), ["none", "client_secret_basic"]);
+    }
+
+    #[tokio::test]
+    async fn a_secret_handed_out_anyway_is_used_the_way_the_answer_says() {
+        let http = Http::new(std::time::Duration::from_secs(5));
+        let (url, _) = registration_endpoint(|_| {
+            (
+                201,
+                json!({"client_id": "c", "client_secret": "s",
+                "token_endpoint_auth_method": "client_secret_basic"}),
+            )
+        })
+        .await;
+        let reg = register(&http, &url, "http://127.0.0.1:1/callback", None, None)
+            .await
+            .unwrap();
+        assert_eq!(reg.token_auth_method, "client_secret_basic");
+        assert_eq!(reg.client_secret.unwrap().expose(), "s");
+
+        // A secret beside an explicit `none` (Authlib's answer to a public registration).
+        let (url, _) = registration_endpoint(|_| {
+            (
+                201,
+                json!({"client_id": "c", "client_secret": "s",
+                "token_endpoint_auth_method": "none"}),
+            )
+        })
+        .await;
+        let reg = register(&http, &url, "http://127.0.0.1:1/callback", None, None)
+            .await
+            .unwrap();
+        assert_eq!(reg.token_auth_method, "none");
+        assert!(reg.client_secret.is_none());
     }
 }

@@ -8,6 +8,7 @@ use patchbay_catalog::CredentialKey;
 use patchbay_vault::{CredentialRow, Grant, PendingFlow, Secret, TokenSet, Vault};
 use serde_json::Value;
 
+use crate::client::other_secret_method;
 use crate::http::Http;
 use crate::receiver::CallbackParams;
 use crate::OAuthError;
@@ -114,6 +115,11 @@ pub fn check_callback(
 
 /// Completes a flow from its callback: checks it, takes the pending flow (single use),
 /// exchanges the code and stores the credential. A check that fails leaves the flow pending.
+///
+/// A client refused at the token endpoint (`invalid_client` or a 401) is a lost registration
+/// only when the registration was reused from an earlier flow: one made for this very flow
+/// (created when it began) cannot have been forgotten, so the refusal is about how the client
+/// authenticates, and is said as that.
 pub async fn complete(
     http: &Http,
     vault: &Vault,
@@ -121,32 +127,92 @@ pub async fn complete(
     now: DateTime<Utc>,
 ) -> Result<Completed, OAuthError> {
     let checked = check_callback(vault, &params, now)?;
-    let flow = vault
+    let mut flow = vault
         .take_pending_flow(&checked.state, now)?
         .ok_or(OAuthError::UnknownState)?;
     let code = AuthorizationCode::new(params.code.ok_or(OAuthError::MissingCode)?);
-    let tokens = match exchange(http, &flow, code).await {
-        Ok(t) => t,
-        Err(OAuthError::Token { error, .. })
-            if error == "invalid_client" && flow.client_registered =>
-        {
-            vault.delete_registration(&flow.issuer, &flow.redirect_uri)?;
-            return Err(OAuthError::RegistrationForgotten {
-                issuer: flow.issuer.clone(),
-            });
+    let (tokens, method) = match exchange(http, &flow, code).await {
+        Ok(done) => done,
+        Err(TokenFailure::ClientRefused(e)) if flow.client_registered => {
+            let registration = vault.registration(&flow.issuer, &flow.redirect_uri)?;
+            let reused = registration
+                .as_ref()
+                .is_some_and(|r| r.client_id == flow.client_id && r.created_at < flow.created_at);
+            if reused {
+                vault.delete_registration(&flow.issuer, &flow.redirect_uri)?;
+                return Err(OAuthError::RegistrationForgotten {
+                    issuer: flow.issuer.clone(),
+                });
+            }
+            return Err(refused_fresh_client(e, &flow.token_auth_method));
         }
-        Err(e) => return Err(e),
+        Err(TokenFailure::ClientRefused(e)) | Err(TokenFailure::Other(e)) => return Err(e),
     };
+    if method != flow.token_auth_method {
+        // Remembered where it matters: the grant (every refresh and the revocation) and, for a
+        // registered client, the registration the next authorization reuses.
+        if flow.client_registered {
+            if let Some(mut reg) = vault.registration(&flow.issuer, &flow.redirect_uri)? {
+                if reg.client_id == flow.client_id {
+                    reg.token_auth_method = Some(method.clone());
+                    vault.put_registration(&reg)?;
+                }
+            }
+        }
+        flow.token_auth_method = method;
+    }
     store(vault, &flow, tokens, now)
 }
 
-/// The code exchange (RFC 6749 §4.1.3 with PKCE and RFC 8707's resource). The code and the
-/// verifier are consumed.
+/// The token endpoint refused a client registered seconds ago: not a lost registration.
+fn refused_fresh_client(e: OAuthError, method: &str) -> OAuthError {
+    let tried = match other_secret_method(method) {
+        Some(other) => format!("{method} and {other}"),
+        None => method.to_string(),
+    };
+    let what = format!(
+        "the server refused the client it registered moments ago (client authentication tried: {tried})"
+    );
+    match e {
+        OAuthError::Token { error, description } => OAuthError::Token {
+            error,
+            description: Some(match description {
+                Some(d) => format!("{d}; {what}"),
+                None => what,
+            }),
+        },
+        OAuthError::Status { status, .. } => OAuthError::Token {
+            error: format!("HTTP {status}"),
+            description: Some(what),
+        },
+        other => other,
+    }
+}
+
+/// Why a token request failed: the client was refused (`invalid_client`, or any 401), or
+/// anything else.
+#[derive(Debug)]
+pub enum TokenFailure {
+    ClientRefused(OAuthError),
+    Other(OAuthError),
+}
+
+impl TokenFailure {
+    pub fn into_error(self) -> OAuthError {
+        match self {
+            TokenFailure::ClientRefused(e) | TokenFailure::Other(e) => e,
+        }
+    }
+}
+
+/// The code exchange (RFC 6749 §4.1.3 with PKCE and RFC 8707's resource), authenticated as
+/// the flow's client; see [`token_request_with_fallback`]. Returns the tokens and the client
+/// authentication method that worked. The code and the verifier are consumed.
 pub async fn exchange(
     http: &Http,
     flow: &PendingFlow,
     code: AuthorizationCode,
-) -> Result<TokenResponse, OAuthError> {
+) -> Result<(TokenResponse, String), TokenFailure> {
     let verifier = PkceCodeVerifier::new(flow.verifier.expose().to_string());
     let mut form: Vec<(&str, String)> = vec![
         ("grant_type", "authorization_code".into()),
@@ -157,7 +223,7 @@ pub async fn exchange(
     if let Some(resource) = &flow.resource {
         form.push(("resource", resource.clone()));
     }
-    token_request(
+    token_request_with_fallback(
         http,
         &flow.token_endpoint,
         &flow.client_id,
@@ -168,6 +234,50 @@ pub async fn exchange(
     .await
 }
 
+/// A token request as `auth_method`; when the server refuses the client that way and it has a
+/// secret sent by `client_secret_basic` or `client_secret_post`, once more the other way (servers
+/// differ in which one they accept, whatever their registration answer or metadata said; client
+/// authentication is checked before the grant, so the code is not spent by the refusal).
+/// Returns the tokens and the method that worked.
+pub async fn token_request_with_fallback(
+    http: &Http,
+    token_endpoint: &str,
+    client_id: &str,
+    client_secret: Option<&Secret>,
+    auth_method: &str,
+    form: Vec<(&str, String)>,
+) -> Result<(TokenResponse, String), TokenFailure> {
+    let first = token_request(
+        http,
+        token_endpoint,
+        client_id,
+        client_secret,
+        auth_method,
+        form.clone(),
+    )
+    .await;
+    let refused = match first {
+        Ok(tokens) => return Ok((tokens, auth_method.to_string())),
+        Err(TokenFailure::ClientRefused(e)) => e,
+        Err(other) => return Err(other),
+    };
+    let Some(other) = client_secret.and(other_secret_method(auth_method)) else {
+        return Err(TokenFailure::ClientRefused(refused));
+    };
+    tracing::info!(
+        endpoint = token_endpoint,
+        refused = auth_method,
+        trying = other,
+        "the token endpoint refused the client; trying the other secret method once"
+    );
+    match token_request(http, token_endpoint, client_id, client_secret, other, form).await {
+        Ok(tokens) => Ok((tokens, other.to_string())),
+        // Report the first refusal: it is the one the registration promised would work.
+        Err(TokenFailure::ClientRefused(_)) => Err(TokenFailure::ClientRefused(refused)),
+        Err(e) => Err(e),
+    }
+}
+
 async fn token_request(
     http: &Http,
     token_endpoint: &str,
@@ -175,7 +285,7 @@ async fn token_request(
     client_secret: Option<&Secret>,
     auth_method: &str,
     form: Vec<(&str, String)>,
-) -> Result<TokenResponse, OAuthError> {
+) -> Result<TokenResponse, TokenFailure> {
     let request = client_request(
         http,
         token_endpoint,
@@ -184,13 +294,19 @@ async fn token_request(
         auth_method,
         form,
     );
-    let answer = http.send(token_endpoint, request).await?;
+    let answer = http
+        .send(token_endpoint, request)
+        .await
+        .map_err(TokenFailure::Other)?;
     if answer.status.is_server_error() {
-        return Err(crate::discovery::status_error(&answer));
+        return Err(TokenFailure::Other(crate::discovery::status_error(&answer)));
     }
     let body: Option<Value> = serde_json::from_slice(&answer.body).ok();
     if !answer.status.is_success() {
-        return Err(match body.as_ref().and_then(|v| text(v, "error")) {
+        let error = body.as_ref().and_then(|v| text(v, "error"));
+        let client_refused = answer.status == reqwest::StatusCode::UNAUTHORIZED
+            || error.as_deref() == Some("invalid_client");
+        let e = match error {
             Some(error) => OAuthError::Token {
                 error,
                 description: body.as_ref().and_then(|v| text(v, "error_description")),
@@ -200,17 +316,27 @@ async fn token_request(
                 status: answer.status.as_u16(),
                 detail: None,
             },
+        };
+        return Err(if client_refused {
+            TokenFailure::ClientRefused(e)
+        } else {
+            TokenFailure::Other(e)
         });
     }
-    let body = body.ok_or_else(|| OAuthError::BadDocument {
-        url: answer.url.clone(),
-        message: "the token response is not JSON".into(),
+    let body = body.ok_or_else(|| {
+        TokenFailure::Other(OAuthError::BadDocument {
+            url: answer.url.clone(),
+            message: "the token response is not JSON".into(),
+        })
     })?;
-    parse_token_response(&body)
+    parse_token_response(&body).map_err(TokenFailure::Other)
 }
 
 /// A POST to the token endpoint with the client authenticated as registered: public (client_id
-/// in the form), `client_secret_basic`, or `client_secret_post`.
+/// in the form), `client_secret_basic`, or `client_secret_post`. With Basic the form names the
+/// client too (RFC 6749 §3.2.1 lets a client identify itself with `client_id` at the token
+/// endpoint): the MCP SDKs' token endpoints (FastMCP's included) look the client up by the form's
+/// `client_id` before reading the header, and servers that read both require them to agree.
 pub(crate) fn client_request(
     http: &Http,
     token_endpoint: &str,
@@ -229,12 +355,13 @@ pub(crate) fn client_request(
             let enc =
                 |s: &str| url::form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>();
             request = request.basic_auth(enc(client_id), Some(enc(secret.expose())));
+            form.push(("client_id", client_id.to_string()));
         }
-        (Some(secret), _) => {
+        (Some(secret), "client_secret_post") => {
             form.push(("client_id", client_id.to_string()));
             form.push(("client_secret", secret.expose().to_string()));
         }
-        (None, _) => form.push(("client_id", client_id.to_string())),
+        _ => form.push(("client_id", client_id.to_string())),
     }
     request.form(&form)
 }
@@ -335,5 +462,167 @@ mod tests {
             parse_token_response(&json!({"token_type": "Bearer"})),
             Err(OAuthError::NoAccessToken)
         ));
+    }
+
+    /// A token endpoint on 127.0.0.1 that authenticates its one client only `accepts` way
+    /// (`client_secret_basic`: the header and the form's client_id; `client_secret_post`; or
+    /// `none`) and answers a refusal with `refusal`. Records the method of every request.
+    async fn token_endpoint(
+        accepts: &'static str,
+        refusal: (u16, &'static str),
+    ) -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+        use axum::http::{HeaderMap, StatusCode};
+        use std::collections::HashMap;
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let log = seen.clone();
+        let app = axum::Router::new().route(
+            "/token",
+            axum::routing::post(
+                move |headers: HeaderMap, axum::Form(form): axum::Form<HashMap<String, String>>| {
+                    let log = log.clone();
+                    async move {
+                        let basic = headers.get("authorization").is_some();
+                        let method = match (basic, form.get("client_secret")) {
+                            (true, None) => "client_secret_basic",
+                            (false, Some(_)) => "client_secret_post",
+                            (false, None) => "none",
+                            (true, Some(_)) => "both",
+                        };
+                        log.lock().unwrap().push(method.to_string());
+                        let known = form.get("client_id").map(String::as_str) == Some("cid");
+                        if method == accepts && known {
+                            (
+                                StatusCode::OK,
+                                serde_json::json!({"access_token": "at", "token_type": "Bearer",
+                                    "refresh_token": "rt", "expires_in": 60})
+                                .to_string(),
+                            )
+                        } else {
+                            (
+                                StatusCode::from_u16(refusal.0).unwrap(),
+                                serde_json::json!({"error": refusal.1}).to_string(),
+                            )
+                        }
+                    }
+                },
+            ),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/token", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        (url, seen)
+    }
+
+    fn form() -> Vec<(&'static str, String)> {
+        vec![
+            ("grant_type", "authorization_code".into()),
+            ("code", "c".into()),
+        ]
+    }
+
+    #[tokio::test]
+    async fn a_refused_secret_method_is_retried_once_the_other_way() {
+        let http = Http::new(std::time::Duration::from_secs(5));
+        let secret = Secret::new("s3cret");
+        // Registered basic, accepted post only (and 401 invalid_client, as FastMCP answers).
+        let (url, seen) = token_endpoint("client_secret_post", (401, "invalid_client")).await;
+        let (tokens, method) = token_request_with_fallback(
+            &http,
+            &url,
+            "cid",
+            Some(&secret),
+            "client_secret_basic",
+            form(),
+        )
+        .await
+        .unwrap();
+        assert_eq!(tokens.access_token.expose(), "at");
+        assert_eq!(method, "client_secret_post");
+        assert_eq!(
+            *seen.lock().unwrap(),
+            ["client_secret_basic", "client_secret_post"]
+        );
+
+        // The other way round, refused as a 400 invalid_client (RFC 6749 §5.2).
+        let (url, seen) = token_endpoint("client_secret_basic", (400, "invalid_client")).await;
+        let (_, method) = token_request_with_fallback(
+            &http,
+            &url,
+            "cid",
+            Some(&secret),
+            "client_secret_post",
+            form(),
+        )
+        .await
+        .unwrap();
+        assert_eq!(method, "client_secret_basic");
+        assert_eq!(
+            *seen.lock().unwrap(),
+            ["client_secret_post", "client_secret_basic"]
+        );
+    }
+
+    #[tokio::test]
+    async fn the_other_method_is_tried_only_once_and_only_for_a_refused_client() {
+        let http = Http::new(std::time::Duration::from_secs(5));
+        let secret = Secret::new("s3cret");
+        // Neither works: two requests, and the first refusal is what is reported.
+        let (url, seen) = token_endpoint("none", (401, "invalid_client")).await;
+        let failure = token_request_with_fallback(
+            &http,
+            &url,
+            "cid",
+            Some(&secret),
+            "client_secret_basic",
+            form(),
+        )
+        .await
+        .unwrap_err();
+        assert!(
+            matches!(failure, TokenFailure::ClientRefused(_)),
+            "{failure:?}"
+        );
+        assert_eq!(seen.lock().unwrap().len(), 2);
+
+        // A refusal of the grant, not the client: no second try.
+        let (url, seen) = token_endpoint("none", (400, "invalid_grant")).await;
+        let failure = token_request_with_fallback(
+            &http,
+            &url,
+            "cid",
+            Some(&secret),
+            "client_secret_basic",
+            form(),
+        )
+        .await
+        .unwrap_err();
+        assert!(matches!(failure, TokenFailure::Other(_)), "{failure:?}");
+        assert_eq!(seen.lock().unwrap().len(), 1);
+
+        // A public client has no other way to try.
+        let (url, seen) = token_endpoint("client_secret_post", (401, "invalid_client")).await;
+        let failure = token_request_with_fallback(&http, &url, "cid", None, "none", form())
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(failure, TokenFailure::ClientRefused(_)),
+            "{failure:?}"
+        );
+        assert_eq!(*seen.lock().unwrap(), ["none"]);
+
+        // The accepted method first time: one request.
+        let (url, seen) = token_endpoint("client_secret_basic", (401, "invalid_client")).await;
+        let (_, method) = token_request_with_fallback(
+            &http,
+            &url,
+            "cid",
+            Some(&secret),
+            "client_secret_basic",
+            form(),
+        )
+        .await
+        .unwrap();
+        assert_eq!(method, "client_secret_basic");
+        assert_eq!(seen.lock().unwrap().len(), 1);
     }
 }
