@@ -128,6 +128,9 @@ mod tests {
             },
             oauth: None,
             unavailable: None,
+            enabled: None,
+            timeout_ms: None,
+            retry: None,
             source: "test.json".into(),
         }
     }

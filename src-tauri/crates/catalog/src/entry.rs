@@ -1,5 +1,6 @@
-//! One validated catalog entry, the predicates the status rules ask of it, and the normalization
-//! of its `unavailable` declaration.
+//! One validated catalog entry, the predicates the status rules ask of it, the normalization
+//! of its `unavailable` declaration, and its connection settings (`enabled`, `timeout_ms`,
+//! `retry`: seed 004's per-entry fields) with their bounds.
 
 use indexmap::IndexMap;
 use serde::Serialize;
@@ -99,8 +100,53 @@ pub struct ServerEntry {
     pub oauth: Option<OAuthConfig>,
     /// The normalized `unavailable` reason, when one is declared.
     pub unavailable: Option<String>,
+    /// `enabled` as written: `Some(false)` takes the connector out of use even when a client
+    /// has it configured, `Some(true)` puts it in use, `None` leaves that to the other signals.
+    pub enabled: Option<bool>,
+    /// `timeout_ms`: the limit on each request to the server (within [`TIMEOUT_MS_RANGE`]);
+    /// `None` keeps the caller's defaults.
+    pub timeout_ms: Option<u32>,
+    /// `retry`: how a request that failed for a passing reason is tried again; `None` means
+    /// one try.
+    pub retry: Option<RetryPolicy>,
     /// The catalog file this entry came from.
     pub source: PathBuf,
+}
+
+/// The bounds of `timeout_ms`: at least 100 ms (less cannot finish a TLS handshake), at most
+/// 10 minutes (a cold `npx -y` install stays well under that).
+pub const TIMEOUT_MS_RANGE: std::ops::RangeInclusive<u32> = 100..=600_000;
+/// The most retries `retry.max` may ask for (seed 004: max=3).
+pub const RETRY_MAX_LIMIT: u32 = 3;
+/// The bounds of `retry.base_ms`, the first wait.
+pub const RETRY_BASE_MS_RANGE: std::ops::RangeInclusive<u32> = 10..=60_000;
+/// The bounds of `retry.jitter`, the fraction each wait varies by either way.
+pub const RETRY_JITTER_RANGE: std::ops::RangeInclusive<f64> = 0.0..=1.0;
+
+/// The catalog's `retry` object: `{"max": 3, "base_ms": 500, "jitter": 0.3}`, every member
+/// optional with those defaults (seed 004). The n-th retry waits `base_ms * 2^(n-1)`, varied by
+/// up to `jitter` of itself either way.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RetryPolicy {
+    /// Retries after the first try, `0..=`[`RETRY_MAX_LIMIT`].
+    pub max: u32,
+    /// The wait before the first retry, in milliseconds; it doubles for each one after.
+    pub base_ms: u32,
+    /// 0.3 means each wait is drawn from 70 %..130 % of its nominal value.
+    pub jitter: f64,
+}
+
+// Validation admits only finite jitter (no NaN), so equality is an equivalence.
+impl Eq for RetryPolicy {}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy {
+            max: RETRY_MAX_LIMIT,
+            base_ms: 500,
+            jitter: 0.3,
+        }
+    }
 }
 
 impl ServerEntry {
@@ -166,6 +212,9 @@ mod tests {
             transport,
             oauth,
             unavailable: None,
+            enabled: None,
+            timeout_ms: None,
+            retry: None,
             source: "t.json".into(),
         }
     }

@@ -21,7 +21,9 @@ pub use document::{
     form_of, parse_document, read_catalog_file, server_map_mut, servers, CatalogForm, UTF8_BOM,
 };
 pub use entry::{
-    normalize_unavailable, OAuthConfig, ServerEntry, ServerName, Transport, UNAVAILABLE_MAX_CHARS,
+    normalize_unavailable, OAuthConfig, RetryPolicy, ServerEntry, ServerName, Transport,
+    RETRY_BASE_MS_RANGE, RETRY_JITTER_RANGE, RETRY_MAX_LIMIT, TIMEOUT_MS_RANGE,
+    UNAVAILABLE_MAX_CHARS,
 };
 pub use error::{CatalogError, EntryError};
 pub use headers::is_credential_header;

@@ -4,11 +4,16 @@
 //! [`crate::document`]; a failure there is a [`CatalogError`]), then every entry is validated on
 //! its own against the entry sub-schema and Patchbay's extra rules (well-formed `${...}`, no
 //! credentials in URLs, no control characters in names), so one bad entry never hides the good
-//! ones. Display text (title, description) is made terminal-safe here.
+//! ones. Display text (title, description) is made terminal-safe here. The connection settings
+//! (`enabled`, `timeout_ms`, `retry`) are bounded by the schema; an out-of-range value names the
+//! field and the whole range.
 
 use crate::entry::normalize_unavailable;
+use crate::entry::{RETRY_BASE_MS_RANGE, RETRY_JITTER_RANGE, RETRY_MAX_LIMIT, TIMEOUT_MS_RANGE};
 use crate::text::{display_text, escape_controls};
-use crate::{CatalogError, EntryError, OAuthConfig, ServerEntry, ServerName, Transport};
+use crate::{
+    CatalogError, EntryError, OAuthConfig, RetryPolicy, ServerEntry, ServerName, Transport,
+};
 use indexmap::IndexMap;
 use jsonschema::error::{TypeKind, ValidationErrorKind};
 use jsonschema::{Draft, ValidationError, Validator};
@@ -322,8 +327,63 @@ fn build_entry(path: &Path, name: &str, value: &Value) -> ServerEntry {
         transport,
         oauth,
         unavailable: value.get("unavailable").and_then(normalize_unavailable),
+        enabled: value.get("enabled").and_then(Value::as_bool),
+        timeout_ms: value.get("timeout_ms").and_then(whole_number),
+        retry: value.get("retry").map(|r| {
+            let default = RetryPolicy::default();
+            RetryPolicy {
+                max: r.get("max").and_then(whole_number).unwrap_or(default.max),
+                base_ms: r
+                    .get("base_ms")
+                    .and_then(whole_number)
+                    .unwrap_or(default.base_ms),
+                jitter: r
+                    .get("jitter")
+                    .and_then(Value::as_f64)
+                    .unwrap_or(default.jitter),
+            }
+        }),
         source: path.to_path_buf(),
     }
+}
+
+/// A schema-valid integer as `u32`: JSON Schema counts `5000.0` as an integer too, which
+/// serde_json keeps as a float. The schema's bounds keep these far below `u32::MAX`.
+fn whole_number(v: &Value) -> Option<u32> {
+    let n = v.as_u64().or_else(|| {
+        v.as_f64()
+            .filter(|f| f.fract() == 0.0 && *f >= 0.0)
+            .map(|f| f as u64)
+    })?;
+    u32::try_from(n).ok()
+}
+
+/// The message for a number out of its bounds, naming the whole range and the unit.
+fn range_message(at: &str, value: &Value) -> Option<String> {
+    let (lo, hi) = match at {
+        "/timeout_ms" => {
+            let (lo, hi) = (TIMEOUT_MS_RANGE.start(), TIMEOUT_MS_RANGE.end());
+            return Some(format!(
+                "must be from {lo} to {hi} milliseconds (10 minutes), not {value}"
+            ));
+        }
+        "/retry/max" => {
+            return Some(format!(
+            "must be from 0 to {RETRY_MAX_LIMIT}: at most {RETRY_MAX_LIMIT} retries, not {value}"
+        ))
+        }
+        "/retry/base_ms" => (RETRY_BASE_MS_RANGE.start(), RETRY_BASE_MS_RANGE.end()),
+        "/retry/jitter" => {
+            let (lo, hi) = (RETRY_JITTER_RANGE.start(), RETRY_JITTER_RANGE.end());
+            return Some(format!(
+                "must be from {lo} to {hi} (a fraction of each wait), not {value}"
+            ));
+        }
+        _ => return None,
+    };
+    Some(format!(
+        "must be from {lo} to {hi} milliseconds, not {value}"
+    ))
 }
 
 /// Rules beyond the schema. Returns the field (a pointer within the entry) and the message.
@@ -482,7 +542,32 @@ fn describe(err: &ValidationError<'_>, instance: &Value) -> (String, String) {
             };
             (field, message)
         }
+        ValidationErrorKind::Type { kind } if at == "/retry" => (
+            pointer(""),
+            format!(
+                "{}, e.g. {{\"max\": 3, \"base_ms\": 500, \"jitter\": 0.3}}",
+                type_message(kind)
+            ),
+        ),
         ValidationErrorKind::Type { kind } => (pointer(""), type_message(kind)),
+        ValidationErrorKind::Minimum { limit } | ValidationErrorKind::Maximum { limit } => {
+            let message = range_message(at, err.instance.as_ref()).unwrap_or_else(|| {
+                let side = if matches!(err.kind, ValidationErrorKind::Minimum { .. }) {
+                    "least"
+                } else {
+                    "most"
+                };
+                format!("must be at {side} {limit}")
+            });
+            (pointer(""), message)
+        }
+        ValidationErrorKind::AdditionalProperties { unexpected } if at == "/retry" => {
+            let first = unexpected.first().map(String::as_str).unwrap_or_default();
+            (
+                pointer(&format!("/{}", escape_pointer(first))),
+                "is not a member of `retry`, which takes `max`, `base_ms` and `jitter`".into(),
+            )
+        }
         ValidationErrorKind::Enum { options } => {
             let options: Vec<String> = options
                 .as_array()

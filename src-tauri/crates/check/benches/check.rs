@@ -26,6 +26,8 @@ fn http_target(name: &str, endpoint: Endpoint) -> CheckTarget {
         endpoint,
         auth: AuthKind::OAuth { token_sent: false },
         extra_secrets: vec![],
+        request_timeout: None,
+        retry: None,
     }
 }
 
@@ -71,6 +73,8 @@ fn bench(c: &mut Criterion) {
                 }),
                 auth: AuthKind::Process,
                 extra_secrets: vec![],
+                request_timeout: None,
+                retry: None,
             },
         ),
     ];

@@ -49,6 +49,22 @@ impl Default for Timeouts {
     }
 }
 
+impl Timeouts {
+    /// These limits with every request of the handshake held to `limit` (a catalog entry's
+    /// `timeout_ms`): `initialize` (for stdio, from starting the process) and `tools/list` get
+    /// `limit`; opening the connection gets the smaller of `limit` and its own limit; the goodbye
+    /// keeps its own, since it is ours and never fails the check.
+    pub fn limited_to(self, limit: Duration) -> Timeouts {
+        Timeouts {
+            connect: self.connect.min(limit),
+            initialize: limit,
+            stdio_initialize: limit,
+            list_tools: limit,
+            shutdown: self.shutdown,
+        }
+    }
+}
+
 /// Who answered.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ServerIdentity {

@@ -556,6 +556,7 @@ mod tests {
             result,
             fell_back_to: None,
             attempts: vec![],
+            retries: 0,
             elapsed: Duration::from_millis(3),
         }
     }

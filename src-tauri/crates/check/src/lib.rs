@@ -6,7 +6,9 @@
 //! - `handshake`: one attempt over one transport, with a time limit on every stage;
 //! - `classify`: rmcp's errors as [`CheckError`]s: reachable-but-rejected (fall back) versus
 //!   unreachable (do not), and what a 401 means for this kind of server;
-//! - `fallback`: the check as a whole, streamable HTTP ⇄ SSE when the rule allows;
+//! - `fallback`: the check as a whole, streamable HTTP ⇄ SSE when the rule allows, each
+//!   transport retried after a passing failure when the entry asks (`retry`);
+//! - `retry`: which failures are retried, the backoff with jitter, and the injected sleeper;
 //! - `health`: the ring buffer of checks per connector in its own SQLite file;
 //! - `degraded`: three failures in a row, backing off between, make a connector degraded;
 //! - `npm_cache`: separate npm caches for npx servers that share a package spec.
@@ -21,15 +23,17 @@ pub mod fallback;
 pub mod handshake;
 pub mod health;
 pub mod npm_cache;
+pub mod retry;
 pub mod target;
 
 pub use degraded::{system_clock, Clock, Degraded, DegradedRule, Streak, Transition};
 pub use error::{CheckError, HealthError, Stage};
-pub use fallback::{check, Attempt, CheckOutcome, ErrorSummary};
+pub use fallback::{check, check_paced, Attempt, CheckOutcome, ErrorSummary};
 pub use handshake::{qualified_tool_name, Handshake, ServerIdentity, Timeouts, ToolInfo};
 pub use health::{
     CheckRecord, HealthStats, HealthStore, KnownTools, Recorded, StoredTool, HEALTH_FILE,
 };
+pub use retry::{random_unit, Pacing, RetryPolicy, Sleeper, UnitRandom};
 pub use target::{
     AuthKind, CheckTarget, Endpoint, HttpEndpoint, Redactor, StdioLaunch, TransportKind,
 };

@@ -173,6 +173,12 @@ pub struct CheckTarget {
     /// Secrets resolved for this entry that appear nowhere in `endpoint` (a variable used only
     /// in the URL): scrubbed from messages too.
     pub extra_secrets: Vec<Secret>,
+    /// The entry's `timeout_ms`: the limit on each request of the handshake, in place of the
+    /// caller's (see [`crate::Timeouts::limited_to`]); `None` keeps the caller's.
+    pub request_timeout: Option<std::time::Duration>,
+    /// The entry's `retry`: a passing failure is tried again on the same transport; `None` is
+    /// one try per transport.
+    pub retry: Option<crate::RetryPolicy>,
 }
 
 impl CheckTarget {
@@ -249,6 +255,8 @@ mod tests {
             }),
             auth: AuthKind::OAuth { token_sent: true },
             extra_secrets: vec![],
+            request_timeout: None,
+            retry: None,
         };
         let debug = format!("{target:?}");
         assert!(debug.contains("Authorization"), "{debug}");
@@ -277,6 +285,8 @@ mod tests {
             }),
             auth: AuthKind::OAuth { token_sent: true },
             extra_secrets: vec![Secret::new("query-key-9")],
+            request_timeout: None,
+            retry: None,
         };
         let r = target.redactor();
         assert_eq!(

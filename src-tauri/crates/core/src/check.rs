@@ -13,7 +13,7 @@ use patchbay_catalog::{
 };
 use patchbay_check::health::{rfc3339, rfc3339_opt};
 use patchbay_check::{
-    check, npm_cache, Attempt, AuthKind, CheckError, CheckOutcome, CheckTarget, Degraded,
+    check_paced, npm_cache, Attempt, AuthKind, CheckError, CheckOutcome, CheckTarget, Degraded,
     DegradedRule, Endpoint, ErrorSummary, HealthStats, HealthStore, HttpEndpoint, KnownTools,
     ServerIdentity, StdioLaunch, Timeouts, ToolInfo, Transition, TransportKind, HEALTH_FILE,
 };
@@ -33,8 +33,11 @@ const PARALLEL_CHECKS: usize = 4;
 /// The checker's settings.
 #[derive(Debug, Clone, Default)]
 pub struct CheckerOptions {
+    /// The defaults; an entry's `timeout_ms` replaces their per-request limits.
     pub timeouts: Timeouts,
     pub rule: DegradedRule,
+    /// The waits between an entry's retries (real time unless a test injects its own).
+    pub pacing: patchbay_check::Pacing,
 }
 
 /// Checks connectors and keeps their health. Cheap to clone (everything is shared).
@@ -286,7 +289,7 @@ impl Checker {
             in_flight.entry(name.to_owned()).or_default().clone()
         };
         let _one_at_a_time = gate.lock().await;
-        let outcome = check(&target, &self.options.timeouts).await;
+        let outcome = check_paced(&target, &self.options.timeouts, &self.options.pacing).await;
         let now = self.patchbay.now();
         let recorded = self.health.record(&outcome, &self.options.rule, now)?;
         let health = self.health.stats(name)?;
@@ -654,6 +657,9 @@ impl Checker {
             endpoint,
             auth,
             extra_secrets: resolved,
+            // The entry's own `timeout_ms` and `retry` (docs/catalog.md, "Connection settings").
+            request_timeout: entry.timeout_ms.map(|ms| Duration::from_millis(ms.into())),
+            retry: entry.retry.map(patchbay_check::RetryPolicy::from),
         })
     }
 
@@ -928,6 +934,9 @@ mod tests {
             transport,
             oauth: None,
             unavailable: None,
+            enabled: None,
+            timeout_ms: None,
+            retry: None,
             source: source.to_path_buf(),
         }
     }

@@ -162,6 +162,9 @@ mod tests {
                     },
                     oauth: None,
                     unavailable: None,
+                    enabled: None,
+                    timeout_ms: None,
+                    retry: None,
                     source: "/c.json".into(),
                 })
             })

@@ -32,6 +32,9 @@ fn http(name: &str, url: &str, headers: &[(&str, &str)]) -> ServerEntry {
         },
         oauth: None,
         unavailable: None,
+        enabled: None,
+        timeout_ms: None,
+        retry: None,
         source: PathBuf::from("/catalog/mcp.json"),
     }
 }
@@ -51,6 +54,9 @@ fn stdio(name: &str, env: &[(&str, &str)]) -> ServerEntry {
         },
         oauth: None,
         unavailable: None,
+        enabled: None,
+        timeout_ms: None,
+        retry: None,
         source: PathBuf::from("/catalog/mcp.json"),
     }
 }
