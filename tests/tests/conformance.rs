@@ -476,9 +476,19 @@ fn conform(peer: Peer) {
     assert!(out.status.success(), "{}", fail("authorize", &out));
     let (access0, refresh0, grant) = stored(&sandbox, &catalog);
     let refresh0 = refresh0.unwrap_or_else(|| panic!("{name} issued no refresh token"));
+    let granted = {
+        let core = sandbox.core(Some(catalog.clone()));
+        let row = core.vault().credential_rows().unwrap().remove(0);
+        (row.scope, row.expires_at)
+    };
     eprintln!(
-        "{name}: authorized; client auth {}, scope {:?}, resource {:?}",
-        grant.token_auth_method, grant.scopes, grant.resource
+        "{name}: authorized; client auth {}, scope asked {:?}, held {:?}, resource {:?}, access token {}, expires {:?}",
+        grant.token_auth_method,
+        grant.scopes,
+        granted.0,
+        grant.resource,
+        if access0.split('.').count() == 3 { "a JWT" } else { "opaque" },
+        granted.1.map(|t| t - chrono::Utc::now()),
     );
 
     // The MCP server accepts the token.
