@@ -3,6 +3,11 @@ in-memory OAuth provider (`InMemoryOAuthProvider`: auto-approving /authorize, dy
 registration, PKCE, rotating refresh tokens, revocation), authorization server and MCP endpoint on
 one origin. Started by tests/tests/conformance.rs as `python fastmcp_server.py PORT`; serves
 http://127.0.0.1:PORT/mcp and prints "READY <url>" once it accepts connections. Loopback only.
+
+`python fastmcp_server.py PORT CLIENT_ID CLIENT_SECRET METHOD REDIRECT_URI` also knows one
+confidential client, as if an administrator had registered it, authenticating only by METHOD
+(`client_secret_basic` or `client_secret_post`): FastMCP's token endpoint enforces the registered
+method, so a client sending its secret the other way is refused with 401 invalid_client.
 """
 
 import sys
@@ -19,6 +24,18 @@ provider = InMemoryOAuthProvider(
     client_registration_options=ClientRegistrationOptions(enabled=True),
     revocation_options=RevocationOptions(enabled=True),
 )
+if len(sys.argv) > 2:
+    from mcp.shared.auth import OAuthClientInformationFull
+
+    client_id, client_secret, method, redirect_uri = sys.argv[2:6]
+    provider.clients[client_id] = OAuthClientInformationFull(
+        client_id=client_id,
+        client_secret=client_secret,
+        token_endpoint_auth_method=method,
+        redirect_uris=[redirect_uri],
+        grant_types=["authorization_code", "refresh_token"],
+        response_types=["code"],
+    )
 server = FastMCP("conformance-fastmcp", auth=provider)
 
 

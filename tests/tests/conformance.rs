@@ -68,13 +68,14 @@ fn node_dir() -> PathBuf {
 enum ClientSetup {
     /// Discovery and dynamic registration from the bare URL.
     Dynamic,
-    /// No registration at this server: a confidential client in oauth-clients.json, with both
-    /// endpoints (the server publishes no metadata), and the receiver's fixed port.
+    /// A confidential client in the user's oauth-clients.json: for a server without
+    /// registration, with both endpoints (it publishes no metadata); or a client an administrator
+    /// registered, endpoints discovered. Its redirect fixes the receiver's port.
     PreRegistered {
         client_id: String,
         client_secret: String,
-        authorization_endpoint: String,
-        token_endpoint: String,
+        /// Authorization and token endpoints, when the server has no metadata.
+        endpoints: Option<(String, String)>,
         receiver_port: u16,
     },
 }
@@ -100,6 +101,8 @@ struct Peer {
     mcp_url: String,
     client: ClientSetup,
     revocation: Revocation,
+    /// The client authentication the grant must end up with (the one the server accepts).
+    auth_method: &'static str,
     /// It checks access tokens statefully (opaque tokens or introspection), so a revoked access
     /// token is refused at once; JWTs checked by signature stay valid until they expire.
     stateful_access_tokens: bool,
@@ -118,7 +121,7 @@ impl Peer {
         mut cmd: Command,
         mcp_url: String,
         client: ClientSetup,
-        revocation: Revocation,
+        (revocation, auth_method): (Revocation, &'static str),
         stateful_access_tokens: bool,
         ready: &[u16],
     ) -> Peer {
@@ -137,6 +140,7 @@ impl Peer {
             mcp_url,
             client,
             revocation,
+            auth_method,
             stateful_access_tokens,
         };
         peer.wait_listening(ready);
@@ -208,12 +212,13 @@ fn sdk() -> Peer {
         .env("MCP_AUTH_PORT", auth.to_string());
     // The SDK names its resource with `localhost`.
     let url = format!("http://localhost:{mcp}/mcp");
+    let revocation = (Revocation::Revokes, "none");
     Peer::spawn(
         "sdk",
         cmd,
         url,
         ClientSetup::Dynamic,
-        Revocation::Revokes,
+        revocation,
         true,
         &[mcp, auth],
     )
@@ -226,15 +231,41 @@ fn fastmcp() -> Peer {
         .arg("fastmcp_server.py")
         .arg(port.to_string());
     let url = format!("http://127.0.0.1:{port}/mcp");
+    let revocation = (Revocation::RefusesPublicClients("400"), "none");
     Peer::spawn(
         "fastmcp",
         cmd,
         url,
         ClientSetup::Dynamic,
-        Revocation::RefusesPublicClients("400"),
+        revocation,
         true,
         &[port],
     )
+}
+
+/// FastMCP with a confidential client an administrator registered for `client_secret_post`
+/// only; its metadata lists basic too, so Patchbay starts with basic, is refused (401
+/// invalid_client), must try post once, and keep post for the refreshes and the revocation.
+fn fastmcp_post_only_client() -> Peer {
+    let [port, receiver] = free_ports::<2>();
+    let client_id = "admin-registered".to_string();
+    let client_secret = format!("{:032x}", rand_u128());
+    let mut cmd = Command::new(python());
+    cmd.current_dir(tests_dir().join("python"))
+        .arg("fastmcp_server.py")
+        .arg(port.to_string())
+        .args([&client_id, &client_secret, "client_secret_post"])
+        .arg(format!("http://127.0.0.1:{receiver}/callback"));
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let client = ClientSetup::PreRegistered {
+        client_id,
+        client_secret,
+        endpoints: None,
+        receiver_port: receiver,
+    };
+    // With the secret in the form, FastMCP's revocation endpoint works.
+    let revocation = (Revocation::Revokes, "client_secret_post");
+    Peer::spawn("fastmcp-post", cmd, url, client, revocation, true, &[port])
 }
 
 fn oidc_provider() -> Peer {
@@ -245,12 +276,14 @@ fn oidc_provider() -> Peer {
         .args([auth.to_string(), mcp.to_string()]);
     let url = format!("http://127.0.0.1:{mcp}/mcp");
     // JWT access tokens, checked by signature: revocation reaches the refresh token only.
+    let revocation = (Revocation::Revokes, "none");
+    let client = ClientSetup::Dynamic;
     Peer::spawn(
         "oidc-provider",
         cmd,
         url,
-        ClientSetup::Dynamic,
-        Revocation::Revokes,
+        client,
+        revocation,
         false,
         &[auth, mcp],
     )
@@ -263,12 +296,14 @@ fn authlib() -> Peer {
         .arg("authlib_server.py")
         .args([auth.to_string(), mcp.to_string()]);
     let url = format!("http://127.0.0.1:{mcp}/mcp");
+    // Authlib hands out a secret with the public registration: it must not be used.
+    let revocation = (Revocation::Revokes, "none");
     Peer::spawn(
         "authlib",
         cmd,
         url,
         ClientSetup::Dynamic,
-        Revocation::Revokes,
+        revocation,
         true,
         &[auth, mcp],
     )
@@ -288,16 +323,19 @@ fn node_oauth2_server() -> Peer {
     let client = ClientSetup::PreRegistered {
         client_id,
         client_secret,
-        authorization_endpoint: format!("http://127.0.0.1:{auth}/authorize"),
-        token_endpoint: format!("http://127.0.0.1:{auth}/token"),
+        endpoints: Some((
+            format!("http://127.0.0.1:{auth}/authorize"),
+            format!("http://127.0.0.1:{auth}/token"),
+        )),
         receiver_port: receiver,
     };
+    let revocation = (Revocation::None, "client_secret_basic");
     Peer::spawn(
         "node-oauth2-server",
         cmd,
         url,
         client,
-        Revocation::None,
+        revocation,
         true,
         &[auth, mcp],
     )
@@ -433,19 +471,20 @@ fn conform(peer: Peer) {
         ClientSetup::PreRegistered {
             client_id,
             client_secret,
-            authorization_endpoint,
-            token_endpoint,
+            endpoints,
             receiver_port,
         } => {
+            let mut entry = serde_json::json!({
+                "clientId": client_id,
+                "clientSecret": client_secret,
+            });
+            if let Some((authorization, token)) = endpoints {
+                entry["authorizationEndpoint"] = authorization.as_str().into();
+                entry["tokenEndpoint"] = token.as_str().into();
+            }
             sandbox.write(
                 "oauth-clients.json",
-                &serde_json::json!({ name: {
-                    "clientId": client_id,
-                    "clientSecret": client_secret,
-                    "authorizationEndpoint": authorization_endpoint,
-                    "tokenEndpoint": token_endpoint,
-                } })
-                .to_string(),
+                &serde_json::json!({ name: entry }).to_string(),
             );
             *receiver_port
         }
@@ -476,6 +515,10 @@ fn conform(peer: Peer) {
     assert!(out.status.success(), "{}", fail("authorize", &out));
     let (access0, refresh0, grant) = stored(&sandbox, &catalog);
     let refresh0 = refresh0.unwrap_or_else(|| panic!("{name} issued no refresh token"));
+    assert_eq!(
+        grant.token_auth_method, peer.auth_method,
+        "{name}: the grant keeps the client authentication the server accepts"
+    );
     let granted = {
         let core = sandbox.core(Some(catalog.clone()));
         let row = core.vault().credential_rows().unwrap().remove(0);
@@ -601,6 +644,12 @@ fn mcp_typescript_sdk() {
 fn fastmcp_in_memory_provider() {
     require_keychain!();
     conform(fastmcp());
+}
+
+#[test]
+fn fastmcp_confidential_client_accepted_only_by_post() {
+    require_keychain!();
+    conform(fastmcp_post_only_client());
 }
 
 #[test]
