@@ -19,6 +19,15 @@
 //! not through our own keyring code) is adopted back into the vault by `patchbay status`. The
 //! keyring runs are the gnome-keyring of scripts/test.sh (PATCHBAY_TEST_KEYCHAIN=1); `codex mcp
 //! list` is handed the same D-Bus session.
+//!
+//! And a real Codex refresh, in file and keyring mode ([`codex_refresh_round_trip`]): Patchbay
+//! authorizes at the MCP SDK's example server taught the rotating refresh grant
+//! (tests/node/sdk-oauth-refresh-server.mjs), `bridge add` hands the pair to Codex, the entry is
+//! made due (Codex refreshes 30 s before `expires_at`), and `codex exec` (its model provider a
+//! loopback port nobody answers, so no model is ever reached) connects to the MCP server at
+//! startup, refreshes, and writes the rotated pair back in its own shape. `patchbay status`
+//! adopts it, and Patchbay's next refresh presents Codex's refresh token: the server sees two
+//! refreshes and no reuse.
 
 use chrono::{Duration, Utc};
 use patchbay_catalog::CredentialKey;
@@ -426,4 +435,306 @@ fn codex_keyring_mode_reads_what_bridge_add_writes_and_its_rotation_is_adopted()
 fn codex_auto_mode_with_a_keyring_reads_the_keyring_item() {
     require_keychain!();
     store_mode_round_trip("auto", "fxauto", 3113);
+}
+
+/// The SDK's example OAuth server with the rotating refresh grant (tests/node), killed on drop.
+struct RefreshServer {
+    child: std::process::Child,
+    logs: tempfile::TempDir,
+    mcp_port: u16,
+}
+
+impl RefreshServer {
+    fn start() -> RefreshServer {
+        let node = Path::new(env!("CARGO_MANIFEST_DIR")).join("node");
+        let (mcp_port, auth_port) = {
+            // Both held at once, so they differ.
+            let bind = || std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+            let (a, b) = (bind(), bind());
+            (
+                a.local_addr().unwrap().port(),
+                b.local_addr().unwrap().port(),
+            )
+        };
+        let logs = tempfile::tempdir().unwrap();
+        let file = |name: &str| std::fs::File::create(logs.path().join(name)).unwrap();
+        let child = Command::new("node")
+            .current_dir(&node)
+            .args(["sdk-oauth-refresh-server.mjs", "--oauth"])
+            .env("MCP_PORT", mcp_port.to_string())
+            .env("MCP_AUTH_PORT", auth_port.to_string())
+            .stdin(Stdio::null())
+            .stdout(file("stdout"))
+            .stderr(file("stderr"))
+            .spawn()
+            .expect("start node (scripts/setup.sh installs it)");
+        let server = RefreshServer {
+            child,
+            logs,
+            mcp_port,
+        };
+        let deadline = std::time::Instant::now() + CODEX_MCP_LIST;
+        let listening = |port: u16| {
+            std::net::TcpStream::connect_timeout(
+                &([127, 0, 0, 1], port).into(),
+                std::time::Duration::from_secs(1),
+            )
+            .is_ok()
+        };
+        while !(listening(mcp_port) && listening(auth_port)) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the SDK server did not listen: {}",
+                server.output()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        server
+    }
+
+    fn output(&self) -> String {
+        let read =
+            |name: &str| std::fs::read_to_string(self.logs.path().join(name)).unwrap_or_default();
+        format!("{}{}", read("stderr"), read("stdout"))
+    }
+
+    /// How many lines of its stdout are exactly `event` (`REFRESHED`, `REUSE`).
+    fn events(&self, event: &str) -> usize {
+        self.output().lines().filter(|l| l.trim() == event).count()
+    }
+
+    fn url(&self) -> String {
+        format!("http://localhost:{}/mcp", self.mcp_port)
+    }
+}
+
+impl Drop for RefreshServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Runs `patchbay ARGS` in the sandbox with the non-interactive browser of tests/support,
+/// bounded; asserts success and returns stdout.
+fn patchbay_with_browser(sandbox: &Sandbox, args: &[&str]) -> String {
+    let support = Path::new(env!("CARGO_MANIFEST_DIR")).join("support");
+    let path = std::env::join_paths(std::iter::once(support).chain(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    )))
+    .unwrap();
+    let logs = tempfile::tempdir().unwrap();
+    let file = |name: &str| std::fs::File::create(logs.path().join(name)).unwrap();
+    let read = |name: &str| std::fs::read_to_string(logs.path().join(name)).unwrap_or_default();
+    let mut child = sandbox
+        .command()
+        .args(args)
+        .env("BROWSER", "follow-browser.sh")
+        .env("PATH", path)
+        .stdout(file("stdout"))
+        .stderr(file("stderr"))
+        .spawn()
+        .expect("patchbay");
+    let status = wait_within(&mut child, CODEX_MCP_LIST, "patchbay", || read("stderr"));
+    assert!(
+        status.success(),
+        "patchbay {args:?} failed ({status}): {}{}",
+        read("stdout"),
+        read("stderr")
+    );
+    read("stdout")
+}
+
+/// The access and refresh tokens of the entry Codex reads under `mode`.
+fn codex_pair(codex: &Path, mode: &str, key: &str) -> Option<(String, Option<String>)> {
+    let text = |v: &Value| v.as_str().map(str::to_string);
+    if mode == "file" {
+        let store: Value =
+            serde_json::from_slice(&std::fs::read(codex.join(".credentials.json")).ok()?).ok()?;
+        let entry = store.get(key)?;
+        Some((text(&entry["access_token"])?, text(&entry["refresh_token"])))
+    } else {
+        let item = keyring_item(key)?;
+        let response = &item["token_response"];
+        Some((
+            text(&response["access_token"])?,
+            text(&response["refresh_token"]),
+        ))
+    }
+}
+
+/// A real refresh by Codex of the pair Patchbay wrote, adopted back (see the module docs).
+fn codex_refresh_round_trip(mode: &str) {
+    let server = RefreshServer::start();
+    let url = server.url();
+    let name = format!("sdk{mode}");
+    let key = patchbay_catalog::credential_key(&name, "http", &url, &Default::default());
+    let sandbox = Sandbox::new(true);
+    let catalog = sandbox.write(
+        "catalog.json",
+        &serde_json::json!({"mcpServers": {&name: {"type": "http", "url": url}}}).to_string(),
+    );
+    let catalog_arg = catalog.to_str().unwrap();
+    let codex = sandbox.path().join("codex");
+    std::fs::create_dir_all(&codex).unwrap();
+    // The model provider is a port nobody listens on: `codex exec` starts its MCP servers, and
+    // its model requests fail on loopback.
+    let dead_port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    std::fs::write(
+        codex.join("config.toml"),
+        format!(
+            "mcp_oauth_credentials_store = \"{mode}\"\nmodel_provider = \"offline\"\n\
+             model = \"offline-model\"\n\n[model_providers.offline]\nname = \"offline\"\n\
+             base_url = \"http://127.0.0.1:{dead_port}/v1\"\nwire_api = \"responses\"\n\
+             request_max_retries = 0\nstream_max_retries = 0\n"
+        ),
+    )
+    .unwrap();
+    let home = tempfile::tempdir().unwrap();
+    clear_keyring_item(key.as_str());
+
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+        .to_string();
+    patchbay_with_browser(
+        &sandbox,
+        &[
+            "authorize",
+            &name,
+            "--port",
+            &port,
+            "--catalog",
+            catalog_arg,
+        ],
+    );
+    // Due (Codex refreshes 30 s before expiry), as an hour later: the pair nearly lapsed, so
+    // Codex's rotated one is later by far (a pair refreshed within a second of its issue may
+    // carry the same expiry, which orders nothing).
+    {
+        let core = sandbox.core(Some(catalog.clone()));
+        let vault = core.vault();
+        let mut row = vault
+            .credential_rows()
+            .unwrap()
+            .into_iter()
+            .find(|r| r.credential_key == key)
+            .expect("authorized");
+        let tokens = vault.credential_tokens(&key).unwrap().unwrap();
+        row.expires_at = Some(Utc::now() + Duration::seconds(10));
+        vault.put_credential(&row, &tokens).unwrap();
+    }
+    let out = patchbay_with_browser(
+        &sandbox,
+        &[
+            "bridge",
+            "add",
+            &name,
+            "--runtime",
+            "codex",
+            "--catalog",
+            catalog_arg,
+        ],
+    );
+    assert!(out.contains("Wrote its stored credential there."), "{out}");
+    let (ours_access, ours_refresh) = codex_pair(&codex, mode, key.as_str()).expect("written");
+    assert!(ours_refresh.is_some(), "the pair has a refresh token");
+
+    let logs = tempfile::tempdir().unwrap();
+    let file = |name: &str| std::fs::File::create(logs.path().join(name)).unwrap();
+    let read = |name: &str| std::fs::read_to_string(logs.path().join(name)).unwrap_or_default();
+    let mut exec = Command::new("node")
+        .arg(codex_js())
+        .args(["exec", "--skip-git-repo-check", "say hi"])
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .envs(
+            ["DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR"]
+                .into_iter()
+                .filter_map(|k| Some((k, std::env::var_os(k)?))),
+        )
+        .env("HOME", home.path())
+        .env("CODEX_HOME", &codex)
+        .current_dir(home.path())
+        .stdin(Stdio::null())
+        .stdout(file("stdout"))
+        .stderr(file("stderr"))
+        .spawn()
+        .expect("start codex exec");
+    // Until Codex has written a rotated pair (bounded); then it has done its part.
+    let deadline = std::time::Instant::now() + CODEX_MCP_LIST;
+    let rotated = loop {
+        match codex_pair(&codex, mode, key.as_str()) {
+            Some(pair) if pair.0 != ours_access => break pair,
+            _ => {}
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = exec.kill();
+            let _ = exec.wait();
+            panic!(
+                "{mode}: Codex did not refresh within {CODEX_MCP_LIST:?}; codex:\n{}{}\nserver:\n{}",
+                read("stdout"),
+                read("stderr"),
+                server.output()
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    let _ = exec.kill();
+    let _ = exec.wait();
+    assert_eq!(server.events("REFRESHED"), 1, "{}", server.output());
+    assert_ne!(
+        rotated.1, ours_refresh,
+        "{mode}: the server rotated the refresh token"
+    );
+
+    // Adopted back: the vault holds Codex's pair.
+    let status = sandbox.run(&["status", "--json", "--catalog", catalog_arg]);
+    assert!(status.status.success());
+    {
+        let core = sandbox.core(Some(catalog.clone()));
+        let tokens = core.vault().credential_tokens(&key).unwrap().unwrap();
+        assert_eq!(
+            tokens.access_token.expose(),
+            rotated.0,
+            "{mode}: not adopted"
+        );
+        assert_eq!(
+            tokens
+                .refresh_token
+                .as_ref()
+                .map(|t| t.expose().to_string()),
+            rotated.1,
+            "{mode}"
+        );
+    }
+    // Our next refresh presents Codex's refresh token, the live head of the chain.
+    let refreshed = sandbox.run(&["refresh", &name, "--catalog", catalog_arg]);
+    assert!(
+        refreshed.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&refreshed.stdout),
+        String::from_utf8_lossy(&refreshed.stderr)
+    );
+    assert_eq!(server.events("REFRESHED"), 2, "{}", server.output());
+    assert_eq!(server.events("REUSE"), 0, "{}", server.output());
+    clear_keyring_item(key.as_str());
+}
+
+#[test]
+fn codex_file_mode_refresh_is_adopted_and_continues_the_chain() {
+    require_keychain!();
+    codex_refresh_round_trip("file");
+}
+
+#[test]
+fn codex_keyring_mode_refresh_is_adopted_and_continues_the_chain() {
+    require_keychain!();
+    codex_refresh_round_trip("keyring");
 }
