@@ -871,3 +871,71 @@ fn control_characters_from_data_never_reach_the_terminal_raw() {
     let text = stdout(&sandbox.run(&["offered", "--catalog", c]));
     assert!(text.contains("\\u{1b}"), "escaped, not dropped: {text}");
 }
+
+/// A small tmpfs mounted for one test, unmounted on drop; `None` where mounting is not allowed.
+struct SmallDisk(std::path::PathBuf);
+
+impl SmallDisk {
+    fn mount(at: std::path::PathBuf, size: &str) -> Option<SmallDisk> {
+        std::fs::create_dir_all(&at).ok()?;
+        let ok = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(&at)
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        ok.then_some(SmallDisk(at))
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(&self.0).status();
+    }
+}
+
+#[test]
+fn status_reads_a_database_on_a_full_disk() {
+    let sandbox = Sandbox::new(false);
+    let catalog = sandbox.fixture("all-ready.json");
+    let made = sandbox.path().join("made");
+    let out = sandbox
+        .command()
+        .env("PATCHBAY_DATA_DIR", &made)
+        .args(["status", "--catalog", catalog.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let Some(disk) = SmallDisk::mount(sandbox.path().join("full"), "256k") else {
+        eprintln!("skipped: mounting a tmpfs is not allowed here");
+        return;
+    };
+    let db = disk.0.join("patchbay.sqlite3");
+    std::fs::copy(made.join("patchbay.sqlite3"), &db).unwrap();
+    // Fill the disk to the last block.
+    let mut filler = std::fs::File::create(disk.0.join("filler")).unwrap();
+    let block = vec![0u8; 4096];
+    while std::io::Write::write_all(&mut filler, &block).is_ok() {}
+    drop(filler);
+    let before = std::fs::read(&db).unwrap();
+
+    let out = sandbox
+        .command()
+        .env("PATCHBAY_DATA_DIR", &disk.0)
+        .args(["status", "--catalog", catalog.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let text = stdout(&out);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "stdout: {text} stderr: {}",
+        stderr(&out)
+    );
+    assert!(text.starts_with("All 2 connectors are fine"), "{text}");
+    assert_eq!(
+        std::fs::read(&db).unwrap(),
+        before,
+        "the database was changed"
+    );
+}
