@@ -263,7 +263,8 @@ pub async fn run(
     // Re-read on every tick: the vault changes under the schedule (authorize, adoption).
     let rows = || {
         patchbay.vault().credential_rows().unwrap_or_else(|e| {
-            tracing::warn!("the renewal timer cannot read the vault: {e}");
+            // Every tick: the pass says it loudly, once per pass.
+            tracing::debug!("the renewal timer cannot read the vault: {e}");
             Vec::new()
         })
     };
