@@ -165,6 +165,16 @@ impl Reader<'_> {
     ) -> Result<Option<ClientTransport>, RuntimeError> {
         let kind = self.opt_string(at, config, "type")?;
         let client = self.file.client;
+        // A kind we do not know (Claude Code's internal `sdk`, `sse-ide`, `ws-ide`, `ws`; a newer
+        // client's) is skipped rather than refused: refusing would hide the file's other servers.
+        const KNOWN: [&str; 5] = ["stdio", "http", "sse", "streamable-http", "streamableHttp"];
+        if let Some(other) = kind.as_deref().filter(|k| !KNOWN.contains(k)) {
+            tracing::debug!(
+                "{}: {at}: skipping an entry of type {other:?}",
+                self.path().display()
+            );
+            return Ok(None);
+        }
         // Remote URL field and default transport per client:
         // - Gemini CLI (google-gemini/gemini-cli docs/tools/mcp-server.md; packages/core
         //   config.ts MCPServerConfig, mcp-client.ts createUrlTransport): `httpUrl` = streamable
@@ -198,16 +208,7 @@ impl Reader<'_> {
             _ => default_sse,
         };
         match (command, url) {
-            (Some(command), _) if !matches!(kind.as_deref(), Some("http" | "sse")) => {
-                if let Some(kind) = kind.as_deref().filter(|k| *k != "stdio") {
-                    if client == Client::ClaudeCode {
-                        return Ok(None); // `sdk`, IDE transports: not ours to run
-                    }
-                    return Err(malformed(
-                        self.path(),
-                        format!("{at}.type: {kind:?} with a \"command\": expected \"stdio\""),
-                    ));
-                }
+            (Some(command), _) if matches!(kind.as_deref(), None | Some("stdio")) => {
                 Ok(Some(ClientTransport::Stdio {
                     command,
                     args: self.string_list(at, config, "args")?,
@@ -223,21 +224,15 @@ impl Reader<'_> {
                     ClientTransport::StreamableHttp { url, headers }
                 }))
             }
-            (_, None) => match kind.as_deref() {
-                Some("http" | "sse") => Err(malformed(
-                    self.path(),
-                    format!(
-                        "{at}: a {} server needs a string \"{url_key}\"",
-                        kind.unwrap_or_default()
-                    ),
-                )),
-                // Claude Code's internal kinds carry neither.
-                Some(_) if client == Client::ClaudeCode => Ok(None),
-                _ => Err(malformed(
-                    self.path(),
-                    format!("{at}: needs a \"command\" or a \"{url_key}\""),
-                )),
-            },
+            (_, None) => Err(malformed(
+                self.path(),
+                match kind.as_deref() {
+                    Some(kind) if kind != "stdio" => {
+                        format!("{at}: a {kind} server needs a string \"{url_key}\"")
+                    }
+                    _ => format!("{at}: needs a \"command\" or a \"{url_key}\""),
+                },
+            )),
         }
     }
 

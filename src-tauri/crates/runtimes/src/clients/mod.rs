@@ -170,14 +170,19 @@ pub fn redacted_args(args: &[String]) -> Vec<String> {
 }
 
 /// A header or environment variable name that carries a credential: the catalog's header rule
-/// (`authorization`, `token`, `secret`, `password`, `api-key`, ... as a whole `-`/`_` part), or a
-/// last part `key`, `pat`, `pwd` or `passwd` (`STRIPE_KEY`, `GITHUB_PAT`).
+/// (`authorization`, `token`, `secret`, `password`, `api-key`, ... as a whole `-`/`_` part), a
+/// last part `key`, `pat`, `pwd` or `passwd` (`STRIPE_KEY`, `GITHUB_PAT`, `MYSQL_PWD`), or a name
+/// ending in `password`, `passwd`, `secret`, `token` or `apikey` (`PGPASSWORD`).
 pub fn is_credential_name(name: &str) -> bool {
     if patchbay_catalog::is_credential_header(name) {
         return true;
     }
-    let last = name.rsplit(['-', '_']).next().unwrap_or("").to_lowercase();
-    matches!(last.as_str(), "key" | "pat" | "pwd" | "passwd")
+    let lower = name.to_lowercase();
+    let last = lower.rsplit(['-', '_']).next().unwrap_or("");
+    matches!(last, "key" | "pat" | "pwd" | "passwd")
+        || ["password", "passwd", "secret", "token", "apikey"]
+            .iter()
+            .any(|suffix| lower.ends_with(suffix))
 }
 
 /// One MCP server as one client configures it.
