@@ -193,6 +193,29 @@ fn each_server_is_found_once_with_its_clients() {
         .count();
     assert_eq!(filesystems, 2);
     assert_eq!(merged.len(), 17, "{merged:#?}");
+
+    // The summary status prints: no secret of the fixtures in its Debug or JSON.
+    let summaries: Vec<_> = merged.iter().map(|m| m.summary()).collect();
+    let json = serde_json::to_string(&summaries).unwrap();
+    let debug = format!("{merged:?}");
+    for literal in [
+        "fixture-pg-password",
+        "fixture-brave-key",
+        "lin_api_fixture_literal",
+        "ghp_fixtureLiteralToken",
+    ] {
+        assert!(
+            !json.contains(literal) && !debug.contains(literal),
+            "{literal} shown"
+        );
+    }
+    let github = summaries.iter().find(|s| s.name == "github").unwrap();
+    assert_eq!(github.kind, "streamable-http");
+    assert_eq!(
+        serde_json::to_value(&github.found_in).unwrap(),
+        serde_json::json!(["claude_code", "cursor", "vs_code", "gemini_cli"])
+    );
+    assert_eq!(github.files.len(), 4);
 }
 
 #[test]

@@ -78,12 +78,13 @@ pub fn to_air(server: &ClientServer) -> AirEntry {
             let mut out = Map::new();
             for (name, value) in env {
                 let value = conversion.translate(value.expose());
-                let value = if is_credential_name(name) && !has_placeholder(&value) {
-                    let var = conversion.env_var(name);
-                    conversion.extract(&var, value, format!("env {name}"))
-                } else {
-                    value
-                };
+                let value =
+                    if is_credential_name(name) && !value.is_empty() && !has_placeholder(&value) {
+                        let var = conversion.env_var(name);
+                        conversion.extract(&var, value, format!("env {name}"))
+                    } else {
+                        value
+                    };
                 out.insert(name.clone(), json!(value));
             }
             if !out.is_empty() {

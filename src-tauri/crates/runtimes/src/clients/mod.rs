@@ -495,6 +495,47 @@ impl MergedServer {
     }
 }
 
+/// What status and the window show of a merged server: no env or header values, credential-looking
+/// arguments redacted ([`redacted_args`]), so it may be printed and serialized.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct FoundServer {
+    pub name: String,
+    /// `stdio`, `sse` or `streamable-http`, of the first entry.
+    pub kind: &'static str,
+    pub url: Option<String>,
+    pub command: Option<String>,
+    pub args: Vec<String>,
+    pub found_in: Vec<Client>,
+    pub files: Vec<PathBuf>,
+}
+
+impl MergedServer {
+    pub fn summary(&self) -> FoundServer {
+        let first = &self.entries[0].transport;
+        let (command, args) = match first {
+            ClientTransport::Stdio { command, args, .. } => {
+                (Some(command.clone()), redacted_args(args))
+            }
+            _ => (None, Vec::new()),
+        };
+        let mut files: Vec<PathBuf> = Vec::new();
+        for entry in &self.entries {
+            if !files.contains(&entry.file) {
+                files.push(entry.file.clone());
+            }
+        }
+        FoundServer {
+            name: self.name.clone(),
+            kind: first.kind(),
+            url: first.url().map(str::to_string),
+            command,
+            args,
+            found_in: self.clients(),
+            files,
+        }
+    }
+}
+
 /// Group entries from many clients into one record per server (see [`ServerIdentity`]), in the
 /// order each server was first seen.
 pub fn merge(servers: impl IntoIterator<Item = ClientServer>) -> Vec<MergedServer> {
