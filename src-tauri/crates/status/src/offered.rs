@@ -223,6 +223,59 @@ mod tests {
     }
 
     #[test]
+    fn a_secret_that_cannot_be_unsealed_is_never_offered_and_the_cause_said_once() {
+        let text = r#"{"mcpServers":{
+            "vars":{"type":"stdio","command":"node","env":{"K":"${KEPT}"}},
+            "plain":{"type":"stdio","command":"node"}}}"#;
+        let items: Vec<CatalogItem> = parse(text, std::path::Path::new("t.json")).unwrap();
+        let catalog = patchbay_catalog::Catalog {
+            items,
+            sources: vec![],
+        };
+        let message = "the vault master key is missing from the OS keychain".to_string();
+        for (store, answered) in [
+            (
+                StoreHealth::KeyUnusable {
+                    message: message.clone(),
+                },
+                true,
+            ),
+            (
+                StoreHealth::Unreachable {
+                    message: message.clone(),
+                },
+                false,
+            ),
+        ] {
+            let signals = LocalSignals {
+                credentials: vec![],
+                store,
+                variables: VaultVariables {
+                    names: ["KEPT".to_string()].into(),
+                    values: Default::default(),
+                },
+                env: Default::default(),
+                now: chrono::Utc::now(),
+            };
+            let report = crate::compute(&catalog, &signals);
+            assert_eq!(report.secret_store.key_unusable, answered);
+            let row = report.connector("vars").unwrap();
+            assert_eq!(row.state, ConnectorState::SecretStoreUnreachable);
+            assert_eq!(
+                row.detail.contains("did not answer"),
+                !answered,
+                "{}",
+                row.detail
+            );
+            let offered = Offered::from_report(&report);
+            let names: Vec<&str> = offered.servers.iter().map(|s| s.name.as_str()).collect();
+            assert_eq!(names, ["plain"]);
+            assert_eq!(offered.unavailable[0].reason, UNSEALABLE);
+            assert_eq!(offered.to_markdown().matches(&message).count(), 1);
+        }
+    }
+
+    #[test]
     fn one_line_collapses_and_cuts() {
         assert_eq!(one_line("a\n  b\tc", 50), "a b c");
         let long = "x".repeat(300);
