@@ -8,6 +8,7 @@
 //! | `fastmcp` | FastMCP's `InMemoryOAuthProvider` | PyPI `fastmcp`, tests/python/fastmcp_server.py |
 //! | `oidc-provider` | panva's certified OpenID Provider, consent through its interaction API | npm `oidc-provider`, tests/node/oidc-provider-server.mjs |
 //! | `authlib` | Authlib's RFC 6749/7636/7591/7009/7662 server pieces, FastMCP introspecting in front | PyPI `authlib`, tests/python/authlib_server.py |
+//! | `django-oauth-toolkit` | django-oauth-toolkit's views on oauthlib, FastMCP introspecting in front | PyPI `django-oauth-toolkit`, tests/python/dot_server.py |
 //! | `node-oauth2-server` | `@node-oauth/oauth2-server`, no metadata and no DCR: a pre-registered client | npm, tests/node/node-oauth2-server.mjs |
 //!
 //! For each: `patchbay authorize NAME` from a bare catalog entry (only the URL: discovery and
@@ -303,6 +304,26 @@ fn authlib() -> Peer {
         cmd,
         url,
         ClientSetup::Dynamic,
+        revocation,
+        true,
+        &[auth, mcp],
+    )
+}
+
+fn django_oauth_toolkit() -> Peer {
+    let [auth, mcp] = free_ports::<2>();
+    let mut cmd = Command::new(python());
+    cmd.current_dir(tests_dir().join("python"))
+        .arg("dot_server.py")
+        .args([auth.to_string(), mcp.to_string()]);
+    let url = format!("http://127.0.0.1:{mcp}/mcp");
+    let revocation = (Revocation::Revokes, "none");
+    let client = ClientSetup::Dynamic;
+    Peer::spawn(
+        "django-oauth-toolkit",
+        cmd,
+        url,
+        client,
         revocation,
         true,
         &[auth, mcp],
@@ -662,6 +683,12 @@ fn panva_oidc_provider() {
 fn authlib_server_pieces() {
     require_keychain!();
     conform(authlib());
+}
+
+#[test]
+fn django_oauth_toolkit_on_oauthlib() {
+    require_keychain!();
+    conform(django_oauth_toolkit());
 }
 
 #[test]
