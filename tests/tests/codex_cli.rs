@@ -738,3 +738,77 @@ fn codex_keyring_mode_refresh_is_adopted_and_continues_the_chain() {
     require_keychain!();
     codex_refresh_round_trip("keyring");
 }
+
+/// Canary for the lock our Codex file-store writer takes (patchbay_runtimes::codex): Codex
+/// 0.171.0 itself waits for an exclusive `flock` on `$CODEX_HOME/mcp-oauth-locks/file-store.lock`
+/// before it reads its file store (held here by util-linux's `flock(1)`), and goes on once it is
+/// released. Should a Codex release stop taking it, this fails, and our lock protects nothing.
+#[test]
+fn codex_waits_for_its_file_store_lock() {
+    let sandbox = Sandbox::new(false);
+    let codex = sandbox.path().join("codex");
+    std::fs::create_dir_all(codex.join("mcp-oauth-locks")).unwrap();
+    std::fs::write(
+        codex.join("config.toml"),
+        "mcp_oauth_credentials_store = \"file\"\n[mcp_servers.fx]\nurl = \"http://localhost:3100/mcp\"\n",
+    )
+    .unwrap();
+    let release = sandbox.path().join("release");
+    let mut holder = Command::new("flock")
+        .arg("-x")
+        .arg(codex.join("mcp-oauth-locks/file-store.lock"))
+        .args([
+            "sh",
+            "-c",
+            &format!(
+                "touch '{held}'; while [ ! -e '{release}' ]; do sleep 0.02; done",
+                held = sandbox.path().join("held").display(),
+                release = release.display()
+            ),
+        ])
+        .spawn()
+        .expect("flock(1) (util-linux)");
+    let deadline = std::time::Instant::now() + CODEX_MCP_LIST;
+    while !sandbox.path().join("held").exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "flock(1) never held the lock"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let home = tempfile::tempdir().unwrap();
+    let lister = {
+        let codex = codex.clone();
+        let home = home.path().to_path_buf();
+        std::thread::spawn(move || {
+            Command::new("node")
+                .arg(codex_js())
+                .args(["mcp", "list", "--json"])
+                .env_clear()
+                .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+                .env("HOME", &home)
+                .env("CODEX_HOME", &codex)
+                .current_dir(&home)
+                .stdin(Stdio::null())
+                .output()
+                .expect("codex")
+        })
+    };
+    // Codex answers in well under a second when nothing holds the lock: watched for 2 s.
+    let watch_until = std::time::Instant::now() + std::time::Duration::from_secs(2);
+    while std::time::Instant::now() < watch_until {
+        assert!(
+            !lister.is_finished(),
+            "`codex mcp list` did not wait for its file-store lock"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::fs::write(&release, "").unwrap();
+    assert!(holder.wait().unwrap().success());
+    let out = lister.join().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -1,7 +1,8 @@
 //! Codex's MCP OAuth credential stores, chosen by `mcp_oauth_credentials_store` in
 //! `$CODEX_HOME/config.toml` exactly as Codex 0.171.0 chooses them:
 //! - `file`: `$CODEX_HOME/.credentials.json`, a map of key → entry in the file shape
-//!   ([`CodexFileStore`]);
+//!   ([`CodexFileStore`]), read and written under Codex's own `flock` on
+//!   `$CODEX_HOME/mcp-oauth-locks/file-store.lock`;
 //! - `keyring`: one OS keyring item per key (service `Codex MCP Credentials`, account = the key),
 //!   its secret the JSON of Codex's `StoredOAuthTokens`, a different shape from the file's
 //!   ([`CodexKeyringStore`]);
@@ -28,7 +29,7 @@
 use crate::atomic::{lock_path_for, read_json_object, update_json_object, FileMode, UpdateOptions};
 use crate::claude::{millis, on_disk_is_fresher, set_pair, PairFields};
 use crate::config::{CodexStoreMode, RuntimePaths};
-use crate::lock::DEFAULT_LOCK_TIMEOUT;
+use crate::lock::{FileLock, DEFAULT_LOCK_TIMEOUT};
 use crate::{Runtime, RuntimeCredential, RuntimeError, RuntimeStore, WriteOutcome};
 use chrono::{DateTime, Utc};
 use patchbay_catalog::CredentialKey;
@@ -40,6 +41,10 @@ use std::time::Duration;
 
 /// Codex's keyring service name.
 pub const CODEX_KEYRING_SERVICE: &str = "Codex MCP Credentials";
+
+/// The directory of Codex's OAuth locks in `$CODEX_HOME`, and its file store's lock in it.
+pub const CODEX_LOCK_DIR: &str = "mcp-oauth-locks";
+pub const CODEX_FILE_STORE_LOCK: &str = "file-store.lock";
 
 /// The store Codex uses under `mode`. `known_keys` are the keys the keyring reports from
 /// `read_all` (a keyring cannot be listed): the keys of the servers in Codex's config.
@@ -92,14 +97,53 @@ impl CodexFileStore {
         &self.path
     }
 
-    /// `.credentials.json.patchbay.lock` beside the file. (Codex's own `mcp-oauth-locks/` is a
-    /// protocol we have not measured, so we do not take part in it.)
+    /// `.credentials.json.patchbay.lock` beside the file: our own writers' lock, taken inside
+    /// Codex's ([`CodexFileStore::codex_lock_path`]).
     pub fn lock_path(&self) -> PathBuf {
         lock_path_for(&self.path)
     }
 
+    /// `$CODEX_HOME/mcp-oauth-locks/file-store.lock`: Codex 0.171.0 holds an exclusive `flock`
+    /// on it around every complete read-modify-write of its file store, and around its reads
+    /// (measured: `codex mcp list` waits while `flock(1)` holds it). We take it around ours, and
+    /// around our reads when Codex has created it, so Codex never sees half our change nor we
+    /// half of its (it writes the file in place).
+    pub fn codex_lock_path(&self) -> PathBuf {
+        let home = self.path.parent().unwrap_or(Path::new(""));
+        home.join(CODEX_LOCK_DIR).join(CODEX_FILE_STORE_LOCK)
+    }
+
+    /// Takes Codex's lock. `for_write`: create its directory when missing (Codex creates it the
+    /// same way); else, without the directory, Codex has never locked here and we skip it.
+    fn codex_lock(&self, for_write: bool) -> Result<Option<FileLock>, RuntimeError> {
+        let path = self.codex_lock_path();
+        let dir = path.parent().unwrap_or(Path::new(""));
+        if !dir.is_dir() {
+            if !for_write {
+                return Ok(None);
+            }
+            if let Some(home) = dir.parent() {
+                crate::atomic::create_private_dir(home)?;
+            }
+            std::fs::create_dir_all(dir)
+                .map_err(|e| crate::atomic::io_error(dir, "cannot create the directory", e))?;
+        }
+        match FileLock::acquire(&path, self.lock_timeout) {
+            Ok(lock) => Ok(Some(lock)),
+            Err(RuntimeError::Busy { what, .. }) => Err(RuntimeError::Busy {
+                what,
+                message: format!(
+                    "Codex held its credential-store lock for more than {} ms",
+                    self.lock_timeout.as_millis()
+                ),
+            }),
+            Err(e) => Err(e),
+        }
+    }
+
     /// The raw entry under `key`, if any.
     fn entry(&self, key: &CredentialKey) -> Result<Option<Map<String, Value>>, RuntimeError> {
+        let _codex = self.codex_lock(false)?;
         Ok(read_json_object(&self.path)?.and_then(|mut root| {
             match root.shift_remove(key.as_str()) {
                 Some(Value::Object(entry)) => Some(entry),
@@ -125,6 +169,7 @@ impl RuntimeStore for CodexFileStore {
     }
 
     fn read_all(&self) -> Result<Vec<RuntimeCredential>, RuntimeError> {
+        let _codex = self.codex_lock(false)?;
         Ok(read_json_object(&self.path)?
             .unwrap_or_default()
             .iter()
@@ -133,6 +178,7 @@ impl RuntimeStore for CodexFileStore {
     }
 
     fn read(&self, key: &CredentialKey) -> Result<Option<RuntimeCredential>, RuntimeError> {
+        let _codex = self.codex_lock(false)?;
         Ok(read_json_object(&self.path)?
             .and_then(|root| parse_entry(key.as_str(), root.get(key.as_str())?.as_object()?)))
     }
@@ -145,6 +191,7 @@ impl RuntimeStore for CodexFileStore {
         let key = credential.key.as_str();
         let path = &self.path;
         let mut outcome = WriteOutcome::Written;
+        let _codex = self.codex_lock(true)?;
         update_json_object(path, &self.options(true), &mut |root| {
             let existing = match root.get(key) {
                 None => None,
@@ -175,6 +222,10 @@ impl RuntimeStore for CodexFileStore {
 
     fn remove(&self, key: &CredentialKey) -> Result<bool, RuntimeError> {
         let mut removed = false;
+        if !self.path.exists() {
+            return Ok(false);
+        }
+        let _codex = self.codex_lock(true)?;
         update_json_object(&self.path, &self.options(false), &mut |root| {
             removed = root.shift_remove(key.as_str()).is_some();
             Ok(removed)
