@@ -96,15 +96,6 @@ impl Rig {
             .collect()
     }
 
-    fn event(&self, line: &str) {
-        let mut file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&self.events)
-            .unwrap();
-        file.write_all(format!("{line}\n").as_bytes()).unwrap();
-    }
-
     fn wait_for(&self, line: &str) {
         let deadline = Instant::now() + GENEROUS;
         while !self.events().iter().any(|e| e == line) {
