@@ -517,7 +517,7 @@ fn conform(peer: Peer) {
     };
     let fail = |what: &str, out: &Output| -> String {
         format!(
-            "{name}: `{what}` failed ({})\n{}\npeer output:\n{}",
+            "{name}: `{what}` did not do what it should (it exited with {})\n{}\npeer output:\n{}",
             out.status,
             text(out),
             peer.output()
