@@ -134,6 +134,14 @@ CREATE TABLE refresh_attempts (
 CREATE INDEX refresh_attempts_key ON refresh_attempts (key, id);
 "#,
         ),
+        // Where a credential came from when Patchbay adopted it from another tool's store
+        // (`claude_code`, `codex`, `mcp_remote`); NULL when Patchbay authorized it itself. Kept
+        // across renewals with the same client; a credential of another client clears it.
+        M::up(
+            r#"
+ALTER TABLE credentials ADD COLUMN source TEXT;
+"#,
+        ),
     ])
 }
 
@@ -200,7 +208,7 @@ pub(crate) fn open_read_only(path: &Path) -> Result<Connection, VaultError> {
 }
 
 /// The schema version this build migrates to (one per migration).
-const LATEST_VERSION: i64 = 4;
+const LATEST_VERSION: i64 = 5;
 
 fn user_version(conn: &Connection) -> rusqlite::Result<i64> {
     // Reading the schema forces SQLite to open the file: damage and a WAL it cannot map show here.

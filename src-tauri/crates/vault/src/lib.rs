@@ -8,6 +8,7 @@
 
 mod db;
 pub mod error;
+mod import;
 mod oauth;
 mod renewal;
 mod seal;
@@ -16,6 +17,7 @@ pub mod store;
 mod vault;
 
 pub use error::VaultError;
+pub use import::{CredentialSource, Imported};
 pub use oauth::{PendingFlow, PendingFlowInfo, Registration};
 pub use renewal::{Grant, RefreshAttempt, DETAIL_MAX, HISTORY_LEN};
 pub use secret::Secret;

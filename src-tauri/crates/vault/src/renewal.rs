@@ -68,31 +68,7 @@ impl Vault {
             )),
             None => None,
         };
-        self.conn().execute(
-            "INSERT INTO grants (key, issuer, token_endpoint, token_auth_method, client_id,
-                 client_secret_sealed, client_registered, redirect_uri, resource, scopes)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
-             ON CONFLICT(key) DO UPDATE SET
-                 issuer = excluded.issuer, token_endpoint = excluded.token_endpoint,
-                 token_auth_method = excluded.token_auth_method, client_id = excluded.client_id,
-                 client_secret_sealed = excluded.client_secret_sealed,
-                 client_registered = excluded.client_registered,
-                 redirect_uri = excluded.redirect_uri, resource = excluded.resource,
-                 scopes = excluded.scopes",
-            params![
-                name,
-                grant.issuer,
-                grant.token_endpoint,
-                grant.token_auth_method,
-                grant.client_id,
-                sealed,
-                grant.client_registered,
-                grant.redirect_uri,
-                grant.resource,
-                grant.scopes,
-            ],
-        )?;
-        Ok(())
+        write_grant(&self.conn(), grant, sealed)
     }
 
     /// The grant of `key`; the keychain only when it holds a client secret.
@@ -294,6 +270,40 @@ impl Vault {
 }
 
 /// `s` cut to at most `max` bytes on a character boundary.
+/// Upserts `grant` on `conn` (a connection or an open transaction), its client secret already
+/// sealed by the caller.
+pub(crate) fn write_grant(
+    conn: &rusqlite::Connection,
+    grant: &Grant,
+    client_secret_sealed: Option<Vec<u8>>,
+) -> Result<(), VaultError> {
+    conn.execute(
+        "INSERT INTO grants (key, issuer, token_endpoint, token_auth_method, client_id,
+             client_secret_sealed, client_registered, redirect_uri, resource, scopes)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
+         ON CONFLICT(key) DO UPDATE SET
+             issuer = excluded.issuer, token_endpoint = excluded.token_endpoint,
+             token_auth_method = excluded.token_auth_method, client_id = excluded.client_id,
+             client_secret_sealed = excluded.client_secret_sealed,
+             client_registered = excluded.client_registered,
+             redirect_uri = excluded.redirect_uri, resource = excluded.resource,
+             scopes = excluded.scopes",
+        params![
+            grant.credential_key.as_str(),
+            grant.issuer,
+            grant.token_endpoint,
+            grant.token_auth_method,
+            grant.client_id,
+            client_secret_sealed,
+            grant.client_registered,
+            grant.redirect_uri,
+            grant.resource,
+            grant.scopes,
+        ],
+    )?;
+    Ok(())
+}
+
 fn cap(s: &str, max: usize) -> String {
     if s.len() <= max {
         return s.to_string();

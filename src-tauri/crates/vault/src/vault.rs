@@ -286,7 +286,9 @@ impl Vault {
 
     /// Upserts by `row.credential_key`. A `TokenSet` without a refresh token keeps the stored
     /// one (RFC 6749 §6: the server may omit it on refresh). `has_refresh_token` and `one_shot`
-    /// are derived from what is stored afterwards, not taken from `row`.
+    /// are derived from what is stored afterwards, not taken from `row`. Where the credential
+    /// came from ([`Vault::credential_source`]) is kept while the client stays the same (a
+    /// renewal of an adopted pair) and forgotten when it changes (authorized anew).
     pub fn put_credential(&self, row: &CredentialRow, tokens: &TokenSet) -> Result<(), VaultError> {
         self.upsert_credential(row, tokens, None)
     }
@@ -366,7 +368,9 @@ impl Vault {
                  scope = excluded.scope, updated_at_ms = excluded.updated_at_ms,
                  access_sealed = excluded.access_sealed, refresh_sealed = excluded.refresh_sealed,
                  rotated_by = excluded.rotated_by, rotated_at_ms = excluded.rotated_at_ms,
-                 refresh_suspect = CASE WHEN ?15 THEN 0 ELSE credentials.refresh_suspect END",
+                 refresh_suspect = CASE WHEN ?15 THEN 0 ELSE credentials.refresh_suspect END,
+                 source = CASE WHEN credentials.client_id IS excluded.client_id
+                     THEN credentials.source ELSE NULL END",
             params![
                 name,
                 row.server_name,
