@@ -12,6 +12,7 @@ pub mod check;
 pub mod deeplink;
 pub mod due;
 pub mod error;
+pub mod import;
 pub mod notify;
 pub mod patchbay;
 pub mod paths;
