@@ -2,12 +2,17 @@
 // docs/screenshot-history.png: the Dropbox row's refresh history drawer, open, and
 // docs/screenshot-check.png: DeepWiki tested (it fell back to SSE: the Save offer) above the
 // degraded Dropbox row with its health drawer open.
-// Usage: npm run screenshots  (builds first). Options: --scale=2 for a HiDPI capture.
+// Issue 11: docs/screenshot-first-run.png (a fresh install: no connector in use),
+// docs/screenshot-gallery.png (Add connector over the whole shipped catalog) and
+// docs/screenshot-found.png (connectors found in clients, adopted credentials, Manage with Patchbay).
+// Usage: npm run screenshots  (builds first). Options: --scale=2 for a HiDPI capture,
+// --out=DIR to write somewhere else than docs/.
 
 import { fileURLToPath } from "node:url";
 import { launch, openWindow, startServer } from "../tests/harness.mjs";
 
-const docs = fileURLToPath(new URL("../../docs/", import.meta.url));
+const outArg = process.argv.find((a) => a.startsWith("--out="));
+const docs = outArg ? outArg.slice("--out=".length).replace(/\/?$/, "/") : fileURLToPath(new URL("../../docs/", import.meta.url));
 const scaleArg = process.argv.find((a) => a.startsWith("--scale="));
 const deviceScaleFactor = scaleArg ? Number(scaleArg.split("=")[1]) : 1;
 
@@ -52,7 +57,32 @@ try {
     await page.screenshot({ path: docs + file });
     if (page.errors.length) throw new Error(page.errors.join("\n"));
     await page.context.close();
-    console.log(`wrote docs/${file}`);
+    console.log(`wrote ${docs}${file}`);
+  }
+
+  // Issue 11: the first run, the gallery, and what was found in the user's clients.
+  for (const [file, fixture, prepare] of [
+    ["screenshot-first-run.png", "first-run", null],
+    [
+      "screenshot-gallery.png",
+      "first-run",
+      async (page) => {
+        await page.click(".empty [data-control=open-gallery]");
+        await page.waitForSelector("#gallery:not([hidden])");
+      },
+    ],
+    ["screenshot-found.png", "found", null],
+  ]) {
+    const page = await openWindow(browser, server.url, `fixture=${fixture}`, {
+      viewport: { width: 900, height: 640 },
+      deviceScaleFactor,
+    });
+    if (prepare) await prepare(page);
+    await page.mouse.move(0, 0);
+    await page.screenshot({ path: docs + file });
+    if (page.errors.length) throw new Error(page.errors.join("\n"));
+    await page.context.close();
+    console.log(`wrote ${docs}${file}`);
   }
 } finally {
   await browser.close();

@@ -10,6 +10,7 @@ import type {
   Connector,
   ConnectorCheck,
   ConnectorStateId,
+  GalleryEntry,
   HealthBoard,
   HealthRow,
   StartedFlow,
@@ -17,9 +18,11 @@ import type {
 } from "./types";
 import {
   buildBanners,
+  buildGalleryEntry,
   buildRow,
   buildSources,
   buildUnclaimedRow,
+  galleryMatches,
   outcomeTone,
   refreshTimes,
   runtimeName,
@@ -27,6 +30,7 @@ import {
   setDeleteButton,
   summaryText,
   transportLabel,
+  type GalleryUi,
   type PasteFlow,
   type RowUi,
 } from "./view";
@@ -37,6 +41,9 @@ const NO_ROW: RowUi = { notice: null, pending: false, flow: null };
 const CONFIRM_MS = 4000;
 const HIGHLIGHT_MS = 2400;
 const TICK_MS = 30_000;
+
+/** The clients whose configs Patchbay reads, as the first-run view names them. */
+const CLIENT_NAMES = "Claude Code, Codex, Claude Desktop, Cursor, VS Code, Windsurf and Gemini CLI";
 
 type FocusDesc =
   | { kind: "row"; name: string; control: string | null; index: number }
@@ -85,6 +92,20 @@ export class ConnectorsWindow {
   private readonly unclaimedList = el("ul", "group ulist");
   private readonly unclaimedCount = el("span", "section-count");
   private readonly errorView = el("section", "error-view");
+  private readonly connectorsSection = el("section", "connectors");
+  private readonly addButton = el("button", "btn header__add");
+
+  // ---- the gallery ("Add connector") ----
+  private galleryOpen = false;
+  /** Where the focus goes back to when the gallery closes. */
+  private galleryOpener: HTMLElement | null = null;
+  private readonly galleryUi = new Map<string, GalleryUi>();
+  private readonly galleryRows = new Map<string, { el: HTMLLIElement; sig: string }>();
+  private readonly gallery = el("section", "gallery");
+  private readonly gallerySearch = el("input", "gallery__input");
+  private readonly galleryCount = el("p", "gallery__count");
+  private readonly galleryList = el("ul", "group gallery__list");
+  private readonly galleryNone = el("p", "gallery__none");
 
   constructor(
     private readonly root: HTMLElement,
@@ -114,6 +135,13 @@ export class ConnectorsWindow {
     const titles = el("div", "header__titles");
     titles.append(el("h1", "header__title", "Connectors"), this.summary);
     this.summary.id = "summary";
+    this.addButton.type = "button";
+    this.addButton.dataset.control = "open-gallery";
+    this.addButton.setAttribute("aria-controls", "gallery");
+    this.addButton.setAttribute("aria-expanded", "false");
+    this.addButton.append(icon("plus", "icon btn__icon"), "Add connector");
+    this.addButton.addEventListener("click", () => this.openGallery(this.addButton));
+    titles.append(this.addButton);
     this.sources.id = "sources";
     this.header.append(titles, this.sources, this.banners);
 
@@ -132,10 +160,16 @@ export class ConnectorsWindow {
     // runs after the list's own handler, which has already acted on the click.
     document.addEventListener("click", (e) => this.cancelDisconnectsOutside(e.target));
 
-    const connectors = el("section", "connectors");
+    const connectors = this.connectorsSection;
     connectors.setAttribute("aria-label", "Connectors");
     connectors.append(this.list, this.empty);
     this.empty.hidden = true;
+    this.empty.addEventListener("click", (e) => {
+      const btn = (e.target as HTMLElement).closest<HTMLButtonElement>("button[data-control=open-gallery]");
+      if (btn) this.openGallery(btn);
+    });
+    this.buildGallery();
+    document.addEventListener("keydown", (e) => this.onGlobalKey(e));
 
     const h2 = el("h2", "section-title", "Unclaimed credentials");
     h2.id = "unclaimed-title";
@@ -157,7 +191,7 @@ export class ConnectorsWindow {
     this.unclaimed.hidden = true;
 
     this.errorView.hidden = true;
-    this.scroller.append(connectors, this.unclaimed, this.errorView);
+    this.scroller.append(connectors, this.gallery, this.unclaimed, this.errorView);
     this.root.append(this.header, this.scroller);
   }
 
@@ -263,6 +297,9 @@ export class ConnectorsWindow {
     this.renderRows(r, t);
     this.renderEmpty(r);
     this.renderUnclaimed(r, t);
+    if (this.galleryOpen) this.renderGallery(r);
+    this.connectorsSection.hidden = this.galleryOpen;
+    if (this.galleryOpen) this.unclaimed.hidden = true;
 
     this.restoreFocus(focus);
     this.restoreAnchor(anchor);
@@ -339,18 +376,38 @@ export class ConnectorsWindow {
     this.applyRoving();
   }
 
+  /** First run: nothing in use yet. What Patchbay does, the way in (Add connector), and where else connectors come from. */
   private renderEmpty(r: StatusReport): void {
     this.empty.hidden = r.connectors.length > 0;
     if (this.empty.hidden) return;
-    const user = r.catalog.sources.find((s) => s.kind === "user") ?? r.catalog.sources[0];
-    const text = el("p", "empty__text");
-    if (user) text.append("Add MCP servers to ", el("code", "", user.path), " and they show up here.");
-    else text.append("Add MCP servers to your Patchbay catalog and they show up here.");
-    this.empty.replaceChildren(
-      icon("no_credential_required", "icon empty__icon"),
-      el("h2", "empty__title", "No connectors in the catalog"),
-      text,
+    // Keep the node (and its button's focus) when nothing it shows changed.
+    const user = r.catalog.sources.find((s) => s.kind === "user") ?? null;
+    const sig = JSON.stringify([user?.path ?? null, (r.gallery ?? []).length]);
+    if (this.empty.dataset.sig === sig) return;
+    this.empty.dataset.sig = sig;
+    const title = el("h2", "empty__title", "No connectors in use yet");
+    title.id = "empty-title";
+    const what = el(
+      "p",
+      "empty__text",
+      "Patchbay keeps the MCP servers your agents use signed in and working, with their tokens in your keychain.",
     );
+    const add = el("button", "btn btn--primary empty__add");
+    add.type = "button";
+    add.dataset.control = "open-gallery";
+    add.setAttribute("aria-controls", "gallery");
+    add.setAttribute("aria-describedby", "empty-title");
+    add.append(icon("plus", "icon btn__icon"), "Add connector");
+    const actions = el("div", "empty__actions");
+    actions.append(add);
+    const note = el("p", "empty__note");
+    note.id = "empty-note";
+    note.append(icon("client", "icon empty__note-icon"));
+    const noteText = el("span", "", `Servers configured in ${CLIENT_NAMES} appear here automatically.`);
+    if (user) noteText.append(" Or list them in ", el("code", "", user.path), ".");
+    note.append(noteText);
+    this.empty.setAttribute("aria-labelledby", "empty-title");
+    this.empty.replaceChildren(icon("no_credential_required", "icon empty__icon"), title, what, actions, note);
   }
 
   private renderUnclaimed(r: StatusReport, t: number): void {
@@ -387,6 +444,259 @@ export class ConnectorsWindow {
 
   private tick(): void {
     refreshTimes(this.scroller, now());
+  }
+
+  // ---- the gallery ("Add connector") ----------------------------------------------------
+
+  private buildGallery(): void {
+    const g = this.gallery;
+    g.id = "gallery";
+    g.hidden = true;
+    g.setAttribute("aria-labelledby", "gallery-title");
+    const head = el("div", "gallery__head");
+    const back = el("button", "btn gallery__back");
+    back.type = "button";
+    back.dataset.control = "close-gallery";
+    back.setAttribute("aria-label", "Back to your connectors");
+    back.title = "Back to your connectors (Esc)";
+    back.append(icon("back", "icon btn__icon"), "Back");
+    back.addEventListener("click", () => this.closeGallery(true));
+    const title = el("h2", "gallery__title", "Add connector");
+    title.id = "gallery-title";
+    title.tabIndex = -1;
+    head.append(back, title);
+
+    const note = el(
+      "p",
+      "section-note gallery__note",
+      "Catalog connectors you do not use yet. Add one to list it with your connectors, then sign in or set its key.",
+    );
+    const search = el("div", "gallery__search");
+    search.append(icon("search", "icon gallery__search-icon"));
+    const input = this.gallerySearch;
+    input.type = "search";
+    input.id = "gallery-search";
+    input.dataset.control = "gallery-search";
+    input.autocomplete = "off";
+    input.spellcheck = false;
+    input.placeholder = "Search by name or description";
+    input.setAttribute("aria-label", "Search connectors to add");
+    input.setAttribute("aria-controls", "gallery-list");
+    input.setAttribute("aria-describedby", "gallery-count");
+    input.setAttribute("aria-keyshortcuts", "/");
+    input.addEventListener("input", () => this.filterGallery());
+    const key = el("kbd", "gallery__kbd", "/");
+    key.setAttribute("aria-hidden", "true");
+    search.append(input, key);
+
+    this.galleryCount.id = "gallery-count";
+    this.galleryCount.setAttribute("role", "status");
+    this.galleryList.id = "gallery-list";
+    this.galleryList.setAttribute("role", "list");
+    this.galleryList.setAttribute("aria-label", "Connectors you can add");
+    this.galleryList.addEventListener("click", (e) => this.onGalleryClick(e));
+    this.galleryNone.hidden = true;
+    g.append(head, note, search, this.galleryCount, this.galleryList, this.galleryNone);
+  }
+
+  private openGallery(opener: HTMLElement | null): void {
+    if (!this.report) return;
+    this.galleryOpener = opener;
+    this.galleryOpen = true;
+    this.gallerySearch.value = "";
+    this.gallery.hidden = false;
+    this.root.classList.add("is-gallery");
+    this.addButton.setAttribute("aria-expanded", "true");
+    this.addButton.hidden = true;
+    this.scroller.scrollTop = 0;
+    this.render(this.report);
+    this.gallerySearch.focus();
+  }
+
+  /** Closes the gallery; `refocus` puts the focus back on what opened it. */
+  private closeGallery(refocus: boolean): void {
+    if (!this.galleryOpen) return;
+    this.galleryOpen = false;
+    this.gallery.hidden = true;
+    this.root.classList.remove("is-gallery");
+    this.addButton.setAttribute("aria-expanded", "false");
+    this.addButton.hidden = false;
+    for (const [name, ui] of this.galleryUi) if (!ui.busy) this.galleryUi.delete(name);
+    if (this.report) this.render(this.report);
+    if (!refocus) return;
+    const opener = this.galleryOpener;
+    this.galleryOpener = null;
+    if (opener?.isConnected && !opener.closest("[hidden]")) opener.focus();
+    else (this.activeRow() ?? this.empty.querySelector<HTMLElement>("[data-control=open-gallery]") ?? this.addButton).focus();
+  }
+
+  private renderGallery(r: StatusReport): void {
+    const entries = r.gallery ?? [];
+    const a = document.activeElement as HTMLElement | null;
+    const focused = a && this.galleryList.contains(a) ? a.closest<HTMLLIElement>("li[data-gallery]")?.dataset.gallery : null;
+    const seen = new Set<string>();
+    const ordered: HTMLLIElement[] = [];
+    for (const g of entries) {
+      seen.add(g.name);
+      const ui = this.galleryUi.get(g.name) ?? null;
+      const sig = JSON.stringify([g, ui]);
+      let entry = this.galleryRows.get(g.name);
+      if (!entry || entry.sig !== sig) {
+        const fresh = buildGalleryEntry(g, ui);
+        if (entry) entry.el.replaceWith(fresh);
+        entry = { el: fresh, sig };
+        this.galleryRows.set(g.name, entry);
+      }
+      ordered.push(entry.el);
+    }
+    placeInOrder(this.galleryList, ordered);
+    for (const [name, entry] of this.galleryRows) {
+      if (!seen.has(name)) {
+        entry.el.remove();
+        this.galleryRows.delete(name);
+      }
+    }
+    if (focused && (document.activeElement === document.body || document.activeElement === null)) {
+      this.galleryRows.get(focused)?.el.querySelector<HTMLElement>("[data-control=enable]")?.focus({ preventScroll: true });
+    }
+    this.filterGallery();
+  }
+
+  /** Shows the entries matching the search (name, title, description; case-insensitive). */
+  private filterGallery(): void {
+    const entries = this.report?.gallery ?? [];
+    const query = this.gallerySearch.value;
+    let shown = 0;
+    for (const g of entries) {
+      const row = this.galleryRows.get(g.name)?.el;
+      if (!row) continue;
+      const match = galleryMatches(g, query);
+      row.hidden = !match;
+      if (match) shown += 1;
+    }
+    const total = entries.length;
+    const n = (k: number) => `${k} ${k === 1 ? "connector" : "connectors"}`;
+    this.galleryCount.textContent =
+      total === 0 ? "" : query.trim() === "" ? `${n(total)} to add` : `${shown} of ${n(total)} match`;
+    this.galleryList.hidden = shown === 0;
+    this.galleryNone.hidden = shown > 0;
+    if (total === 0) {
+      this.galleryNone.textContent = "Every connector in the catalog is already in use.";
+    } else if (shown === 0) {
+      this.galleryNone.textContent = `No connector matches “${query.trim()}”. Servers configured in your other clients appear in your list by themselves.`;
+    }
+  }
+
+  private onGalleryClick(e: MouseEvent): void {
+    const btn = (e.target as HTMLElement).closest<HTMLButtonElement>("button[data-control=enable]");
+    const name = btn?.closest<HTMLLIElement>("li[data-gallery]")?.dataset.gallery;
+    if (!btn || !name || btn.getAttribute("aria-disabled") === "true") return;
+    void this.enable(name);
+  }
+
+  /** "Add": puts the entry in use, then walks it to Ready: its row, highlighted, with its next step in focus. */
+  private async enable(name: string): Promise<void> {
+    const entry = this.report?.gallery?.find((g) => g.name === name) ?? null;
+    this.galleryUi.set(name, { busy: true, error: null });
+    if (this.report) this.render(this.report);
+    let report: StatusReport;
+    try {
+      report = await this.backend.enableConnector(name);
+    } catch (err) {
+      this.galleryUi.set(name, { busy: false, error: toBackendError(err) });
+      if (this.report) this.render(this.report);
+      this.galleryRows.get(name)?.el.querySelector<HTMLElement>("[data-control=enable]")?.focus();
+      return;
+    }
+    this.galleryUi.delete(name);
+    const c = report.connectors.find((x) => x.name === name);
+    const title = c?.title || entry?.title || name;
+    if (c) this.updateRowUiQuietly(name, { notice: addedNotice(c, entry) });
+    this.galleryOpener = null;
+    this.closeGallery(false);
+    this.render(report);
+    if (!c) {
+      this.announce(`${title} was added`);
+      return;
+    }
+    this.focusConnector(name);
+    const next = this.rows.get(name)?.el.querySelector<HTMLElement>("[data-control=primary]");
+    next?.focus({ preventScroll: true });
+    this.announce(
+      next
+        ? `${title} added. Next: ${next.textContent}${c.action === "set_variable" ? `, ${secretCommand(c)}` : ""}`
+        : `${title} added: ${c.label}`,
+    );
+  }
+
+  /** "Remove from my connectors": back to the gallery (the user catalog says `enabled: false`). */
+  private async remove(name: string, state: ConnectorStateId): Promise<void> {
+    const title = this.report?.connectors.find((x) => x.name === name)?.title || name;
+    this.updateRowUi(name, { removing: true, notice: null });
+    let report: StatusReport;
+    try {
+      report = await this.backend.disableConnector(name);
+    } catch (err) {
+      const e = toBackendError(err);
+      this.updateRowUi(name, { removing: false, notice: { tone: "error", text: e.message, kind: e.kind, forState: state } });
+      this.rows.get(name)?.el.querySelector<HTMLElement>("[data-control=remove]")?.focus();
+      return;
+    }
+    this.render(report);
+    const gone = !report.connectors.some((x) => x.name === name);
+    if (!gone) this.updateRowUi(name, { removing: false });
+    this.announce(gone ? `${title} removed from your connectors; Add connector lists it` : `${title} is still in use`);
+    const a = document.activeElement;
+    if (!a || a === document.body) {
+      (this.activeRow() ?? this.empty.querySelector<HTMLElement>("[data-control=open-gallery]"))?.focus();
+    }
+  }
+
+  /** "Manage with Patchbay": the client's entry is copied into the user catalog. */
+  private async manage(name: string, state: ConnectorStateId): Promise<void> {
+    this.updateRowUi(name, { managing: true, notice: null });
+    let report: StatusReport;
+    try {
+      report = await this.backend.manageConnector(name);
+    } catch (err) {
+      const e = toBackendError(err);
+      this.updateRowUi(name, { managing: false, notice: { tone: "error", text: e.message, kind: e.kind, forState: state } });
+      this.rows.get(name)?.el.querySelector<HTMLElement>("[data-control=manage]")?.focus();
+      return;
+    }
+    const c = report.connectors.find((x) => x.name === name);
+    const title = c?.title || name;
+    this.updateRowUiQuietly(name, {
+      managing: false,
+      notice: c
+        ? {
+            tone: "info",
+            text: c.source
+              ? `Patchbay manages ${title} now: it is in \`${c.source}\`, any secret from the client's config in your keychain.`
+              : `Patchbay manages ${title} now.`,
+            forState: c.state,
+          }
+        : null,
+    });
+    this.render(report);
+    this.announce(`Patchbay manages ${title} now`);
+    this.rows.get(name)?.el.focus({ preventScroll: true });
+  }
+
+  private onGlobalKey(e: KeyboardEvent): void {
+    if (!this.galleryOpen || e.altKey || e.ctrlKey || e.metaKey) return;
+    if (e.key === "Escape") {
+      e.preventDefault();
+      this.closeGallery(true);
+      return;
+    }
+    const t = e.target as HTMLElement | null;
+    const typing = t instanceof Element && t.closest("input, textarea, select, [contenteditable]") !== null;
+    if (e.key === "/" && !typing) {
+      e.preventDefault();
+      this.gallerySearch.focus();
+      this.gallerySearch.select();
+    }
   }
 
   // ---- focus & scroll preservation ------------------------------------------------------
@@ -626,6 +936,14 @@ export class ConnectorsWindow {
     }
     if (btn.dataset.control === "add-runtime") {
       if (btn.getAttribute("aria-disabled") !== "true") void this.addToRuntime(name, btn.dataset.runtime ?? "", c.state);
+      return;
+    }
+    if (btn.dataset.control === "manage") {
+      if (btn.getAttribute("aria-disabled") !== "true") void this.manage(name, c.state);
+      return;
+    }
+    if (btn.dataset.control === "remove") {
+      if (btn.getAttribute("aria-disabled") !== "true") void this.remove(name, c.state);
       return;
     }
     if (btn.dataset.control === "refresh") {
@@ -1047,6 +1365,8 @@ export class ConnectorsWindow {
     }
     const row = this.rows.get(name)?.el;
     if (!row) return;
+    // The tray asks for a row: the list comes back from the gallery.
+    if (this.galleryOpen) this.closeGallery(false);
     this.setActive(name);
     const reduce = window.matchMedia("(prefers-reduced-motion: reduce)").matches;
     row.scrollIntoView({ block: "nearest", behavior: reduce ? "auto" : "smooth" });
@@ -1075,6 +1395,22 @@ export class ConnectorsWindow {
     node.textContent = "";
     window.setTimeout(() => (node.textContent = text), 60);
   }
+}
+
+/** The row's note right after Add: what is left to reach Ready. */
+function addedNotice(c: Connector, g: GalleryEntry | null): RowUi["notice"] {
+  const title = c.title || g?.title || c.name;
+  let text: string;
+  if (c.action === "authorize" || c.action === "reauthorize") {
+    text = `${title} is added. Authorize it to finish: Patchbay opens the sign-in page in your browser.`;
+  } else if (c.action === "set_variable") {
+    text = `${title} is added. Set its key to finish: \`${secretCommand(c) ?? "patchbay secret set NAME"}\`.`;
+  } else if (!c.needs_attention) {
+    text = `${title} is added and ready to use.`;
+  } else {
+    text = `${title} is added: ${c.label}.`;
+  }
+  return { tone: "info", text, forState: c.state };
 }
 
 /** What a screen reader hears when a Test answers. */

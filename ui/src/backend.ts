@@ -36,6 +36,12 @@ export interface Backend {
   getHealthBoard(): Promise<HealthBoard>;
   /** Saves the transport a check fell back to (`sse`, `streamable-http`) to the user catalog. */
   writeBackTransport(name: string, transport: string): Promise<StatusReport>;
+  /** "Add" in the gallery: puts a catalog entry in use (`"enabled": true` in the user catalog). */
+  enableConnector(name: string): Promise<StatusReport>;
+  /** "Remove from my connectors": writes `"enabled": false` for it into the user catalog. */
+  disableConnector(name: string): Promise<StatusReport>;
+  /** "Manage with Patchbay": copies a client-only connector into the user catalog (secrets to the vault). */
+  manageConnector(name: string): Promise<StatusReport>;
   onStatusChanged(cb: (report: StatusReport) => void): Promise<() => void>;
   /** The periodic check recorded results: fetch the board again (no payload). */
   onHealthChanged(cb: () => void): Promise<() => void>;
@@ -80,6 +86,9 @@ function tauriBackend(): Backend {
     checkConnector: (name) => invoke<ConnectorCheck>("check_connector", { name }),
     getHealthBoard: () => invoke<HealthBoard>("get_health_board"),
     writeBackTransport: (name, transport) => invoke<StatusReport>("write_back_transport", { name, transport }),
+    enableConnector: (name) => invoke<StatusReport>("enable_connector", { name }),
+    disableConnector: (name) => invoke<StatusReport>("disable_connector", { name }),
+    manageConnector: (name) => invoke<StatusReport>("manage_connector", { name }),
     onStatusChanged: (cb) => listen<StatusReport>("status-changed", (e) => cb(e.payload)),
     onHealthChanged: (cb) => listen<null>("health-changed", () => cb()),
     onFocusConnector: (cb) => listen<string>("focus-connector", (e) => cb(e.payload)),

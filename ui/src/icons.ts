@@ -10,7 +10,7 @@ type Shape = [tag: string, attrs: Record<string, string>];
 const circle = (r = "6.25"): Shape => ["circle", { cx: "8", cy: "8", r }];
 
 const SHAPES: Record<
-  ConnectorStateId | "oneshot" | "warning" | "info" | "close" | "refresh" | "chevron" | "pulse" | "swap" | "degraded" | "test",
+  ConnectorStateId | "oneshot" | "warning" | "info" | "close" | "refresh" | "chevron" | "pulse" | "swap" | "degraded" | "test" | "client" | "plus" | "search" | "back",
   Shape[]
 > = {
   // check in a circle
@@ -69,6 +69,17 @@ const SHAPES: Record<
   ],
   // the test result that answered: a check mark in a circle
   test: [circle(), ["path", { d: "M5.2 8.2l1.9 1.9 3.7-4" }]],
+  // found in a client's config: an app window
+  client: [
+    ["rect", { x: "2", y: "3", width: "12", height: "10", rx: "1.6" }],
+    ["path", { d: "M2 6h12M4.2 4.6h.01M5.8 4.6h.01" }],
+  ],
+  // add a connector
+  plus: [["path", { d: "M8 3.2v9.6M3.2 8h9.6" }]],
+  // the gallery's search field
+  search: [["circle", { cx: "7", cy: "7", r: "4.2" }], ["path", { d: "M10.1 10.1l3.4 3.4" }]],
+  // back to the list
+  back: [["path", { d: "M9.8 3.8L5.6 8l4.2 4.2" }]],
 };
 
 export type IconName = keyof typeof SHAPES;

@@ -30,6 +30,13 @@
 // on the board as the backend does (three failures in a row, or one terminal failure, degrade).
 // write_back_transport sets the connector's transport. Script other results with `nextResult` /
 // `failNext`; `emitHealthChanged()` sends `health-changed`.
+//
+// The gallery (issue 11): enable_connector moves a gallery entry into the connectors, in the
+// state its `needs` implies (oauth: needs authorization; secret: missing configuration with its
+// variables; nothing: no credential required), in use because "enabled". disable_connector moves
+// a connector back into the gallery as `disabled: true` (Hidden). manage_connector turns an
+// `origin: "client"` connector into a user catalog one. `fail=enable_connector` (and the other
+// two) makes every call reject.
 
 import { now, setClock } from "./clock";
 import type { Backend } from "./backend";
@@ -38,6 +45,7 @@ import type {
   CheckErrorSummary,
   Connector,
   ConnectorCheck,
+  GalleryEntry,
   HealthBoard,
   HealthRow,
   RefreshEntry,
@@ -127,6 +135,13 @@ export async function createMockBackend(params: URLSearchParams): Promise<Backen
   const healthDown = "cannot open the health board /home/me/.local/share/patchbay/health.sqlite: database is locked";
   for (const cmd of ["check_connector", "get_health_board"]) {
     if (failing.has(cmd)) always.set(cmd, { kind: "health", message: healthDown });
+  }
+  const catalogDown = {
+    kind: "catalog_write",
+    message: "cannot write /home/me/.config/patchbay/mcp.json: Permission denied (os error 13); nothing was written",
+  };
+  for (const cmd of ["enable_connector", "disable_connector", "manage_connector"]) {
+    if (failing.has(cmd)) always.set(cmd, catalogDown);
   }
   if (failing.has("write_back_transport")) {
     always.set("write_back_transport", {
@@ -332,6 +347,52 @@ export async function createMockBackend(params: URLSearchParams): Promise<Backen
         mock.emitStatus(report);
         return clone(report);
       }),
+    enableConnector: (name) =>
+      call("enable_connector", { name }, () => {
+        const entry = (report.gallery ?? []).find((g) => g.name === name);
+        if (!entry) throw { kind: "invalid", message: `no catalog entry named "${name}" to enable` };
+        const user = userCatalog(report);
+        report = withConnectors(
+          {
+            ...report,
+            gallery: (report.gallery ?? []).filter((g) => g.name !== name),
+            connectors: [...report.connectors, fromGallery(entry, user)],
+          },
+          (c) => c,
+        );
+        mock.emitStatus(report);
+        return clone(report);
+      }),
+    disableConnector: (name) =>
+      call("disable_connector", { name }, () => {
+        const c = report.connectors.find((x) => x.name === name);
+        if (!c) throw { kind: "invalid", message: `no connector named "${name}" in use` };
+        const gallery = [...(report.gallery ?? []).filter((g) => g.name !== name), toGallery(c)];
+        gallery.sort((a, b) => a.title.localeCompare(b.title, "en", { sensitivity: "base" }));
+        report = { ...report, gallery, connectors: report.connectors.filter((x) => x.name !== name) };
+        report = withConnectors(report, (x) => x);
+        mock.emitStatus(report);
+        return clone(report);
+      }),
+    manageConnector: (name) =>
+      call("manage_connector", { name }, () => {
+        const c = report.connectors.find((x) => x.name === name);
+        if (!c) throw { kind: "invalid", message: `no connector named "${name}" in use` };
+        if (c.origin !== "client") throw { kind: "invalid", message: `${name} is already in a catalog` };
+        const user = userCatalog(report);
+        report = withConnectors(report, (x) =>
+          x.name !== name
+            ? x
+            : {
+                ...x,
+                origin: "catalog",
+                source: user,
+                in_use_because: [...new Set([...x.in_use_because, "user_catalog"])],
+              },
+        );
+        mock.emitStatus(report);
+        return clone(report);
+      }),
     onStatusChanged: async (cb) => {
       statusListeners.add(cb);
       return () => statusListeners.delete(cb);
@@ -362,6 +423,90 @@ function withConnectors(report: StatusReport, fn: (c: Connector) => Connector): 
     need_attention: connectors.filter((c) => c.needs_attention).length,
     worst: connectors[0]?.state ?? null,
   };
+}
+
+function userCatalog(report: StatusReport): string {
+  return report.catalog.sources.find((s) => s.kind === "user")?.path ?? "/home/me/.config/patchbay/mcp.json";
+}
+
+/** The connector an enabled gallery entry becomes, in the state its `needs` implies. */
+function fromGallery(g: GalleryEntry, source: string): Connector {
+  const common = {
+    name: g.name,
+    title: g.title,
+    description: g.description,
+    transport: g.transport,
+    url: g.url,
+    unavailable_reason: null,
+    one_shot: false,
+    one_shot_note: null,
+    credential: null,
+    source,
+    bridges: [],
+    can_add_to: [],
+    refresh_history: [],
+    in_use_because: ["enabled"],
+    found_in: [],
+    origin: "catalog",
+    credential_source: null,
+  };
+  if (g.needs === "oauth") {
+    return {
+      ...common,
+      state: "needs_authorization",
+      label: "Needs authorization",
+      severity: 60,
+      needs_attention: true,
+      blocks_start: true,
+      detail: `Authorize Patchbay with ${g.title}: click Authorize, or run \`patchbay authorize ${g.name}\`.`,
+      action: "authorize",
+      missing_variables: [],
+    };
+  }
+  if (g.needs === "secret") {
+    return {
+      ...common,
+      state: "missing_configuration",
+      label: "Missing configuration",
+      severity: 50,
+      needs_attention: true,
+      blocks_start: true,
+      detail: `Set ${g.variables.map((v) => `\`${v}\``).join(", ")}: run \`patchbay secret set ${g.variables[0] ?? "NAME"}\`.`,
+      action: "set_variable",
+      missing_variables: g.variables.map((v) => ({ name: v, field: g.transport === "stdio" ? `env.${v}` : "headers" })),
+    };
+  }
+  return {
+    ...common,
+    state: "no_credential_required",
+    label: "No credential required",
+    severity: 0,
+    needs_attention: false,
+    blocks_start: false,
+    detail: g.transport === "stdio" ? "Runs locally and needs no credential." : "Needs no credential.",
+    action: null,
+    missing_variables: [],
+  };
+}
+
+/** The hidden gallery entry a disabled connector becomes. */
+function toGallery(c: Connector): GalleryEntry {
+  const variables = c.missing_variables.map((v) => v.name);
+  const needs = variables.length > 0 ? "secret" : c.credential || authorizeLike(c) ? "oauth" : "nothing";
+  return {
+    name: c.name,
+    title: c.title || c.name,
+    description: c.description,
+    transport: c.transport,
+    url: c.url,
+    needs,
+    variables,
+    disabled: true,
+  };
+}
+
+function authorizeLike(c: Connector): boolean {
+  return c.action === "authorize" || c.action === "reauthorize";
 }
 
 function startedFlow(connector: string, completion: string): StartedFlow {

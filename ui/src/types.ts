@@ -72,6 +72,33 @@ export interface RuntimeInfo {
   config_path: string;
 }
 
+/** The clients whose MCP server configs Patchbay reads (docs/status-json.md, `found_in`). */
+export type ClientId =
+  | "claude_code"
+  | "codex"
+  | "claude_desktop"
+  | "cursor"
+  | "vs_code"
+  | "windsurf"
+  | "gemini_cli";
+
+/** One client config entry a connector was found in. */
+export interface FoundIn {
+  client: ClientId | string;
+  /** The client's name as shown ("Cursor", "Claude Code"). */
+  display_name: string;
+  /** The config file, absolute. */
+  file: string;
+  /** The server's name in that client's config. */
+  server_name: string;
+}
+
+/** Why a connector is in use (counted, badged, refreshed, checked, offered). */
+export type InUseReason = "enabled" | "user_catalog" | "explicit_catalog" | "client" | "credential";
+
+/** Where the stored credential came from: authorized in Patchbay, or adopted from a tool's store. */
+export type CredentialSource = "patchbay" | "claude_code" | "codex" | "mcp_remote";
+
 export interface Connector {
   name: string;
   title: string;
@@ -96,6 +123,31 @@ export interface Connector {
   can_add_to?: string[];
   /** The refresher's last attempts (newest first, up to 10); empty or absent when none. */
   refresh_history?: RefreshEntry[];
+  /** Why it is in use (never empty for a listed connector). */
+  in_use_because: (InUseReason | string)[];
+  /** The client config entries that configure it (one per client file entry). */
+  found_in: FoundIn[];
+  /** `catalog`: a catalog entry. `client`: configured in a client only, named and typed from that config. */
+  origin: "catalog" | "client" | string;
+  /** Where the stored credential came from; null without one. */
+  credential_source: CredentialSource | string | null;
+}
+
+/** What a gallery entry needs before it works: sign-in, an API key, or nothing. */
+export type GalleryNeeds = "oauth" | "secret" | "nothing";
+
+/** A catalog entry not in use: what the "Add connector" view offers. */
+export interface GalleryEntry {
+  name: string;
+  title: string;
+  description: string | null;
+  transport: string;
+  url: string | null;
+  needs: GalleryNeeds | string;
+  /** The variables it needs set (for `secret`). */
+  variables: string[];
+  /** The entry says `enabled: false`: hidden even where a client configures it. */
+  disabled: boolean;
 }
 
 export interface CatalogSource {
@@ -124,6 +176,8 @@ export interface StatusReport {
   connectors: Connector[];
   unclaimed: UnclaimedCredential[];
   runtimes?: RuntimeInfo[];
+  /** Catalog entries not in use, sorted by title. Never counted. */
+  gallery: GalleryEntry[];
 }
 
 /** What a rejected command carries (the backend's serialized error). */

@@ -8,6 +8,7 @@ import type {
   CheckAttempt,
   CheckRecord,
   Connector,
+  GalleryEntry,
   ConnectorCheck,
   ConnectorStateId,
   Degraded,
@@ -108,6 +109,41 @@ export interface RowUi {
   healthOpen?: boolean;
   /** The test result's tool list is open (kept across re-renders of the row). */
   toolsOpen?: boolean;
+  /** A "Manage with Patchbay" is under way. */
+  managing?: boolean;
+  /** A "Remove from my connectors" is under way. */
+  removing?: boolean;
+}
+
+// ---- where a connector comes from (issue 11) --------------------------------------------
+
+/** The tools a stored credential can have been adopted from, as the window names them. */
+export const CREDENTIAL_SOURCES: Record<string, string> = {
+  claude_code: "Claude Code",
+  codex: "Codex",
+  mcp_remote: "mcp-remote",
+};
+
+/** "Found in Cursor, Claude Code": each client once, in the order the backend found them. */
+export function foundInText(c: Connector): string | null {
+  const names: string[] = [];
+  for (const f of c.found_in ?? []) {
+    const name = f.display_name || f.client;
+    if (!names.includes(name)) names.push(name);
+  }
+  return names.length > 0 ? `Found in ${names.join(", ")}` : null;
+}
+
+/** "Credential from mcp-remote": only for a credential Patchbay adopted rather than obtained. */
+export function credentialSourceText(c: Connector): string | null {
+  const src = c.credential_source ?? null;
+  if (src === null || src === "patchbay") return null;
+  return `Credential from ${CREDENTIAL_SOURCES[src] ?? src}`;
+}
+
+/** The user put it in use (the gallery's Add, `patchbay enable`): it can be taken out again. */
+export function canRemove(c: Connector): boolean {
+  return (c.in_use_because ?? []).includes("enabled");
 }
 
 // ---- refresh history --------------------------------------------------------------------
@@ -239,6 +275,16 @@ export function buildRow(c: Connector, ui: RowUi, nowMs: number, health: HealthR
   if (c.detail) appendRich(detail, c.detail);
   main.append(detail);
 
+  const foundIn = foundInText(c);
+  if (foundIn) {
+    const line = el("p", "row__found");
+    line.id = `${id}-found`;
+    line.append(icon("client", "icon row__found-icon"), el("span", "", foundIn));
+    line.title = c.found_in.map((f) => `${f.display_name || f.client}: ${f.file} (as “${f.server_name}”)`).join("\n");
+    main.append(line);
+    describedBy.push(line.id);
+  }
+
   if (c.unavailable_reason) {
     const reason = el("p", "row__reason");
     reason.id = `${id}-reason`;
@@ -275,6 +321,17 @@ export function buildRow(c: Connector, ui: RowUi, nowMs: number, health: HealthR
     if (expires <= nowMs && c.credential.has_refresh_token) meta.append(" · renews automatically");
     main.append(meta);
     describedBy.push(meta.id);
+  }
+
+  const credFrom = credentialSourceText(c);
+  if (credFrom) {
+    const line = el("p", "row__credsource");
+    line.id = `${id}-credsource`;
+    line.dataset.source = c.credential_source ?? "";
+    line.append(credFrom);
+    line.title = "Patchbay adopted the token this tool already held, with the client it was issued to, so it renews without a new sign-in.";
+    main.append(line);
+    describedBy.push(line.id);
   }
 
   const rotatedBy = c.credential?.last_rotated_by;
@@ -366,6 +423,17 @@ export function buildRow(c: Connector, ui: RowUi, nowMs: number, health: HealthR
     actions.append(btn);
     side.append(actions);
   }
+  if (c.origin === "client") {
+    const actions = el("div", "row__actions row__manage");
+    const btn = el("button", "btn", ui.managing ? "Copying to your catalog…" : "Manage with Patchbay");
+    btn.type = "button";
+    btn.dataset.control = "manage";
+    btn.title = "Copy this server into your Patchbay catalog; a secret in its config goes to the keychain, never into the file";
+    btn.setAttribute("aria-describedby", `${id}-title`);
+    if (ui.managing) btn.setAttribute("aria-disabled", "true");
+    actions.append(btn);
+    side.append(actions);
+  }
   const addable = addableRuntimes(c);
   if (addable.length > 0) {
     const actions = el("div", "row__actions row__add");
@@ -391,7 +459,99 @@ export function buildRow(c: Connector, ui: RowUi, nowMs: number, health: HealthR
     side.append(secondary);
   }
 
+  if (canRemove(c)) {
+    const actions = el("div", "row__actions row__remove");
+    const btn = el("button", "btn btn--quiet", ui.removing ? "Removing…" : "Remove from my connectors");
+    btn.type = "button";
+    btn.dataset.control = "remove";
+    btn.title = "Stop using it: it goes back to Add connector (your catalog says \"enabled\": false)";
+    btn.setAttribute("aria-describedby", `${id}-title`);
+    if (ui.removing) btn.setAttribute("aria-disabled", "true");
+    actions.append(btn);
+    side.append(actions);
+  }
+
   li.setAttribute("aria-describedby", describedBy.join(" "));
+  li.append(main, side);
+  return li;
+}
+
+// ---- the gallery ("Add connector") -------------------------------------------------------
+
+/** What a gallery entry needs, in the words the window uses. */
+export function needsText(g: GalleryEntry): string {
+  switch (g.needs) {
+    case "oauth":
+      return "Sign in";
+    case "secret":
+      return g.variables.length > 0 ? `Needs an API key: ${g.variables.join(", ")}` : "Needs an API key";
+    case "nothing":
+      return "Ready to use";
+    default:
+      return g.needs;
+  }
+}
+
+/** Whether `g` matches the search (name, title, description; case-insensitive). */
+export function galleryMatches(g: GalleryEntry, query: string): boolean {
+  const q = query.trim().toLowerCase();
+  if (q === "") return true;
+  return [g.name, g.title, g.description ?? ""].some((x) => x.toLowerCase().includes(q));
+}
+
+export interface GalleryUi {
+  busy: boolean;
+  error: BackendError | null;
+}
+
+export function buildGalleryEntry(g: GalleryEntry, ui: GalleryUi | null): HTMLLIElement {
+  const id = idFor("g", g.name);
+  const li = el("li", `gentry${g.disabled ? " gentry--disabled" : ""}`);
+  li.setAttribute("role", "listitem");
+  li.dataset.gallery = g.name;
+  li.dataset.needs = g.needs;
+  li.setAttribute("aria-labelledby", `${id}-title`);
+  const main = el("div", "gentry__main");
+  const head = el("div", "row__head");
+  const title = el("span", "row__title", g.title || g.name);
+  title.id = `${id}-title`;
+  head.append(title, el("span", "row__name", g.name), el("span", "row__transport", g.transport));
+  main.append(head);
+  if (g.description) main.append(el("p", "row__detail gentry__description", g.description));
+  const needs = el("p", `gentry__needs gentry__needs--${g.needs}`);
+  needs.id = `${id}-needs`;
+  needs.append(icon(g.needs === "oauth" ? "needs_authorization" : g.needs === "secret" ? "missing_configuration" : "ready", "icon gentry__icon"));
+  needs.append(el("span", "", needsText(g)));
+  main.append(needs);
+  const describedBy = [needs.id];
+  if (g.disabled) {
+    const hidden = el("p", "gentry__hidden");
+    hidden.id = `${id}-hidden`;
+    hidden.append("Hidden (", el("code", "", "enabled: false"), ")");
+    hidden.title = "A catalog says \"enabled\": false for it, so it is not used even where a client configures it. Add puts it back in use.";
+    main.append(hidden);
+    describedBy.push(hidden.id);
+  }
+  if (ui?.error) {
+    const err = el("div", "notice notice--error gentry__error");
+    err.id = `${id}-error`;
+    err.setAttribute("role", "alert");
+    const text = el("p", "notice__text", ui.error.message);
+    text.dataset.kind = ui.error.kind;
+    err.append(icon("warning", "icon notice__icon"), text);
+    main.append(err);
+    describedBy.push(err.id);
+  }
+  li.setAttribute("aria-describedby", describedBy.join(" "));
+
+  const side = el("div", "row__side");
+  const add = el("button", "btn btn--primary", ui?.busy ? "Adding…" : "Add");
+  add.type = "button";
+  add.dataset.control = "enable";
+  add.setAttribute("aria-label", `${g.disabled ? "Add back" : "Add"} ${g.title || g.name}`);
+  add.setAttribute("aria-describedby", describedBy.join(" "));
+  if (ui?.busy) add.setAttribute("aria-disabled", "true");
+  side.append(add);
   li.append(main, side);
   return li;
 }
@@ -1037,7 +1197,8 @@ export function summaryText(r: StatusReport): { text: string; ok: boolean } {
   const total = r.connectors.length;
   const n = r.need_attention;
   if (n > 0) return { text: `${n} ${n === 1 ? "needs" : "need"} attention, listed first`, ok: false };
-  if (total === 0) return { text: "No connectors in the catalog", ok: true };
+  // Only connectors in use count: the gallery is an offer, never something to attend to.
+  if (total === 0) return { text: "No connectors in use", ok: true };
   const allReady = r.connectors.every((c) => c.state === "ready" || c.state === "no_credential_required");
   if (allReady) return { text: total === 1 ? "The one connector is ready" : `All ${total} connectors ready`, ok: true };
   return { text: "Everything looks good", ok: true };

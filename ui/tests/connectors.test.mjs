@@ -93,7 +93,8 @@ describe("rendering", () => {
   test("empty catalog, catalog file error, unreachable store and all-ready", async () => {
     let page = await open("fixture=empty");
     assert.equal(await page.locator("li[data-connector]").count(), 0);
-    assert.equal(await page.textContent(".empty__title"), "No connectors in the catalog");
+    assert.equal(await page.textContent(".empty__title"), "No connectors in use yet");
+    assert.equal(await page.textContent(".summary"), "No connectors in use");
     assert.equal(await page.locator(".unclaimed").isVisible(), false);
     await page.context.close();
 
@@ -1370,6 +1371,9 @@ describe("keyboard", () => {
   test("arrow keys, Home and End move between rows; Enter runs the row's action; Tab reaches its buttons", async () => {
     const page = await open("fixture=mixed");
     const names = MIXED.connectors.map((c) => c.name);
+    // The header's "Add connector" comes first, then the list (one row in the tab order).
+    await page.keyboard.press("Tab");
+    assert.equal(await page.evaluate(() => document.activeElement.dataset.control), "open-gallery");
     await page.keyboard.press("Tab");
     assert.equal(await focusedRow(page), names[0]);
     assert.ok(await focusedIsRow(page));
