@@ -22,6 +22,7 @@ use terminal::Terminal;
 #[macro_use]
 mod terminal;
 mod check;
+mod import;
 mod refresh;
 mod table;
 
@@ -79,6 +80,9 @@ enum Command {
     },
     /// Test connectors for real: the MCP handshake and tools/list, transport fallback, health.
     Check(check::CheckArgs),
+    /// Adopt the tokens already on this machine (Claude Code, Codex, mcp-remote) for connectors
+    /// Patchbay holds no credential for, with the client they were issued to.
+    Import(import::ImportArgs),
     /// Where Patchbay keeps its files.
     Paths,
     /// The agent runtimes found (Claude Code, Codex) and the connectors bridged to each.
@@ -467,6 +471,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Check(args) => {
             catalog_readable(&cli.data_dir, &cli.catalog)?;
             check::run(open(cli.data_dir, cli.catalog)?, args, &mut out)
+        }
+        Command::Import(args) => {
+            catalog_readable(&cli.data_dir, &cli.catalog)?;
+            import::run(open(cli.data_dir, cli.catalog)?, args, &mut out)
         }
         Command::Paths => {
             let paths = Paths::resolve(cli.data_dir)?.with_catalog_override(cli.catalog)?;

@@ -1,0 +1,397 @@
+//! Tokens already on the machine, the real thing: the real `mcp-remote` 0.15.1 (npm, in
+//! tests/node, run as `npx mcp-remote URL` runs it) signs in to the MCP SDK's example OAuth server
+//! on loopback (tests/node/sdk-oauth-refresh-server.mjs: the example as shipped, its provider
+//! taught the rotating refresh grant, which refuses a refresh token presented by any client but
+//! the one it was issued to) in a throwaway HOME, so it writes `~/.mcp-auth/mcp-remote-v1/`; the
+//! "browser" is tests/support/follow-browser.sh. Then, with a catalog naming that URL:
+//! `patchbay import` adopts the token from mcp-remote with mcp-remote's client; `status --json`
+//! shows the connector Ready with no authorize; `patchbay check` passes with the adopted token;
+//! `patchbay refresh` renews it as mcp-remote's client (the server accepts, and rotates the
+//! pair); the plaintext files are offered, kept until asked, then deleted.
+
+use patchbay_e2e::{json, require_keychain, state_of, wait_within, Sandbox};
+use patchbay_runtimes::mcp_remote::McpRemoteOptions;
+use patchbay_vault::CredentialSource;
+use std::io::Write;
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const STARTUP: Duration = Duration::from_secs(30);
+/// How long mcp-remote may take from start to its tokens on disk (measured: a few seconds).
+const SIGN_IN: Duration = Duration::from_secs(90);
+
+fn tests_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).to_path_buf()
+}
+
+/// The SDK's example OAuth server with the rotating refresh grant, killed on drop.
+struct SdkServer {
+    child: Child,
+    logs: tempfile::TempDir,
+    mcp_port: u16,
+    auth_port: u16,
+}
+
+impl SdkServer {
+    fn start() -> SdkServer {
+        let node_dir = tests_dir().join("node");
+        assert!(
+            node_dir
+                .join("node_modules/@modelcontextprotocol/sdk/dist/esm/examples/server/simpleStreamableHttp.js")
+                .is_file(),
+            "the MCP SDK is missing: run scripts/setup.sh (it runs `npm ci` in tests/node)"
+        );
+        let logs = tempfile::tempdir().expect("tempdir");
+        let (mcp_port, auth_port) = {
+            let bind = || TcpListener::bind("127.0.0.1:0").expect("a free port");
+            let (a, b) = (bind(), bind());
+            (
+                a.local_addr().unwrap().port(),
+                b.local_addr().unwrap().port(),
+            )
+        };
+        let file = |name: &str| std::fs::File::create(logs.path().join(name)).expect("log file");
+        let child = Command::new("node")
+            .current_dir(&node_dir)
+            .args(["sdk-oauth-refresh-server.mjs", "--oauth"])
+            .env("MCP_PORT", mcp_port.to_string())
+            .env("MCP_AUTH_PORT", auth_port.to_string())
+            .stdin(Stdio::null())
+            .stdout(file("stdout"))
+            .stderr(file("stderr"))
+            .spawn()
+            .expect("start node (scripts/setup.sh installs it)");
+        let server = SdkServer {
+            child,
+            logs,
+            mcp_port,
+            auth_port,
+        };
+        let deadline = Instant::now() + STARTUP;
+        let listening = |port: u16| {
+            TcpStream::connect_timeout(&([127, 0, 0, 1], port).into(), Duration::from_secs(1))
+                .is_ok()
+        };
+        while !(listening(mcp_port) && listening(auth_port)) {
+            assert!(
+                Instant::now() < deadline,
+                "the SDK server did not listen within {STARTUP:?}:\n{}",
+                server.output()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        server
+    }
+
+    fn output(&self) -> String {
+        let read =
+            |name: &str| std::fs::read_to_string(self.logs.path().join(name)).unwrap_or_default();
+        format!("{}{}", read("stderr"), read("stdout"))
+    }
+
+    /// The MCP endpoint as the SDK names it (`resource`), and as mcp-remote is given it.
+    fn mcp_url(&self) -> String {
+        format!("http://localhost:{}/mcp", self.mcp_port)
+    }
+
+    fn events(&self, event: &str) -> usize {
+        self.output().lines().filter(|l| l.trim() == event).count()
+    }
+
+    /// The status the MCP endpoint answers an `initialize` carrying `token` with (the header
+    /// goes through curl's stdin, not its arguments).
+    fn initialize_status(&self, token: &str) -> String {
+        let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"patchbay-e2e","version":"0"}}}"#;
+        let mut curl = Command::new("curl")
+            .args(["-sS", "--max-time", "20", "-o", "/dev/null"])
+            .args(["-w", "%{http_code}", "-X", "POST", "-H", "@-"])
+            .args(["-H", "Content-Type: application/json"])
+            .args(["-H", "Accept: application/json, text/event-stream"])
+            .args(["--data", body, &self.mcp_url()])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("curl");
+        curl.stdin
+            .take()
+            .unwrap()
+            .write_all(format!("Authorization: Bearer {token}\n").as_bytes())
+            .unwrap();
+        String::from_utf8_lossy(&curl.wait_with_output().unwrap().stdout).into_owned()
+    }
+}
+
+impl Drop for SdkServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `mcp-remote URL` in `home` (as `npx mcp-remote URL` runs it), its stdin held open so the
+/// proxy stays up while it signs in; returns once its tokens are on disk, then stops it.
+/// Returns how long the sign-in took.
+fn mcp_remote_signs_in(home: &Path, server: &SdkServer) -> Duration {
+    let bin = tests_dir().join("node/node_modules/.bin/mcp-remote");
+    assert!(
+        bin.is_file(),
+        "{} is missing: run scripts/setup.sh (it runs `npm ci` in tests/node)",
+        bin.display()
+    );
+    let logs = tempfile::tempdir().expect("tempdir");
+    let file = |name: &str| std::fs::File::create(logs.path().join(name)).expect("log file");
+    let support = tests_dir().join("support");
+    let path = format!(
+        "{}:{}",
+        support.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let started = Instant::now();
+    let mut child = Command::new(&bin)
+        .arg(server.mcp_url())
+        .env("HOME", home)
+        .env_remove("MCP_REMOTE_CONFIG_DIR")
+        .env("BROWSER", support.join("follow-browser.sh"))
+        .env("PATH", path)
+        .stdin(Stdio::piped())
+        .stdout(file("stdout"))
+        .stderr(file("stderr"))
+        .spawn()
+        .expect("start mcp-remote");
+    let hash = McpRemoteOptions::new(server.mcp_url()).hash();
+    let tokens = home.join(format!(".mcp-auth/mcp-remote-v1/{hash}_tokens.json"));
+    let output = || {
+        let read = |name: &str| std::fs::read_to_string(logs.path().join(name)).unwrap_or_default();
+        format!(
+            "{}{}\n--- server:\n{}",
+            read("stderr"),
+            read("stdout"),
+            server.output()
+        )
+    };
+    let deadline = Instant::now() + SIGN_IN;
+    // Written via temp + rename: present means complete.
+    while !tokens.is_file() {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            panic!(
+                "mcp-remote exited ({status}) before saving tokens:\n{}",
+                output()
+            );
+        }
+        assert!(
+            Instant::now() < deadline,
+            "mcp-remote saved no tokens within {SIGN_IN:?}:\n{}",
+            output()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let took = started.elapsed();
+    // Close its stdin (it exits on EOF); kill it if it lingers.
+    drop(child.stdin.take());
+    let _ = child.kill();
+    wait_within(&mut child, Duration::from_secs(20), "mcp-remote", output);
+    took
+}
+
+fn run(sandbox: &Sandbox, home: &Path, args: &[&str]) -> Output {
+    sandbox
+        .command()
+        .env("HOME", home)
+        .env_remove("MCP_REMOTE_CONFIG_DIR")
+        .args(args)
+        .output()
+        .expect("run patchbay")
+}
+
+fn text(output: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+#[test]
+fn a_token_mcp_remote_holds_is_adopted_ready_checked_and_renewed_as_its_client() {
+    require_keychain!();
+    let server = SdkServer::start();
+    let sandbox = Sandbox::new(true);
+    let home = sandbox.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let sign_in = mcp_remote_signs_in(&home, &server);
+    eprintln!("mcp-remote signed in in {} ms", sign_in.as_millis());
+
+    let store = home.join(".mcp-auth/mcp-remote-v1");
+    let hash = McpRemoteOptions::new(server.mcp_url()).hash();
+    let client_info: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(store.join(format!("{hash}_client_info.json"))).unwrap(),
+    )
+    .unwrap();
+    let remote_client = client_info["client_id"].as_str().unwrap().to_string();
+    let remote_tokens: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(store.join(format!("{hash}_tokens.json"))).unwrap(),
+    )
+    .unwrap();
+    let remote_access = remote_tokens["access_token"].as_str().unwrap().to_string();
+    let remote_refresh = remote_tokens["refresh_token"].as_str().unwrap().to_string();
+
+    let catalog = sandbox.write(
+        "catalog.json",
+        &serde_json::json!({ "mcpServers": { "sdk": { "type": "http", "url": server.mcp_url() } } })
+            .to_string(),
+    );
+    let catalog = catalog.to_str().unwrap();
+
+    // Before: nothing held, so the connector needs authorizing.
+    let before = json(&run(
+        &sandbox,
+        &home,
+        &["status", "--json", "--catalog", catalog],
+    ));
+    assert_eq!(
+        state_of(&before, "sdk"),
+        "needs_authorization",
+        "{before:#}"
+    );
+
+    let started = Instant::now();
+    let imported = run(&sandbox, &home, &["import", "--json", "--catalog", catalog]);
+    let import_ms = started.elapsed().as_millis();
+    assert!(imported.status.success(), "{}", text(&imported));
+    let report = json(&imported);
+    eprintln!("patchbay import (one connector, discovery included): {import_ms} ms wall, {} ms in the core", report["elapsed_ms"]);
+    let adopted = &report["adopted"][0];
+    assert_eq!(adopted["connector"], "sdk", "{report:#}");
+    assert_eq!(adopted["source"], "mcp_remote");
+    assert_eq!(adopted["client_id"], remote_client.as_str());
+    assert_eq!(adopted["renewable"], true, "{report:#}");
+    let offered: Vec<PathBuf> = adopted["plaintext_files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| PathBuf::from(f.as_str().unwrap()))
+        .collect();
+    assert!(
+        offered.contains(&store.join(format!("{hash}_tokens.json"))),
+        "{offered:?}"
+    );
+    assert!(
+        offered.contains(&store.join(format!("{hash}_client_info.json"))),
+        "{offered:?}"
+    );
+    // No secret in what it prints.
+    assert!(
+        !text(&imported).contains(&remote_access) && !text(&imported).contains(&remote_refresh)
+    );
+
+    {
+        let core = sandbox.core(Some(PathBuf::from(catalog)));
+        let vault = core.vault();
+        let row = vault.credential_rows().unwrap().remove(0);
+        assert_eq!(row.server_name, "sdk");
+        assert_eq!(row.client_id.as_deref(), Some(remote_client.as_str()));
+        assert_eq!(
+            vault.credential_source(&row.credential_key).unwrap(),
+            Some(CredentialSource::McpRemote)
+        );
+        let grant = vault.grant(&row.credential_key).unwrap().unwrap();
+        assert_eq!(grant.client_id, remote_client);
+        assert_eq!(
+            grant.token_endpoint,
+            format!("http://localhost:{}/token", server.auth_port)
+        );
+        assert!(!grant.client_registered);
+    }
+
+    // Ready, with no authorize.
+    let status = json(&run(
+        &sandbox,
+        &home,
+        &["status", "--json", "--catalog", catalog],
+    ));
+    assert_eq!(state_of(&status, "sdk"), "ready", "{status:#}");
+
+    // The real handshake with the adopted token.
+    let checked = run(
+        &sandbox,
+        &home,
+        &["check", "sdk", "--json", "--catalog", catalog],
+    );
+    assert!(checked.status.success(), "{}", text(&checked));
+    assert_eq!(server.events("REFRESHED"), 0, "the check needed no refresh");
+
+    // A second import leaves the held credential alone.
+    let again = json(&run(
+        &sandbox,
+        &home,
+        &["import", "--json", "--catalog", catalog],
+    ));
+    assert!(again["adopted"].as_array().unwrap().is_empty(), "{again:#}");
+
+    // Renewed as mcp-remote's client: the server refuses any other for this pair.
+    let refreshed = run(&sandbox, &home, &["refresh", "sdk", "--catalog", catalog]);
+    let out = text(&refreshed);
+    assert!(
+        refreshed.status.success() && out.starts_with("sdk: refreshed"),
+        "{out}"
+    );
+    assert_eq!(server.events("REFRESHED"), 1, "{}", server.output());
+    assert_eq!(server.events("REUSE"), 0, "{}", server.output());
+    let (access, refresh) = {
+        let core = sandbox.core(Some(PathBuf::from(catalog)));
+        let vault = core.vault();
+        let row = vault.credential_rows().unwrap().remove(0);
+        assert_eq!(row.client_id.as_deref(), Some(remote_client.as_str()));
+        assert_eq!(
+            vault.credential_source(&row.credential_key).unwrap(),
+            Some(CredentialSource::McpRemote),
+            "renewed by the same client: still from mcp-remote"
+        );
+        let t = vault
+            .credential_tokens(&row.credential_key)
+            .unwrap()
+            .unwrap();
+        (
+            t.access_token.expose().to_string(),
+            t.refresh_token.unwrap().expose().to_string(),
+        )
+    };
+    assert_ne!(access, remote_access);
+    assert_ne!(refresh, remote_refresh, "the server rotated the pair");
+    assert_eq!(server.initialize_status(&access), "200");
+
+    // The plaintext files stay until asked, then go; the credential stays in the vault.
+    for file in &offered {
+        assert!(file.exists(), "{} deleted unasked", file.display());
+    }
+    let deleted = run(
+        &sandbox,
+        &home,
+        &["import", "--delete-plaintext", "sdk", "--catalog", catalog],
+    );
+    assert!(deleted.status.success(), "{}", text(&deleted));
+    for file in &offered {
+        assert!(!file.exists(), "{} was not deleted", file.display());
+    }
+    let status = json(&run(
+        &sandbox,
+        &home,
+        &["status", "--json", "--catalog", catalog],
+    ));
+    assert_eq!(state_of(&status, "sdk"), "ready", "{status:#}");
+
+    // Bad input: a clear error, exit 2.
+    let bad = run(
+        &sandbox,
+        &home,
+        &["import", "--delete-plaintext", "nope", "--catalog", catalog],
+    );
+    assert_eq!(bad.status.code(), Some(2), "{}", text(&bad));
+    assert!(
+        text(&bad).contains("no OAuth connector named nope"),
+        "{}",
+        text(&bad)
+    );
+}
