@@ -74,6 +74,12 @@ impl Rig {
         }
     }
 
+    /// Replace the catalog (it is read afresh on every call).
+    fn set_catalog(&self, servers: serde_json::Value) {
+        let file = self._dir.path().join("catalog.json");
+        std::fs::write(file, json!({ "mcpServers": servers }).to_string()).unwrap();
+    }
+
     fn sources(&self) -> ImportSources {
         ImportSources::resolve(&self.home, &|_| None)
     }
@@ -529,4 +535,70 @@ fn free_port() -> u16 {
         .local_addr()
         .unwrap()
         .port()
+}
+
+/// Codex in keyring mode (the real Secret Service, so gated like every keychain test): its item
+/// holds no issuer, so the token endpoint is discovered from the server, here through the
+/// catalog's `authServerMetadataUrl` (the rotating server serves no resource metadata).
+#[tokio::test]
+async fn a_token_in_codexs_keyring_is_adopted_and_renews_as_codexs_client() {
+    if std::env::var("PATCHBAY_TEST_KEYCHAIN").as_deref() != Ok("1") {
+        eprintln!("skipped: needs the real keychain (PATCHBAY_TEST_KEYCHAIN=1 in a D-Bus session with gnome-keyring)");
+        return;
+    }
+    use patchbay_runtimes::codex::{CodexKeyringStore, OsKeyring, CODEX_KEYRING_SERVICE};
+    use patchbay_runtimes::{RuntimeCredential, RuntimeStore};
+
+    let rig = Rig::new(&[]).await;
+    let server_url = format!("{}/mcp", rig.ras.base);
+    rig.set_catalog(json!({ "kr": {
+        "type": "http",
+        "url": server_url,
+        "oauth": { "authServerMetadataUrl":
+            format!("{}/.well-known/oauth-authorization-server", rig.ras.base) },
+    } }));
+    let config = rig.home.join(".codex/config.toml");
+    std::fs::create_dir_all(config.parent().unwrap()).unwrap();
+    std::fs::write(
+        &config,
+        format!(
+            "mcp_oauth_credentials_store = \"keyring\"\n[mcp_servers.kr]\nurl = \"{server_url}\"\n"
+        ),
+    )
+    .unwrap();
+    let codex_key =
+        patchbay_catalog::credential_key("kr", "http", &server_url, &Default::default());
+    let keyring = CodexKeyringStore::new(
+        Box::new(OsKeyring::new(CODEX_KEYRING_SERVICE)),
+        vec![codex_key.clone()],
+    );
+    let now = DateTime::from_timestamp_millis(T0).unwrap();
+    keyring
+        .write(
+            &RuntimeCredential {
+                key: codex_key.clone(),
+                server_name: "kr".into(),
+                server_url: server_url.clone(),
+                access_token: Secret::new("at-kr-0"),
+                refresh_token: Some(Secret::new(rig.family("kr", "codex-keyring-client"))),
+                expires_at: Some(now + chrono::Duration::hours(1)),
+                scope: None,
+                client_id: Some("codex-keyring-client".into()),
+                client_secret: None,
+                issuer: None,
+            },
+            now,
+        )
+        .unwrap();
+
+    let report = rig.import().await;
+    let _ = keyring.remove(&codex_key);
+    let a = adopted(&report, "kr");
+    assert_eq!(a.source, CredentialSource::Codex);
+    assert!(a.renewable, "{a:?}");
+    assert_eq!(
+        rig.row("kr").unwrap().issuer.as_deref(),
+        Some(rig.ras.base.as_str())
+    );
+    assert_eq!(refresh_as(&rig, "kr").await, "codex-keyring-client");
 }
