@@ -50,7 +50,8 @@ const report = (fields) => ({
   generated_at: GENERATED_AT,
   need_attention: 0,
   worst: null,
-  secret_store: { reachable: true, message: null },
+  degraded: 0,
+  secret_store: { reachable: true, message: null, key_unusable: false },
   catalog: {
     sources: [
       { path: DEFAULT_CATALOG, kind: "default", present: true, entries: entries.length, error: null },
@@ -83,6 +84,7 @@ const base = {
   bridges: [],
   can_add_to: [],
   refresh_history: [],
+  degraded: null,
 };
 const ready = { state: "ready", label: "Ready", severity: 0, needs_attention: false, blocks_start: false, action: null };
 const credential = (key, issuer, extra = {}) => ({
@@ -114,7 +116,7 @@ const connectors = [
     action: "authorize",
     credential: null,
     source: USER_CATALOG,
-    in_use_because: ["enabled"],
+    in_use_because: ["enabled", "user_catalog"],
     found_in: [],
     origin: "catalog",
     credential_source: null,
@@ -164,7 +166,8 @@ const connectors = [
     url: "https://tracker.internal.example/mcp",
     detail: "Authorized; renews automatically.",
     credential: credential("team-tracker|7c2d9e10f4ab3356", "https://auth.internal.example"),
-    source: null,
+    // A client-only connector's source is the client file it was named and typed from.
+    source: "/home/me/.config/Claude/claude_desktop_config.json",
     in_use_because: ["client", "credential"],
     found_in: [
       found("claude_desktop", "Claude Desktop", "/home/me/.config/Claude/claude_desktop_config.json", "team-tracker"),
@@ -187,7 +190,7 @@ const connectors = [
     detail: "Runs locally and needs no credential.",
     action: null,
     credential: null,
-    source: null,
+    source: "/home/me/.config/Code/User/mcp.json",
     in_use_because: ["client"],
     found_in: [
       found("vs_code", "VS Code", "/home/me/.config/Code/User/mcp.json", "local-db"),

@@ -72,6 +72,13 @@ export interface RuntimeInfo {
   config_path: string;
 }
 
+/** A degraded connector in the status report (the board's `Degraded` has its kind too). */
+export interface DegradedStatus {
+  since: string;
+  /** The failure that tipped it, one line, secrets scrubbed. */
+  error: string;
+}
+
 /** The clients whose MCP server configs Patchbay reads (docs/status-json.md, `found_in`). */
 export type ClientId =
   | "claude_code"
@@ -123,6 +130,8 @@ export interface Connector {
   can_add_to?: string[];
   /** The refresher's last attempts (newest first, up to 10); empty or absent when none. */
   refresh_history?: RefreshEntry[];
+  /** Set while its connection checks keep failing (the health board's rule); null otherwise. */
+  degraded: DegradedStatus | null;
   /** Why it is in use (never empty for a listed connector). */
   in_use_because: (InUseReason | string)[];
   /** The client config entries that configure it (one per client file entry). */
@@ -171,7 +180,14 @@ export interface StatusReport {
   generated_at: string;
   need_attention: number;
   worst: ConnectorStateId | null;
-  secret_store: { reachable: boolean; message: string | null };
+  /** How many connectors are degraded (counted in need_attention too). */
+  degraded: number;
+  secret_store: {
+    reachable: boolean;
+    message: string | null;
+    /** The keychain answered but the vault's key is missing from it: unlocking will not help. */
+    key_unusable: boolean;
+  };
   catalog: { sources: CatalogSource[] };
   connectors: Connector[];
   unclaimed: UnclaimedCredential[];
