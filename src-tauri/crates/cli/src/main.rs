@@ -5,6 +5,7 @@ use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
 use patchbay_catalog::CredentialKey;
 use patchbay_core::bridges::Added;
+use patchbay_core::setup::ClientSetup;
 use patchbay_core::{
     Authorizer, AuthorizerOptions, Bridges, Completion, CoreError, Patchbay, Paths, StartOptions,
 };
@@ -24,6 +25,7 @@ mod terminal;
 mod check;
 mod import;
 mod refresh;
+mod setup;
 mod table;
 
 #[derive(Parser)]
@@ -104,6 +106,14 @@ enum Command {
     /// Tell Patchbay a runtime's refresh failed (e.g. from a hook); a rejected refresh token
     /// retires the credential everywhere.
     RuntimeError(refresh::RuntimeErrorArgs),
+    /// Put a catalog connector in use (from the gallery), as the window's "Add" does.
+    Enable(setup::NameArgs),
+    /// Take a connector out of use, even where a client configures it (`"enabled": false`).
+    Disable(setup::NameArgs),
+    /// Copy a server a client configures into your catalog; its secrets go into the vault.
+    Manage(setup::NameArgs),
+    /// The catalog connectors not in use, and what each needs.
+    Gallery(setup::GalleryArgs),
 }
 
 #[derive(Subcommand)]
@@ -179,17 +189,29 @@ fn main() -> ExitCode {
 }
 
 fn open(data_dir: Option<PathBuf>, catalog: Option<PathBuf>) -> Result<Patchbay> {
+    let reads_clients = catalog.is_none();
     let paths = Paths::resolve(data_dir)?.with_catalog_override(catalog)?;
     let db = paths.database();
     Patchbay::open(paths)
+        .map(|p| with_clients(p, reads_clients))
         .with_context(|| format!("cannot open Patchbay's data at {}", db.display()))
+}
+
+/// The clients' configs count too, unless a `--catalog` file is used alone.
+fn with_clients(patchbay: Patchbay, reads_clients: bool) -> Patchbay {
+    match ClientSetup::from_env().filter(|_| reads_clients) {
+        Some(setup) => patchbay.with_clients(setup),
+        None => patchbay,
+    }
 }
 
 /// For commands that only read: works on a data directory that cannot be written.
 fn open_reading(data_dir: Option<PathBuf>, catalog: Option<PathBuf>) -> Result<Patchbay> {
+    let reads_clients = catalog.is_none();
     let paths = Paths::resolve(data_dir)?.with_catalog_override(catalog)?;
     let db = paths.database();
     Patchbay::open_for_reading(paths)
+        .map(|p| with_clients(p, reads_clients))
         .with_context(|| format!("cannot read Patchbay's data at {}", db.display()))
 }
 
@@ -467,6 +489,13 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::RuntimeError(args) => {
             refresh::runtime_error(open(cli.data_dir, cli.catalog)?, args, &mut out)
+        }
+        Command::Enable(args) => setup::enable(&open(cli.data_dir, cli.catalog)?, args, &mut out),
+        Command::Disable(args) => setup::disable(&open(cli.data_dir, cli.catalog)?, args, &mut out),
+        Command::Manage(args) => setup::manage(&open(cli.data_dir, cli.catalog)?, args, &mut out),
+        Command::Gallery(args) => {
+            catalog_readable(&cli.data_dir, &cli.catalog)?;
+            setup::gallery(&open_reading(cli.data_dir, cli.catalog)?, args, &mut out)
         }
         Command::Check(args) => {
             catalog_readable(&cli.data_dir, &cli.catalog)?;

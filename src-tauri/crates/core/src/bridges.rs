@@ -486,7 +486,23 @@ impl Bridges {
         let runtimes = self.runtimes();
         let bridged: Vec<Bridged> = runtimes.iter().flat_map(|r| r.bridges.clone()).collect();
         self.reconcile_each(&bridged);
-        let mut report = self.patchbay.status();
+        let mut usage = patchbay_status::Usage::default();
+        for runtime in &runtimes {
+            let file = runtime.config.first().cloned().unwrap_or_default();
+            for bridge in &runtime.bridges {
+                usage
+                    .found_in
+                    .entry(bridge.connector.clone())
+                    .or_default()
+                    .push(patchbay_status::FoundIn {
+                        client: runtime_id(bridge.runtime).to_owned(),
+                        display_name: bridge.runtime.display_name().to_owned(),
+                        file: file.clone(),
+                        server_name: bridge.server_name.clone(),
+                    });
+            }
+        }
+        let mut report = self.patchbay.status_with(&usage);
         self.annotate_with(&mut report, runtimes);
         report
     }

@@ -7,10 +7,7 @@
 
 use crate::{CoreError, Patchbay, Paths};
 use chrono::{DateTime, Utc};
-use patchbay_catalog::{
-    expand, Catalog, CatalogError, CatalogForm, CatalogItem, CredentialKey, ServerEntry, Transport,
-    BUILT_IN_PATH,
-};
+use patchbay_catalog::{expand, Catalog, CatalogItem, CredentialKey, ServerEntry, Transport};
 use patchbay_check::health::{rfc3339, rfc3339_opt};
 use patchbay_check::{
     check_paced, npm_cache, Attempt, AuthKind, CheckError, CheckOutcome, CheckTarget, Degraded,
@@ -194,11 +191,18 @@ impl Checker {
         self.check_item(&catalog, item, true).await
     }
 
-    /// Check every catalog connector, a few at a time; those that cannot be started (declared
+    /// Check every connector in use, a few at a time; those that cannot be started (declared
     /// unavailable, missing configuration, invalid) are reported as skipped. In catalog order.
+    /// The gallery (catalog entries not in use) is never checked.
     pub async fn check_all(&self) -> Result<Vec<ConnectorCheck>, CoreError> {
         let catalog = Arc::new(self.patchbay.catalog());
-        let names: Vec<String> = catalog.items.iter().map(|i| i.name().0.clone()).collect();
+        let in_use = self.patchbay.in_use();
+        let names: Vec<String> = catalog
+            .items
+            .iter()
+            .map(|i| i.name().0.clone())
+            .filter(|n| in_use.contains(n))
+            .collect();
         self.check_names(catalog, names).await
     }
 
@@ -206,6 +210,7 @@ impl Checker {
     /// `interval` since its last check when healthy). Skipped connectors are not returned.
     pub async fn check_due(&self, interval: Duration) -> Result<Vec<ConnectorCheck>, CoreError> {
         let catalog = Arc::new(self.patchbay.catalog());
+        let in_use = self.patchbay.in_use();
         let now = self.patchbay.now();
         let mut due = Vec::new();
         for item in &catalog.items {
@@ -213,6 +218,9 @@ impl Checker {
                 continue;
             };
             let name = entry.name.as_str();
+            if !in_use.contains(name) {
+                continue;
+            }
             let streak = self.health.streak(name)?;
             let last = self.health.stats(name)?.last_check_at;
             if self.options.rule.due(&streak, last, interval, now) {
@@ -707,23 +715,6 @@ pub fn npm_cache_root(paths: &Paths) -> PathBuf {
     paths.data_dir.join("cache").join("npm")
 }
 
-/// The degraded connectors and their errors, for `offered`'s Unavailable roster. Empty when no
-/// check ever ran (no health file) or the file cannot be read: the roster is advisory, and
-/// emptying an agent's options over a broken side file would be the worse failure.
-pub fn degraded_roster(paths: &Paths) -> BTreeMap<String, String> {
-    let file = paths.data_dir.join(HEALTH_FILE);
-    if !file.is_file() {
-        return BTreeMap::new();
-    }
-    match HealthStore::open(&file).and_then(|h| h.degraded()) {
-        Ok(rows) => rows.into_iter().map(|(n, d)| (n, d.error)).collect(),
-        Err(e) => {
-            tracing::warn!("cannot read the health board: {e}");
-            BTreeMap::new()
-        }
-    }
-}
-
 fn kind_of(transport: &Transport) -> TransportKind {
     match transport {
         Transport::Stdio { .. } => TransportKind::Stdio,
@@ -811,114 +802,22 @@ fn advice_for(
 /// cannot be read as a catalog (not JSON, a duplicate key, both forms at once, a FIFO) is left
 /// alone. Validated, then written by temp file + fsync + rename.
 fn write_type(file: &Path, entry: &ServerEntry, transport: TransportKind) -> Result<(), CoreError> {
-    let name = entry.name.as_str();
-    let write_error = |message: String| CoreError::CatalogWrite {
-        path: file.to_path_buf(),
-        message,
-    };
-    let (mut doc, form, bom) = match patchbay_catalog::read_catalog_file(file) {
-        Ok(text) => {
-            let (doc, form) = patchbay_catalog::parse_document(&text, file)
-                .map_err(|e| write_error(format!("{e}; nothing was written")))?;
-            (doc, form, text.starts_with(patchbay_catalog::UTF8_BOM))
-        }
-        Err(CatalogError::Missing { .. }) => (
-            Value::Object(serde_json::Map::new()),
-            CatalogForm::Flat,
-            false,
-        ),
-        Err(e) => return Err(write_error(format!("{e}; nothing was written"))),
-    };
-    let servers = patchbay_catalog::server_map_mut(&mut doc, form)
-        .ok_or_else(|| write_error("it has no server map".into()))?;
-    if !servers.contains_key(name) {
-        servers.insert(name.to_owned(), source_entry(entry)?);
-    }
-    let member = servers
-        .get_mut(name)
-        .and_then(Value::as_object_mut)
-        .ok_or_else(|| write_error(format!("its entry \"{name}\" is not an object")))?;
-    member.insert("type".into(), Value::String(transport.as_str().to_owned()));
-
-    let text = format!(
-        "{}{}\n",
-        if bom { "\u{feff}" } else { "" },
-        serde_json::to_string_pretty(&doc).map_err(|e| write_error(e.to_string()))?
-    );
-    // Only a file that still parses, with the entry valid and on the new transport, is written.
-    match patchbay_catalog::parse(&text, file)
-        .map_err(|e| write_error(format!("the result would not be a valid catalog: {e}")))?
-        .into_iter()
-        .find(|i| i.name().as_str() == name)
-    {
-        Some(CatalogItem::Server(e)) if kind_of(&e.transport) == transport => {}
-        Some(CatalogItem::Invalid(i)) => {
-            return Err(write_error(format!(
-                "the entry would be invalid: {}",
-                i.error
-            )))
-        }
-        _ => return Err(write_error("the entry did not come out as written".into())),
-    }
-    atomic_write(file, text.as_bytes()).map_err(|e| write_error(e.to_string()))
-}
-
-/// The raw JSON of `entry` in the file it came from (or the built-in catalog), in either form.
-fn source_entry(entry: &ServerEntry) -> Result<Value, CoreError> {
-    let name = entry.name.as_str();
-    let source_error = |message: String| CoreError::CatalogWrite {
-        path: entry.source.clone(),
-        message,
-    };
-    let text = if entry.source == Path::new(BUILT_IN_PATH) {
-        patchbay_catalog::DEFAULT_CATALOG.to_owned()
-    } else {
-        patchbay_catalog::read_catalog_file(&entry.source)
-            .map_err(|e| source_error(format!("cannot read the entry to copy: {e}")))?
-    };
-    let (doc, form) = patchbay_catalog::parse_document(&text, &entry.source)
-        .map_err(|e| source_error(e.to_string()))?;
-    let found = patchbay_catalog::servers(&doc, form)
-        .find(|(n, _)| n.as_str() == name)
-        .map(|(_, v)| v.clone());
-    found.ok_or_else(|| source_error(format!("it no longer has the entry \"{name}\"")))
-}
-
-/// Temp file beside `path`, fsync, rename over it, fsync the directory: a reader sees the old
-/// file or the new one, never half of one. Keeps the old file's permissions.
-fn atomic_write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir)?;
-    let file_name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "mcp.json".into());
-    let temp = dir.join(format!(
-        ".{file_name}.patchbay-{}-{}.tmp",
-        std::process::id(),
-        Utc::now().timestamp_nanos_opt().unwrap_or_default()
-    ));
-    let result = (|| {
-        let mut f = std::fs::File::create(&temp)?;
-        if let Ok(meta) = std::fs::metadata(path) {
-            f.set_permissions(meta.permissions())?;
-        }
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        drop(f);
-        std::fs::rename(&temp, path)?;
-        #[cfg(unix)]
-        std::fs::File::open(dir)?.sync_all()?;
-        Ok(())
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&temp);
-    }
-    result
+    crate::user_catalog::edit_entry(
+        file,
+        entry.name.as_str(),
+        || crate::user_catalog::source_entry(entry),
+        |member| {
+            member.insert("type".into(), Value::String(transport.as_str().to_owned()));
+        },
+        |written| {
+            if kind_of(&written.transport) == transport {
+                Ok(())
+            } else {
+                Err("the entry did not come out as written".into())
+            }
+        },
+    )
+    .map(|_| ())
 }
 
 #[cfg(test)]
@@ -1054,7 +953,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let user = dir.path().join("mcp.json");
         let mut e = entry(
-            Path::new(BUILT_IN_PATH),
+            Path::new(patchbay_catalog::BUILT_IN_PATH),
             Transport::StreamableHttp {
                 url: "https://mcp.notion.com/mcp".into(),
                 headers: IndexMap::new(),

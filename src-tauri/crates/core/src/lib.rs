@@ -18,7 +18,9 @@ pub mod patchbay;
 pub mod paths;
 pub mod refresh;
 pub mod schedule;
+pub mod setup;
 pub mod tray_model;
+pub mod user_catalog;
 pub mod watch;
 
 pub use authorize::{Authorizer, AuthorizerOptions, Completion, StartOptions, Started};

@@ -1,17 +1,19 @@
 //! The facade every surface calls: the tray, the Connectors window and the CLI. It gathers the
 //! local signals once per call and hands them to the one status computation.
 
+use crate::setup::{add_client_servers, ClientSetup, ClientView};
 use crate::{CoreError, Paths};
 use chrono::{DateTime, Utc};
-use patchbay_catalog::{load, Catalog, CredentialKey};
+use patchbay_catalog::{load, Catalog, CatalogItem, CredentialKey};
 use patchbay_check::{HealthStore, HEALTH_FILE};
+use patchbay_status::Usage;
 use patchbay_status::{
     compute, DegradedStatus, LocalSignals, Offered, RefreshEntry, StatusReport, StoreHealth,
     VaultVariables,
 };
 use patchbay_vault::{KeyringStore, Secret, SecretStore, VariableInfo, Vault, VaultError};
-use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::{Arc, RwLock};
 
 /// How many refresh attempts a status row carries (the vault keeps more; `patchbay history`).
 const REFRESH_HISTORY_SHOWN: usize = 10;
@@ -23,6 +25,11 @@ pub struct Patchbay {
     pub paths: Paths,
     vault: Arc<Vault>,
     clock: Clock,
+    /// Where the clients' configs are read from (`None`: no client is read; tests).
+    clients: Option<ClientSetup>,
+    /// Literal secrets found in clients' configs, by the `${VAR}` their synthesized entries use;
+    /// refreshed on every read of the catalog. In memory only.
+    client_secrets: RwLock<HashMap<String, Secret>>,
 }
 
 impl Patchbay {
@@ -46,6 +53,8 @@ impl Patchbay {
             paths,
             vault,
             clock: Arc::new(Utc::now),
+            clients: None,
+            client_secrets: RwLock::default(),
         })
     }
 
@@ -60,12 +69,26 @@ impl Patchbay {
             paths,
             vault,
             clock: Arc::new(Utc::now),
+            clients: None,
+            client_secrets: RwLock::default(),
         })
     }
 
     pub fn with_clock(mut self, clock: Clock) -> Patchbay {
         self.clock = clock;
         self
+    }
+
+    /// Read the clients' configs (Claude Code, Cursor, ...) from `setup`: the connectors they
+    /// configure are in use, and their servers no catalog has become connectors of their own.
+    pub fn with_clients(mut self, setup: ClientSetup) -> Patchbay {
+        self.clients = Some(setup);
+        self
+    }
+
+    /// Where the clients' configs are read from, when they are.
+    pub fn client_setup(&self) -> Option<&ClientSetup> {
+        self.clients.as_ref()
     }
 
     pub fn vault(&self) -> &Vault {
@@ -87,21 +110,75 @@ impl Patchbay {
     pub fn resolve_variable(&self, name: &str) -> Option<String> {
         match self.vault.variable(name) {
             Ok(Some(secret)) => Some(secret.expose().to_owned()),
-            Ok(None) | Err(_) => std::env::var(name).ok(),
+            Ok(None) | Err(_) => std::env::var(name).ok().or_else(|| {
+                self.client_secrets
+                    .read()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .get(name)
+                    .map(|s| s.expose().to_owned())
+            }),
         }
     }
 
+    /// The catalog files, plus a connector for each server a client configures that no catalog
+    /// has (see [`crate::setup`]).
     pub fn catalog(&self) -> Catalog {
-        load(&self.paths.catalog_sources())
+        self.catalog_and_usage().0
+    }
+
+    /// The catalog and what puts its connectors in use, from one read of the clients.
+    fn catalog_and_usage(&self) -> (Catalog, Usage) {
+        let mut catalog = load(&self.paths.catalog_sources());
+        let Some(setup) = &self.clients else {
+            return (catalog, Usage::default());
+        };
+        let view = ClientView::read(setup);
+        for error in &view.errors {
+            tracing::warn!("a client's MCP config could not be read: {error}");
+        }
+        let synthesized = add_client_servers(&mut catalog, &view);
+        *self
+            .client_secrets
+            .write()
+            .unwrap_or_else(|p| p.into_inner()) = synthesized.secrets;
+        (catalog, synthesized.usage)
     }
 
     /// The status of every connector, from local signals only. Never fails as a whole.
     /// Degraded connectors (the health board's rule) are marked and counted here, so every
     /// surface (the CLI, the tray's badge and menu, the window, `offered`) counts the same ones.
     pub fn status(&self) -> StatusReport {
-        let mut report = compute(&self.catalog(), &self.signals());
+        self.status_with(&Usage::default())
+    }
+
+    /// The names of the connectors in use (the rows of [`Patchbay::status`]).
+    pub fn in_use(&self) -> BTreeSet<String> {
+        self.status()
+            .connectors
+            .into_iter()
+            .map(|c| c.name)
+            .collect()
+    }
+
+    /// [`Patchbay::status`] with more of what puts connectors in use: the runtime bridges add
+    /// the servers Claude Code and Codex configure (also when no client setup is read).
+    pub fn status_with(&self, extra: &Usage) -> StatusReport {
+        let (catalog, mut usage) = self.catalog_and_usage();
+        for (name, found) in &extra.found_in {
+            let list = usage.found_in.entry(name.clone()).or_default();
+            for f in found {
+                if !list.contains(f) {
+                    list.push(f.clone());
+                }
+            }
+        }
+        usage
+            .credential_source
+            .extend(extra.credential_source.clone());
+        let mut report = compute(&catalog, &self.signals());
         self.fill_refresh_history(&mut report);
         report.mark_degraded(&self.degraded());
+        report.apply_usage(&catalog, &usage);
         report
     }
 
@@ -163,6 +240,107 @@ impl Patchbay {
         }
     }
 
+    /// Put a connector in use (the gallery's "Add", `patchbay enable`): writes `"enabled": true`
+    /// for it into the user catalog (the `--catalog` file when one is used alone), copying the
+    /// entry there first. A client-only connector is managed instead ([`Patchbay::manage`]).
+    pub fn enable(&self, name: &str) -> Result<(), CoreError> {
+        self.set_enabled(name, true)
+    }
+
+    /// Take a connector out of use (`patchbay disable`): writes `"enabled": false` for it, which
+    /// hides it even where a client configures it.
+    pub fn disable(&self, name: &str) -> Result<(), CoreError> {
+        self.set_enabled(name, false)
+    }
+
+    /// The catalog file Patchbay writes: the `--catalog` file when one is used alone, else the
+    /// user catalog.
+    pub fn writable_catalog(&self) -> std::path::PathBuf {
+        self.paths
+            .catalog_override
+            .clone()
+            .unwrap_or_else(|| self.paths.user_catalog())
+    }
+
+    fn set_enabled(&self, name: &str, enabled: bool) -> Result<(), CoreError> {
+        let (catalog, usage) = self.catalog_and_usage();
+        let entry = match catalog.get(name) {
+            Some(CatalogItem::Server(entry)) => entry.clone(),
+            Some(CatalogItem::Invalid(_)) => {
+                return Err(CoreError::Invalid(format!(
+                    "the catalog entry \"{name}\" is invalid; fix it before changing it"
+                )))
+            }
+            None => {
+                return Err(CoreError::Invalid(format!(
+                    "no connector named \"{name}\" in the catalog or any client"
+                )))
+            }
+        };
+        let client_only = usage.client_only.contains(name);
+        if client_only && enabled {
+            return self.manage(name);
+        }
+        let seed = || match client_only {
+            true => self.client_entry(&catalog, name).map(|(entry, _)| entry),
+            false => crate::user_catalog::source_entry(&entry),
+        };
+        crate::user_catalog::edit_entry(
+            &self.writable_catalog(),
+            name,
+            seed,
+            |member| {
+                member.insert("enabled".into(), serde_json::Value::Bool(enabled));
+            },
+            |written| match written.enabled == Some(enabled) {
+                true => Ok(()),
+                false => Err("the entry did not come out as written".into()),
+            },
+        )?;
+        Ok(())
+    }
+
+    /// "Manage with Patchbay": copies a server a client configures (and no catalog has) into
+    /// the user catalog in AIR form. Literal secrets from the client's config go into the vault
+    /// under the `${VAR}`s the entry uses; the entry holds only the placeholders.
+    pub fn manage(&self, name: &str) -> Result<(), CoreError> {
+        let (catalog, usage) = self.catalog_and_usage();
+        if !usage.client_only.contains(name) {
+            return Err(CoreError::Invalid(match catalog.get(name) {
+                Some(_) => format!("\"{name}\" is already in a catalog; nothing to manage"),
+                None => format!("no connector named \"{name}\" in any client"),
+            }));
+        }
+        let (entry, secrets) = self.client_entry(&catalog, name)?;
+        // Secrets first: a catalog entry whose ${VAR}s are not stored would read as missing.
+        for (variable, value) in &secrets {
+            if self.vault.variable(variable)?.is_none() {
+                self.set_secret(variable, value)?;
+            }
+        }
+        crate::user_catalog::edit_entry(
+            &self.writable_catalog(),
+            name,
+            || Ok(entry),
+            |_| {},
+            |_| Ok(()),
+        )?;
+        Ok(())
+    }
+
+    fn client_entry(
+        &self,
+        catalog: &Catalog,
+        name: &str,
+    ) -> Result<(serde_json::Value, Vec<(String, Secret)>), CoreError> {
+        let view = match &self.clients {
+            Some(setup) => ClientView::read(setup),
+            None => ClientView::default(),
+        };
+        crate::setup::managed_entry(catalog, &view, name)
+            .ok_or_else(|| CoreError::Invalid(format!("no client configures \"{name}\" any more")))
+    }
+
     /// What an agent can start now, and the Unavailable roster (degraded connectors and those
     /// whose secret cannot be unsealed included).
     pub fn offered(&self) -> Offered {
@@ -212,11 +390,24 @@ impl Patchbay {
                 Err(e) => store = unreadable(e),
             }
         }
+        let mut env: HashMap<String, String> = std::env::vars().collect();
+        // A client's literal secret counts as set, after the vault and the environment.
+        for (name, secret) in self
+            .client_secrets
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+        {
+            if !variables.names.contains(name) {
+                env.entry(name.clone())
+                    .or_insert_with(|| secret.expose().to_owned());
+            }
+        }
         LocalSignals {
             credentials,
             store,
             variables,
-            env: std::env::vars().collect(),
+            env,
             now: (self.clock)(),
         }
     }

@@ -582,9 +582,13 @@ impl Inner {
         grant: &patchbay_vault::Grant,
         tokens: &TokenSet,
     ) -> Result<bool, String> {
-        let metadata = discovery::server_metadata(&self.http, &grant.issuer)
-            .await
-            .map_err(|e| e.to_string())?;
+        let metadata = match discovery::server_metadata(&self.http, &grant.issuer).await {
+            Ok(metadata) => metadata,
+            // No metadata at all (a server configured by its endpoints alone): nothing names a
+            // revocation endpoint, so nothing was sent and nothing was refused.
+            Err(patchbay_oauth::OAuthError::NoServerMetadata { .. }) => return Ok(false),
+            Err(e) => return Err(e.to_string()),
+        };
         let Some(endpoint) = metadata.revocation_endpoint else {
             return Ok(false);
         };

@@ -39,9 +39,10 @@ fn rig() -> Rig {
     let paths = Paths {
         config_dir: root.join("config"),
         data_dir: root.join("data"),
+        // The user's own catalog: both connectors are in use (the shipped one is a gallery).
         default_catalog: CatalogSource::File {
             path: default,
-            kind: SourceKind::Default,
+            kind: SourceKind::User,
             required: true,
         },
         catalog_override: None,

@@ -10,9 +10,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// A default catalog whose entries are enabled, so they are in use (a shipped one is a gallery).
 const DEFAULT: &str = r#"{"mcpServers":{
-  "notion": {"title": "Notion", "type": "streamable-http", "url": "https://mcp.notion.com/mcp"},
-  "github": {"type": "http", "url": "https://api.githubcopilot.com/mcp/", "headers": {"Authorization": "Bearer ${PB_TEST_GH}"}}
+  "notion": {"title": "Notion", "type": "streamable-http", "url": "https://mcp.notion.com/mcp", "enabled": true},
+  "github": {"type": "http", "url": "https://api.githubcopilot.com/mcp/", "headers": {"Authorization": "Bearer ${PB_TEST_GH}"}, "enabled": true}
 }}"#;
 
 fn paths(dir: &Path) -> Paths {

@@ -294,7 +294,8 @@ pub async fn refresh_once(
 }
 
 /// Revokes one token at the server (RFC 7009), authenticated as the client that holds it. A 200
-/// is success; the server answers 200 for a token it no longer knows, too.
+/// is success; the server answers 200 for a token it no longer knows, too. `400
+/// unsupported_token_type` is taken as done: that token cannot be revoked and lapses by itself.
 pub async fn revoke(
     http: &Http,
     revocation_endpoint: &str,
@@ -315,7 +316,15 @@ pub async fn revoke(
         form,
     );
     let answer = http.send(revocation_endpoint, request).await?;
-    if answer.status.is_success() {
+    // RFC 7009 §2.2.1: `unsupported_token_type` says this kind of token cannot be revoked there
+    // (oidc-provider's self-contained JWT access tokens): it lapses by itself, and nothing more
+    // can be done; the refresh token, revoked first, is what ends the grant.
+    let unsupported = answer.status.as_u16() == 400
+        && serde_json::from_slice::<Value>(&answer.body)
+            .ok()
+            .and_then(|v| text(&v, "error"))
+            .is_some_and(|e| e == "unsupported_token_type");
+    if answer.status.is_success() || unsupported {
         Ok(())
     } else {
         Err(crate::discovery::status_error(&answer))

@@ -10,6 +10,7 @@ pub mod offered;
 pub mod probe;
 pub mod report;
 pub mod state;
+pub mod usage;
 
 pub use offered::{Offered, OfferedServer, RosterLine};
 pub use probe::{LocalSignals, StoreHealth, VaultVariables};
@@ -19,3 +20,4 @@ pub use report::{
     UnclaimedCredential, REPORT_VERSION,
 };
 pub use state::{Action, ConnectorState, ATTENTION_THRESHOLD, SEVERITY};
+pub use usage::{FoundIn, GalleryEntry, InUseReason, Needs, Origin, Usage};

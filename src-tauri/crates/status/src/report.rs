@@ -2,6 +2,8 @@
 //! credentials and the catalog's own health. Its JSON is documented in docs/status-json.md.
 
 use crate::probe::{decide, LocalSignals, StoreHealth};
+use crate::usage::{FoundIn, GalleryEntry, InUseReason, Origin};
+
 use crate::{Action, ConnectorState};
 use chrono::{DateTime, SecondsFormat, Utc};
 use patchbay_catalog::{Catalog, CatalogItem, CredentialKey, ServerEntry};
@@ -112,6 +114,19 @@ pub struct ConnectorStatus {
     /// by the core's `Patchbay::status`); such a row needs attention whatever its state.
     #[serde(default)]
     pub degraded: Option<DegradedStatus>,
+    /// Why it is in use (filled by [`StatusReport::apply_usage`]; empty before).
+    #[serde(default)]
+    pub in_use_because: Vec<InUseReason>,
+    /// The client config entries that configure it ("Found in Cursor, Claude Code").
+    #[serde(default)]
+    pub found_in: Vec<FoundIn>,
+    /// A catalog entry, or a server configured in a client and absent from every catalog.
+    #[serde(default)]
+    pub origin: Origin,
+    /// Where the stored credential came from: `patchbay` (authorized here), or adopted from
+    /// `claude_code`, `codex`, `mcp_remote`; `null` without a credential.
+    #[serde(default)]
+    pub credential_source: Option<String>,
 }
 
 /// Why and since when a connector is degraded (from the health board).
@@ -191,6 +206,10 @@ pub struct StatusReport {
     /// The agent runtimes Patchbay bridges to, found or not (docs/status-json.md).
     #[serde(default)]
     pub runtimes: Vec<RuntimeSummary>,
+    /// Catalog entries not in use, for the window's "Add connector" view (filled by
+    /// [`StatusReport::apply_usage`]; empty before).
+    #[serde(default)]
+    pub gallery: Vec<GalleryEntry>,
 }
 
 const ONE_SHOT_NOTE: &str = "This server issued no refresh token: nothing can renew this credential, so it will need authorizing again each time it lapses.";
@@ -205,6 +224,7 @@ impl StatusReport {
             .filter(|s| s.error.is_some())
             .count();
         let mut line = match (self.need_attention, self.connectors.len()) {
+            (_, 0) if !self.gallery.is_empty() => "No connectors in use".to_owned(),
             (_, 0) => "No connectors in the catalog".to_owned(),
             (0, 1) => "The one connector is fine".to_owned(),
             (0, n) => format!("All {n} connectors are fine"),
@@ -244,13 +264,7 @@ impl StatusReport {
             row.degraded = degraded.get(&row.name).cloned();
             row.needs_attention = row.state.needs_attention() || row.degraded.is_some();
         }
-        sort_rows(&mut self.connectors);
-        self.need_attention = self.connectors.iter().filter(|c| c.needs_attention).count();
-        self.degraded = self
-            .connectors
-            .iter()
-            .filter(|c| c.degraded.is_some())
-            .count();
+        self.recount();
     }
 
     /// Whether a script should be told that something needs a human (exit code 1).
@@ -369,12 +383,13 @@ pub fn compute(catalog: &Catalog, signals: &LocalSignals) -> StatusReport {
         connectors,
         unclaimed,
         runtimes: Vec::new(),
+        gallery: Vec::new(),
     }
 }
 
 /// Problems first: rows needing attention (a degraded one included), then by severity, then by
 /// name. Without degraded rows this is severity, then name.
-fn sort_rows(rows: &mut [ConnectorStatus]) {
+pub(crate) fn sort_rows(rows: &mut [ConnectorStatus]) {
     rows.sort_by(|a, b| {
         b.needs_attention
             .cmp(&a.needs_attention)
@@ -416,6 +431,10 @@ fn row_for_state(entry: &ServerEntry, state: ConnectorState, detail: String) -> 
         can_add_to: Vec::new(),
         refresh_history: Vec::new(),
         degraded: None,
+        in_use_because: Vec::new(),
+        found_in: Vec::new(),
+        origin: Origin::Catalog,
+        credential_source: None,
     }
 }
 
@@ -445,6 +464,10 @@ fn invalid_row(name: &str, error: &str, source: &str) -> ConnectorStatus {
         can_add_to: Vec::new(),
         refresh_history: Vec::new(),
         degraded: None,
+        in_use_because: Vec::new(),
+        found_in: Vec::new(),
+        origin: Origin::Catalog,
+        credential_source: None,
     }
 }
 

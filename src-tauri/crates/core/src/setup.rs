@@ -1,0 +1,179 @@
+//! The user's own setup, read from the clients on this machine: which catalog connectors a
+//! client (Claude Code, Codex, Claude Desktop, Cursor, VS Code, Windsurf, Gemini CLI) already
+//! configures, and the servers a client configures that no catalog has, which become connectors
+//! of their own, named and typed from that config (`origin: client`). Nothing here writes a
+//! client's file.
+//!
+//! A literal secret in a client's config (an `Authorization` header, an API key in `env`) is
+//! never put into a catalog entry: the synthesized entry carries a `${VAR}` placeholder and the
+//! value stays in memory, resolved after the vault and the environment, until "Manage with
+//! Patchbay" moves it into the vault.
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::PathBuf;
+
+use patchbay_catalog::{Catalog, CatalogItem};
+use patchbay_runtimes::clients::{
+    self, air, merge, ClientPaths, ClientServer, MergedServer, ServerIdentity,
+};
+use patchbay_status::{FoundIn, Usage};
+use patchbay_vault::Secret;
+use serde_json::{json, Value};
+
+/// Where to look for the clients' configs.
+#[derive(Debug, Clone)]
+pub struct ClientSetup {
+    pub paths: ClientPaths,
+    /// Project directories whose own configs count (`.mcp.json`, `.cursor/mcp.json`, ...):
+    /// Claude Code's known projects are added to these.
+    pub projects: Vec<PathBuf>,
+}
+
+impl ClientSetup {
+    /// From the process environment (`HOME`, the clients' own variables) and the current
+    /// directory. `None` without a home directory.
+    pub fn from_env() -> Option<ClientSetup> {
+        let paths = ClientPaths::from_env()?;
+        let cwd = std::env::current_dir().ok();
+        let projects = clients::default_project_dirs(&paths, cwd.as_deref());
+        Some(ClientSetup { paths, projects })
+    }
+}
+
+/// One read of every client: the servers, merged across clients.
+#[derive(Debug, Default)]
+pub struct ClientView {
+    pub merged: Vec<MergedServer>,
+    /// Files that could not be read (each hides only its own servers).
+    pub errors: Vec<String>,
+}
+
+impl ClientView {
+    pub fn read(setup: &ClientSetup) -> ClientView {
+        let scan = clients::read_all(&setup.paths, &setup.projects);
+        ClientView {
+            merged: merge(scan.servers.into_iter().filter(|s| s.enabled)),
+            errors: scan.errors.iter().map(ToString::to_string).collect(),
+        }
+    }
+}
+
+/// The catalog with the client-only servers added, and what the status needs to know.
+#[derive(Debug, Default)]
+pub struct Synthesized {
+    pub usage: Usage,
+    /// `${VAR}` → a literal secret found in a client's config.
+    pub secrets: HashMap<String, Secret>,
+}
+
+fn found_in(entry: &ClientServer) -> FoundIn {
+    FoundIn {
+        client: serde_json::to_value(entry.client)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default(),
+        display_name: entry.client.display_name().to_owned(),
+        file: entry.file.clone(),
+        server_name: entry.name.clone(),
+    }
+}
+
+/// Matches the clients' servers to `catalog` (adding `found_in` for those it has) and appends
+/// a connector for each server no catalog entry matches. Several catalog entries on one server
+/// (two accounts of one service): the one a client names, else the first in catalog order.
+pub fn add_client_servers(catalog: &mut Catalog, view: &ClientView) -> Synthesized {
+    let mut out = Synthesized::default();
+    let identities: Vec<(String, ServerIdentity)> = catalog
+        .servers()
+        .map(|e| (e.name.as_str().to_owned(), ServerIdentity::of_catalog(e)))
+        .collect();
+    let mut taken: BTreeSet<String> = catalog
+        .items
+        .iter()
+        .map(|i| i.name().as_str().to_owned())
+        .collect();
+    for merged in &view.merged {
+        let same: Vec<&String> = identities
+            .iter()
+            .filter(|(_, id)| *id == merged.identity)
+            .map(|(name, _)| name)
+            .collect();
+        let client_names: BTreeSet<&str> = merged.entries.iter().map(|e| e.name.as_str()).collect();
+        let chosen = same
+            .iter()
+            .find(|n| client_names.contains(n.as_str()))
+            .or(same.first());
+        let found: Vec<FoundIn> = merged.entries.iter().map(found_in).collect();
+        if let Some(name) = chosen {
+            out.usage
+                .found_in
+                .entry((*name).clone())
+                .or_default()
+                .extend(found);
+            continue;
+        }
+        let first = &merged.entries[0];
+        let converted = air::to_air(first);
+        let name = unique_name(&converted.name, first, &taken);
+        let doc = json!({ name.clone(): converted.entry });
+        let Ok(items) = patchbay_catalog::parse(&doc.to_string(), &first.file) else {
+            continue;
+        };
+        for secret in converted.secrets {
+            out.secrets.insert(secret.variable, secret.value);
+        }
+        for item in items {
+            taken.insert(item.name().as_str().to_owned());
+            out.usage
+                .client_only
+                .insert(item.name().as_str().to_owned());
+            out.usage
+                .found_in
+                .insert(item.name().as_str().to_owned(), found.clone());
+            catalog.items.push(item);
+        }
+    }
+    out
+}
+
+/// The client's name for a server, unless a catalog entry already has it: then with the
+/// client's id after it (`github-cursor`), and a number if even that is taken.
+fn unique_name(base: &str, entry: &ClientServer, taken: &BTreeSet<String>) -> String {
+    if !taken.contains(base) {
+        return base.to_owned();
+    }
+    let client = serde_json::to_value(entry.client)
+        .ok()
+        .and_then(|v| v.as_str().map(|s| s.replace('_', "-")))
+        .unwrap_or_else(|| "client".into());
+    let with_client = format!("{base}-{client}");
+    if !taken.contains(&with_client) {
+        return with_client;
+    }
+    (2..)
+        .map(|n| format!("{with_client}-{n}"))
+        .find(|candidate| !taken.contains(candidate))
+        .expect("an unused name exists")
+}
+
+/// The AIR entry "Manage with Patchbay" writes for a client-only connector, and the secrets it
+/// moves into the vault. `None` when `name` is not a client-only connector.
+pub fn managed_entry(
+    catalog: &Catalog,
+    view: &ClientView,
+    name: &str,
+) -> Option<(Value, Vec<(String, Secret)>)> {
+    let item = catalog.get(name)?;
+    let CatalogItem::Server(entry) = item else {
+        return None;
+    };
+    let identity = ServerIdentity::of_catalog(entry);
+    let merged = view.merged.iter().find(|m| m.identity == identity)?;
+    let converted = air::to_air(&merged.entries[0]);
+    let secrets = converted
+        .secrets
+        .into_iter()
+        .map(|s| (s.variable, s.value))
+        .collect();
+    Some((converted.entry, secrets))
+}
