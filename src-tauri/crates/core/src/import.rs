@@ -436,7 +436,10 @@ pub async fn import(
     };
     report.errors = errors;
 
+    // The freshest usable token per target; then every adopted one's discovery at once, so
+    // an unreachable issuer costs one discovery bound, not one per connector.
     let http = Http::new(options.request_timeout);
+    let mut discoveries = tokio::task::JoinSet::new();
     for (index, target) in open.iter().enumerate() {
         let Some(mut candidates) = found.get(&index).cloned() else {
             report.not_adopted.push(NotAdopted {
@@ -447,7 +450,23 @@ pub async fn import(
         };
         candidates.sort_by_key(|f| std::cmp::Reverse(f.rank(now)));
         let chosen = candidates.remove(0);
-        let (grant, issuer, note) = grant_for(&http, options, target, &chosen).await;
+        let (http, options, target) = (http.clone(), options.clone(), target.clone());
+        discoveries.spawn(async move {
+            let granted = grant_for(&http, &options, &target, &chosen).await;
+            (index, chosen, granted)
+        });
+    }
+    let mut chosen_all = Vec::new();
+    while let Some(done) = discoveries.join_next().await {
+        chosen_all.push(
+            done.map_err(|e| {
+                CoreError::Invalid(format!("the import's discovery task failed: {e}"))
+            })?,
+        );
+    }
+    chosen_all.sort_by_key(|(index, _, _)| *index);
+    for (index, chosen, (grant, issuer, note)) in chosen_all {
+        let target = &open[index];
         let row = CredentialRow {
             credential_key: target.credential_key.clone(),
             server_name: target.connector.clone(),
@@ -531,8 +550,8 @@ async fn grant_for(
     .await
     .unwrap_or_else(|_| {
         Err(format!(
-            "discovery took longer than {} s",
-            options.discovery_timeout.as_secs()
+            "no answer within {} ms",
+            options.discovery_timeout.as_millis()
         ))
     });
     let metadata = match discovered {

@@ -96,10 +96,14 @@ impl Rig {
     }
 
     async fn import(&self) -> ImportReport {
-        let options = ImportOptions {
+        self.import_with(ImportOptions {
             request_timeout: Duration::from_millis(1500),
             discovery_timeout: Duration::from_secs(5),
-        };
+        })
+        .await
+    }
+
+    async fn import_with(&self, options: ImportOptions) -> ImportReport {
         import(&self.patchbay, &self.targets(), &self.sources(), &options)
             .await
             .unwrap()
@@ -478,6 +482,46 @@ async fn without_its_token_endpoint_the_credential_is_kept_and_says_refresh_need
         matches!(&outcome, RefreshOutcome::Skipped { reason } if reason.contains("authorize again in Patchbay")),
         "{outcome:?}"
     );
+}
+
+#[tokio::test]
+async fn issuers_that_never_answer_cost_one_discovery_bound_in_all() {
+    let rig = Rig::new(&["slow1", "slow2", "slow3"]).await;
+    // Accepts connections and never answers.
+    let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let issuer = format!("http://{}", silent.local_addr().unwrap());
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = silent.accept().await {
+            held.push(socket);
+        }
+    });
+    let mut entries = serde_json::Map::new();
+    for name in ["slow1", "slow2", "slow3"] {
+        entries.insert(
+            format!("{name}|0"),
+            json!({ "serverUrl": url(name), "accessToken": "at", "refreshToken": "rt",
+                    "expiresAt": T0 + HOUR_MS, "clientId": "c", "issuer": issuer }),
+        );
+    }
+    rig.claude(serde_json::Value::Object(entries));
+    let bound = Duration::from_millis(800);
+    let started = Instant::now();
+    let report = rig
+        .import_with(ImportOptions {
+            request_timeout: Duration::from_secs(30),
+            discovery_timeout: bound,
+        })
+        .await;
+    let took = started.elapsed();
+    eprintln!("3 silent issuers, {bound:?} bound: import took {took:?}");
+    assert!(took >= bound && took < bound * 2, "{took:?}");
+    for name in ["slow1", "slow2", "slow3"] {
+        let a = adopted(&report, name);
+        assert!(!a.renewable);
+        let note = a.note.as_deref().unwrap_or_default();
+        assert!(note.contains("no answer within 800 ms"), "{note}");
+    }
 }
 
 #[tokio::test]
