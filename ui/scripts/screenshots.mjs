@@ -74,7 +74,7 @@ try {
     ["screenshot-found.png", "found", null],
   ]) {
     const page = await openWindow(browser, server.url, `fixture=${fixture}`, {
-      viewport: { width: 900, height: 640 },
+      viewport: { width: 900, height: fixture === "found" ? 760 : 640 },
       deviceScaleFactor,
     });
     if (prepare) await prepare(page);

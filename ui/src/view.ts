@@ -545,7 +545,7 @@ export function buildGalleryEntry(g: GalleryEntry, ui: GalleryUi | null): HTMLLI
   li.setAttribute("aria-describedby", describedBy.join(" "));
 
   const side = el("div", "row__side");
-  const add = el("button", "btn btn--primary", ui?.busy ? "Adding…" : "Add");
+  const add = el("button", "btn gentry__add", ui?.busy ? "Adding…" : "Add");
   add.type = "button";
   add.dataset.control = "enable";
   add.setAttribute("aria-label", `${g.disabled ? "Add back" : "Add"} ${g.title || g.name}`);
