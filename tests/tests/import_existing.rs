@@ -133,7 +133,7 @@ impl Drop for SdkServer {
 /// `mcp-remote URL` in `home` (as `npx mcp-remote URL` runs it), its stdin held open so the
 /// proxy stays up while it signs in; returns once its tokens are on disk, then stops it.
 /// Returns how long the sign-in took.
-fn mcp_remote_signs_in(home: &Path, server: &SdkServer) -> Duration {
+fn mcp_remote_signs_in(home: &Path, server: &SdkServer, options: &[&str]) -> Duration {
     let bin = tests_dir().join("node/node_modules/.bin/mcp-remote");
     assert!(
         bin.is_file(),
@@ -151,6 +151,10 @@ fn mcp_remote_signs_in(home: &Path, server: &SdkServer) -> Duration {
     let started = Instant::now();
     let mut child = Command::new(&bin)
         .arg(server.mcp_url())
+        .args(options)
+        // For a `--header 'X-Team: ${TEAM_ID}'`: mcp-remote substitutes it when sending, and
+        // hashes the text as given.
+        .env("TEAM_ID", "team-7")
         .env("HOME", home)
         .env_remove("MCP_REMOTE_CONFIG_DIR")
         .env("BROWSER", support.join("follow-browser.sh"))
@@ -160,7 +164,9 @@ fn mcp_remote_signs_in(home: &Path, server: &SdkServer) -> Duration {
         .stderr(file("stderr"))
         .spawn()
         .expect("start mcp-remote");
-    let hash = McpRemoteOptions::new(server.mcp_url()).hash();
+    let mut args = vec![server.mcp_url()];
+    args.extend(options.iter().map(|o| o.to_string()));
+    let hash = McpRemoteOptions::from_args(&args).unwrap().hash();
     let tokens = home.join(format!(".mcp-auth/mcp-remote-v1/{hash}_tokens.json"));
     let output = || {
         let read = |name: &str| std::fs::read_to_string(logs.path().join(name)).unwrap_or_default();
@@ -220,7 +226,7 @@ fn a_token_mcp_remote_holds_is_adopted_ready_checked_and_renewed_as_its_client()
     let sandbox = Sandbox::new(true);
     let home = sandbox.path().join("home");
     std::fs::create_dir_all(&home).unwrap();
-    let sign_in = mcp_remote_signs_in(&home, &server);
+    let sign_in = mcp_remote_signs_in(&home, &server, &[]);
     eprintln!("mcp-remote signed in in {} ms", sign_in.as_millis());
 
     let store = home.join(".mcp-auth/mcp-remote-v1");
@@ -394,4 +400,71 @@ fn a_token_mcp_remote_holds_is_adopted_ready_checked_and_renewed_as_its_client()
         "{}",
         text(&bad)
     );
+}
+
+/// A client's mcp-remote bridge with options (`--header`, `--resource`) files its tokens under a
+/// hash of those options too: only the client's config names them, so the import reads the
+/// clients' configs (here Cursor's `~/.cursor/mcp.json`) for the invocations.
+#[test]
+fn a_bridge_with_options_in_a_clients_config_names_mcp_remotes_files() {
+    require_keychain!();
+    let server = SdkServer::start();
+    let sandbox = Sandbox::new(true);
+    let home = sandbox.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let options = ["--header", "X-Team: ${TEAM_ID}"];
+    mcp_remote_signs_in(&home, &server, &options);
+    let catalog = sandbox.write(
+        "catalog.json",
+        &serde_json::json!({ "mcpServers": { "sdk": { "type": "http", "url": server.mcp_url() } } })
+            .to_string(),
+    );
+    let catalog = catalog.to_str().unwrap();
+
+    // The plain URL's hash names no file.
+    let none = json(&run(
+        &sandbox,
+        &home,
+        &["import", "--json", "--catalog", catalog],
+    ));
+    assert!(none["adopted"].as_array().unwrap().is_empty(), "{none:#}");
+
+    let mut args = vec!["-y".to_string(), "mcp-remote".into(), server.mcp_url()];
+    args.extend(options.iter().map(|o| o.to_string()));
+    let cursor = home.join(".cursor/mcp.json");
+    std::fs::create_dir_all(cursor.parent().unwrap()).unwrap();
+    std::fs::write(
+        &cursor,
+        serde_json::json!({ "mcpServers": { "team-sdk": { "command": "npx", "args": args } } })
+            .to_string(),
+    )
+    .unwrap();
+    let imported = run(&sandbox, &home, &["import", "--json", "--catalog", catalog]);
+    assert!(imported.status.success(), "{}", text(&imported));
+    let report = json(&imported);
+    let adopted = &report["adopted"][0];
+    assert_eq!(adopted["connector"], "sdk", "{report:#}");
+    assert_eq!(adopted["source"], "mcp_remote");
+    assert_eq!(adopted["renewable"], true);
+    let mut hashed = vec![server.mcp_url()];
+    hashed.extend(options.iter().map(|o| o.to_string()));
+    let hash = McpRemoteOptions::from_args(&hashed).unwrap().hash();
+    let files = adopted["plaintext_files"].as_array().unwrap();
+    assert!(
+        files.iter().all(|f| Path::new(f.as_str().unwrap())
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with(&format!("{hash}_"))),
+        "{files:?}"
+    );
+    let status = json(&run(
+        &sandbox,
+        &home,
+        &["status", "--json", "--catalog", catalog],
+    ));
+    assert_eq!(state_of(&status, "sdk"), "ready", "{status:#}");
+    let refreshed = run(&sandbox, &home, &["refresh", "sdk", "--catalog", catalog]);
+    assert!(refreshed.status.success(), "{}", text(&refreshed));
+    assert_eq!(server.events("REFRESHED"), 1, "{}", server.output());
 }
