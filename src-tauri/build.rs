@@ -16,6 +16,9 @@ fn main() {
             "check_connector",
             "get_health_board",
             "write_back_transport",
+            "enable_connector",
+            "disable_connector",
+            "manage_connector",
         ]));
     if let Err(error) = tauri_build::try_build(attributes) {
         panic!("tauri-build failed: {error:#}");

@@ -114,3 +114,36 @@ pub async fn write_back_transport(
     state.checker().write_back_named(&name, &transport)?;
     Ok(state.refresh())
 }
+
+/// The gallery's "Add": put a catalog entry in use (`"enabled": true` in the user catalog; a
+/// client-only server is managed instead), then answer the new status.
+#[tauri::command]
+pub async fn enable_connector(
+    state: State<'_, AppState>,
+    name: String,
+) -> Result<StatusReport, IpcError> {
+    state.core().enable(&name)?;
+    Ok(state.refresh())
+}
+
+/// "Remove from my connectors": write `"enabled": false` for it into the user catalog, then
+/// answer the new status (it is back in the gallery, hidden).
+#[tauri::command]
+pub async fn disable_connector(
+    state: State<'_, AppState>,
+    name: String,
+) -> Result<StatusReport, IpcError> {
+    state.core().disable(&name)?;
+    Ok(state.refresh())
+}
+
+/// "Manage with Patchbay": copy a server only a client configures into the user catalog in AIR
+/// form (literal secrets into the vault as `${VAR}`s), then answer the new status.
+#[tauri::command]
+pub async fn manage_connector(
+    state: State<'_, AppState>,
+    name: String,
+) -> Result<StatusReport, IpcError> {
+    state.core().manage(&name)?;
+    Ok(state.refresh())
+}

@@ -279,6 +279,9 @@ pub fn run() {
             commands::check_connector,
             commands::get_health_board,
             commands::write_back_transport,
+            commands::enable_connector,
+            commands::disable_connector,
+            commands::manage_connector,
         ])
         .setup(setup)
         .build(tauri::generate_context!("../tauri.conf.json"));
