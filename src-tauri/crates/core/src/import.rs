@@ -239,13 +239,14 @@ fn same_url(a: &str, b: &str) -> bool {
 
 /// The targets of the catalog's remote OAuth-capable entries (`${VAR}`s resolved as the
 /// catalog's keys are), each with the mcp-remote invocations `clients` configure for it.
-/// Entries whose URL or key cannot be computed now are left out.
+/// Entries whose URL or key cannot be computed now are left out, and so are entries the user
+/// turned off (`"enabled": false`: out of use whatever else says so).
 pub fn catalog_targets(patchbay: &Patchbay, clients: &[ClientServer]) -> Vec<ImportTarget> {
     let resolve = |v: &str| patchbay.resolve_variable(v);
     patchbay
         .catalog()
         .servers()
-        .filter(|e| e.is_oauth_capable())
+        .filter(|e| e.is_oauth_capable() && e.enabled != Some(false))
         .filter_map(|e| {
             let url = patchbay_catalog::expand(e.transport.url()?, &resolve).ok()?;
             let key = e.credential_key(&resolve).ok().flatten()?;

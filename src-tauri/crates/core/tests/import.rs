@@ -418,6 +418,17 @@ async fn a_credential_patchbay_holds_is_never_overwritten() {
 }
 
 #[tokio::test]
+async fn a_connector_turned_off_is_left_alone() {
+    let rig = Rig::new(&[]).await;
+    rig.set_catalog(json!({
+        "off": { "type": "http", "url": url("off"), "enabled": false },
+        "on": { "type": "http", "url": url("on") },
+    }));
+    let names: Vec<String> = rig.targets().into_iter().map(|t| t.connector).collect();
+    assert_eq!(names, ["on"]);
+}
+
+#[tokio::test]
 async fn an_expired_token_without_a_refresh_token_is_not_adopted_and_the_freshest_wins() {
     let rig = Rig::new(&["stale", "both"]).await;
     let issuer = rig.ras.base.clone();
