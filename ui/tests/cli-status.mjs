@@ -22,29 +22,16 @@ function put(path, value) {
   writeFileSync(path, typeof value === "string" ? value : JSON.stringify(value, null, 2));
 }
 
-/** The status report of a home with servers in several clients; throws when the CLI fails. */
-export function cliStatus(bin) {
+/**
+ * The status report of a home with servers in several clients (`clean: true`: a fresh install,
+ * no client configured, nothing enabled); throws when the CLI fails.
+ */
+export function cliStatus(bin, { clean = false } = {}) {
   const home = mkdtempSync(join(tmpdir(), "patchbay-ui-status-"));
   try {
     const project = join(home, "src/app");
-    put(join(home, ".claude.json"), {
-      mcpServers: { notion: { type: "http", url: "https://mcp.notion.com/mcp" } },
-      projects: { [project]: { mcpServers: {} } },
-    });
-    put(join(home, ".cursor/mcp.json"), {
-      mcpServers: {
-        notion: { url: "https://mcp.notion.com/mcp" },
-        "team-tracker": { url: "https://tracker.internal.example/mcp" },
-      },
-    });
-    put(join(project, ".cursor/mcp.json"), { mcpServers: { notion: { url: "https://mcp.notion.com/mcp" } } });
-    put(join(home, ".config/Code/User/mcp.json"), {
-      servers: { "local-db": { type: "stdio", command: "uvx", args: ["mcp-server-sqlite", "--db-path", "/tmp/x.db"] } },
-    });
-    put(join(home, ".config/Claude/claude_desktop_config.json"), {
-      mcpServers: { "team-tracker": { command: "npx", args: ["-y", "mcp-remote", "https://tracker.internal.example/mcp"] } },
-    });
-    put(join(home, ".codeium/windsurf/mcp_config.json"), { mcpServers: {} });
+    mkdirSync(project, { recursive: true });
+    if (!clean) writeClients(home, project);
     const env = {
       PATH: process.env.PATH ?? "/usr/bin:/bin",
       HOME: home,
@@ -67,10 +54,34 @@ export function cliStatus(bin) {
         throw new Error(`${bin} ${args.join(" ")} exited ${err.status}: ${err.stderr || err.message}`);
       }
     };
-    run(["enable", "linear"]);
-    run(["disable", "paypal"]);
+    if (!clean) {
+      run(["enable", "linear"]);
+      run(["disable", "paypal"]);
+    }
     return JSON.parse(run(["status", "--json"], [0, 1, 2]));
   } finally {
     rmSync(home, { recursive: true, force: true });
   }
+}
+
+/** Realistic configs of several clients, one server in two of them. */
+function writeClients(home, project) {
+  put(join(home, ".claude.json"), {
+    mcpServers: { notion: { type: "http", url: "https://mcp.notion.com/mcp" } },
+    projects: { [project]: { mcpServers: {} } },
+  });
+  put(join(home, ".cursor/mcp.json"), {
+    mcpServers: {
+      notion: { url: "https://mcp.notion.com/mcp" },
+      "team-tracker": { url: "https://tracker.internal.example/mcp" },
+    },
+  });
+  put(join(project, ".cursor/mcp.json"), { mcpServers: { notion: { url: "https://mcp.notion.com/mcp" } } });
+  put(join(home, ".config/Code/User/mcp.json"), {
+    servers: { "local-db": { type: "stdio", command: "uvx", args: ["mcp-server-sqlite", "--db-path", "/tmp/x.db"] } },
+  });
+  put(join(home, ".config/Claude/claude_desktop_config.json"), {
+    mcpServers: { "team-tracker": { command: "npx", args: ["-y", "mcp-remote", "https://tracker.internal.example/mcp"] } },
+  });
+  put(join(home, ".codeium/windsurf/mcp_config.json"), { mcpServers: {} });
 }

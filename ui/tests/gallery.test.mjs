@@ -6,6 +6,7 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
+import { cliStatus, patchbayBin } from "./cli-status.mjs";
 import { launch, openWindow, startServer } from "./harness.mjs";
 
 const fixture = (name) =>
@@ -363,6 +364,53 @@ describe("rows found in clients", () => {
     const a = await active(page);
     assert.equal(a.control, "open-gallery");
     assert.deepEqual(await calls(page, "disable_connector"), [{ name: "fetch" }]);
+    await page.context.close();
+  });
+});
+
+describe("the real CLI's reports in the window", () => {
+  const CLI = JSON.parse(readFileSync(new URL("./fixtures/cli-status.json", import.meta.url), "utf8"));
+
+  test("a home with servers in several clients (tests/fixtures/cli-status.json, from patchbay status --json)", async () => {
+    const page = await open("fixture=empty");
+    await page.evaluate((r) => window.__patchbayMock.emitStatus(r), CLI);
+    await page.waitForSelector("li[data-connector]");
+    assert.deepEqual(await rowNames(page), CLI.connectors.map((c) => c.name));
+    // notion: Claude Code's ~/.claude.json, Cursor's user file and a project's: two clients
+    assert.equal(await row(page, "notion").locator(".row__found").textContent(), "Found in Claude Code, Cursor");
+    const clientOnly = CLI.connectors.filter((c) => c.origin === "client").map((c) => c.name);
+    assert.ok(clientOnly.length >= 2, JSON.stringify(clientOnly));
+    const manage = await page.$$eval("[data-control=manage]", (bs) => bs.map((b) => b.closest("li").dataset.connector));
+    assert.deepEqual(manage, clientOnly);
+    // `patchbay enable linear` made it removable; `patchbay disable paypal` hid it
+    const remove = await page.$$eval("[data-control=remove]", (bs) => bs.map((b) => b.closest("li").dataset.connector));
+    assert.deepEqual(remove, ["linear"]);
+    await openGallery(page, "header [data-control=open-gallery]");
+    assert.deepEqual(await visibleEntries(page), CLI.gallery.map((g) => g.name));
+    assert.equal(await entry(page, "paypal").locator(".gentry__hidden").textContent(), "Hidden (enabled: false)");
+    assert.equal(await entry(page, "brave-search").locator(".gentry__needs").textContent(), "Needs an API key: BRAVE_API_KEY");
+    assert.deepEqual(page.errors, []);
+    await page.context.close();
+  });
+
+  test("a fresh install from the live CLI: the first-run view, and the gallery the mock serves matches it", async (t) => {
+    const bin = patchbayBin();
+    if (!bin) {
+      t.skip("no patchbay binary (cargo build -p patchbay-cli, or set PATCHBAY_BIN)");
+      return;
+    }
+    const fresh = cliStatus(bin, { clean: true });
+    assert.deepEqual(fresh.connectors, []);
+    assert.equal(fresh.need_attention, 0);
+    // The first-run fixture's gallery is what the CLI answers (scripts/gallery-fixtures.mjs).
+    assert.deepEqual(FIRST_RUN.gallery, fresh.gallery);
+    const page = await open("fixture=mixed");
+    await page.evaluate((r) => window.__patchbayMock.emitStatus(r), fresh);
+    await page.waitForSelector(".empty:not([hidden])");
+    assert.deepEqual(await rowNames(page), []);
+    assert.equal(await page.textContent(".summary"), "No connectors in use");
+    await openGallery(page);
+    assert.equal(await page.textContent("#gallery-count"), `${fresh.gallery.length} connectors to add`);
     await page.context.close();
   });
 });
