@@ -1,0 +1,8 @@
+//! Patchbay's front door: MCP clients reach every connector in use through Patchbay without
+//! holding a token. This crate owns resolving a connector to its upstream with the vault's
+//! credential injected and renewed on a 401 (`upstream`), the loopback HTTP gateway
+//! (`server`, `proxy`) and the clients allowed to use it (`clients`). It knows nothing of Tauri.
+
+pub mod upstream;
+
+pub use upstream::{Upstream, UpstreamError, UpstreamTransport, Upstreams};

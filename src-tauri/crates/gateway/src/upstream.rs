@@ -1,0 +1,392 @@
+//! A connector in use, resolved to what the front door sends upstream: its URL and transport,
+//! the headers its catalog entry declares with `${VAR}`s expanded (vault first, then the
+//! environment, as [`Patchbay::resolve_variable`] does), and, for an OAuth connector, the access
+//! token the vault holds. A 401 from upstream renews through the refresher of record
+//! ([`Refresher::refresh`], the same locked transaction as every other renewal) and hands back the
+//! new bearer, or an error that says to authorize the connector in Patchbay.
+//!
+//! A connector is found by name, or by URL for the `npx mcp-remote URL` drop-in. Secrets stay in
+//! [`Secret`]s: nothing here logs or prints a header value or a token.
+
+use patchbay_catalog::{expand, CatalogItem, CredentialKey, ServerEntry, Transport};
+use patchbay_core::{CoreError, Patchbay, RefreshOutcome, Refresher};
+use patchbay_vault::Secret;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+/// How long a renewal waits for another renewal of the same connector (which may itself wait on
+/// the refresher's cross-process lock and a slow token endpoint) before giving up.
+const RENEWAL_WAIT: Duration = Duration::from_secs(60);
+
+/// The transport the upstream speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UpstreamTransport {
+    /// MCP streamable HTTP (one endpoint: POST, GET for the server's stream, DELETE).
+    StreamableHttp,
+    /// The legacy HTTP+SSE transport (GET an event stream, POST to the endpoint it names).
+    Sse,
+}
+
+impl UpstreamTransport {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            UpstreamTransport::StreamableHttp => "streamable-http",
+            UpstreamTransport::Sse => "sse",
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum UpstreamError {
+    #[error("no connector named \"{0}\" is in use in Patchbay (see `patchbay status`)")]
+    NotFound(String),
+    #[error("no connector in use in Patchbay has the URL {0}")]
+    NoSuchUrl(String),
+    #[error("the connector {0} is a local (stdio) server; only remote connectors can be reached this way")]
+    NotRemote(String),
+    #[error("the connector {name} is not available: {reason}")]
+    Unavailable { name: String, reason: String },
+    #[error("the connector {name} is missing configuration ({} has no value); store it with `patchbay secret set NAME`", missing.join(", "))]
+    MissingConfiguration { name: String, missing: Vec<String> },
+    /// The upstream refused the credential and renewing did not help.
+    #[error("{name} refused Patchbay's credential ({detail}): authorize {name} in Patchbay (the Authorize button, or `patchbay authorize {name}`)")]
+    NeedsAuthorization { name: String, detail: String },
+    /// A static credential (a header from the catalog) was refused; there is nothing to renew.
+    #[error("{name} refused the credential in its {header} header: update it in Patchbay (`patchbay secret set VAR`)")]
+    StaticCredentialRefused { name: String, header: String },
+    #[error("cannot read {name}'s credential from the vault: {detail}")]
+    Vault { name: String, detail: String },
+    #[error("waited {}s for another renewal of {name}'s credential", RENEWAL_WAIT.as_secs())]
+    RenewalBusy { name: String },
+}
+
+/// Resolves connectors in use to upstreams; shares one renewal gate per connector so a burst of
+/// 401s renews once. Cheap to clone.
+#[derive(Clone)]
+pub struct Upstreams {
+    patchbay: Arc<Patchbay>,
+    refresher: Option<Refresher>,
+    gates: Arc<Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>>,
+}
+
+impl Upstreams {
+    /// Without a refresher, a 401 only re-reads the vault (another process may have renewed).
+    pub fn new(patchbay: Arc<Patchbay>, refresher: Option<Refresher>) -> Upstreams {
+        Upstreams {
+            patchbay,
+            refresher,
+            gates: Arc::default(),
+        }
+    }
+
+    pub fn patchbay(&self) -> &Arc<Patchbay> {
+        &self.patchbay
+    }
+
+    /// The connector in use named `name_or_url`, or (when it looks like a URL) the first
+    /// connector in use whose upstream URL is that URL (trailing `/` and case of the scheme and
+    /// host ignored).
+    pub fn resolve(&self, name_or_url: &str) -> Result<Upstream, UpstreamError> {
+        let catalog = self.patchbay.catalog();
+        let in_use = self.patchbay.in_use();
+        let looks_like_url =
+            name_or_url.starts_with("http://") || name_or_url.starts_with("https://");
+        let entry = if looks_like_url {
+            let wanted = normalize_url(name_or_url);
+            let resolve = |n: &str| self.patchbay.resolve_variable(n);
+            catalog
+                .servers()
+                .filter(|e| in_use.contains(e.name.as_str()))
+                .find(|e| {
+                    e.transport
+                        .url()
+                        .and_then(|u| expand(u, &resolve).ok())
+                        .is_some_and(|u| normalize_url(&u) == wanted)
+                })
+                .ok_or_else(|| UpstreamError::NoSuchUrl(name_or_url.to_owned()))?
+        } else {
+            match catalog.get(name_or_url) {
+                Some(CatalogItem::Server(e)) if in_use.contains(name_or_url) => e,
+                Some(CatalogItem::Invalid(invalid)) if in_use.contains(name_or_url) => {
+                    return Err(UpstreamError::Unavailable {
+                        name: name_or_url.to_owned(),
+                        reason: format!("its catalog entry is invalid: {}", invalid.error),
+                    })
+                }
+                _ => return Err(UpstreamError::NotFound(name_or_url.to_owned())),
+            }
+        };
+        self.upstream_of(entry)
+    }
+
+    fn upstream_of(&self, entry: &ServerEntry) -> Result<Upstream, UpstreamError> {
+        let name = entry.name.as_str().to_owned();
+        if let Some(reason) = &entry.unavailable {
+            return Err(UpstreamError::Unavailable {
+                name,
+                reason: format!("declared unavailable: {reason}"),
+            });
+        }
+        let (url, headers, transport) = match &entry.transport {
+            Transport::Stdio { .. } => return Err(UpstreamError::NotRemote(name)),
+            Transport::StreamableHttp { url, headers } => {
+                (url, headers, UpstreamTransport::StreamableHttp)
+            }
+            Transport::Sse { url, headers } => (url, headers, UpstreamTransport::Sse),
+        };
+        let resolve = |n: &str| self.patchbay.resolve_variable(n);
+        let mut missing: Vec<String> = Vec::new();
+        let mut expand_into = |text: &str| match expand(text, &resolve) {
+            Ok(v) => v,
+            Err(names) => {
+                for n in names {
+                    if !missing.contains(&n) {
+                        missing.push(n);
+                    }
+                }
+                String::new()
+            }
+        };
+        let url = expand_into(url);
+        let headers: Vec<(String, Secret)> = headers
+            .iter()
+            .map(|(k, v)| (k.clone(), Secret::new(expand_into(v))))
+            .collect();
+        if !missing.is_empty() {
+            return Err(UpstreamError::MissingConfiguration { name, missing });
+        }
+        let static_credential_headers: Vec<String> = entry
+            .static_credential_headers()
+            .into_iter()
+            .map(str::to_owned)
+            .collect();
+        let oauth = entry.is_oauth_capable();
+        let credential_key = match oauth {
+            true => entry.credential_key(&resolve).ok().flatten(),
+            false => None,
+        };
+        let gate = {
+            let mut gates = self.gates.lock().unwrap_or_else(|p| p.into_inner());
+            gates.entry(name.clone()).or_default().clone()
+        };
+        let upstream = Upstream {
+            name,
+            url,
+            transport,
+            headers,
+            static_credential_headers,
+            oauth,
+            credential_key,
+            bearer: RwLock::new(None),
+            timeout: entry.timeout_ms.map(|ms| Duration::from_millis(ms.into())),
+            retry: entry.retry,
+            patchbay: self.patchbay.clone(),
+            refresher: self.refresher.clone(),
+            gate,
+        };
+        *upstream.bearer.write().unwrap_or_else(|p| p.into_inner()) = upstream.stored_bearer()?;
+        Ok(upstream)
+    }
+}
+
+/// One connector's upstream. Shared between requests (`Arc<Upstream>`); the bearer is swapped
+/// in place when it is renewed.
+pub struct Upstream {
+    name: String,
+    url: String,
+    transport: UpstreamTransport,
+    /// The catalog entry's headers, `${VAR}`s expanded (API keys among them).
+    headers: Vec<(String, Secret)>,
+    static_credential_headers: Vec<String>,
+    oauth: bool,
+    credential_key: Option<CredentialKey>,
+    bearer: RwLock<Option<Secret>>,
+    timeout: Option<Duration>,
+    retry: Option<patchbay_catalog::RetryPolicy>,
+    patchbay: Arc<Patchbay>,
+    refresher: Option<Refresher>,
+    gate: Arc<tokio::sync::Mutex<()>>,
+}
+
+impl std::fmt::Debug for Upstream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Upstream")
+            .field("name", &self.name)
+            .field("url", &self.url)
+            .field("transport", &self.transport)
+            .field("oauth", &self.oauth)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Upstream {
+    /// The connector's name in the catalog.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The upstream URL, `${VAR}`s expanded.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    pub fn transport(&self) -> UpstreamTransport {
+        self.transport
+    }
+
+    /// The entry's own headers (`${VAR}`s expanded), to send on every request. An OAuth
+    /// connector's bearer is not among them: see [`Upstream::bearer`].
+    pub fn headers(&self) -> &[(String, Secret)] {
+        &self.headers
+    }
+
+    /// Whether Patchbay holds an OAuth credential for it (or could: no static credential header).
+    pub fn is_oauth(&self) -> bool {
+        self.oauth
+    }
+
+    /// The entry's `timeout_ms`: the bound on one upstream request.
+    pub fn timeout(&self) -> Option<Duration> {
+        self.timeout
+    }
+
+    /// The entry's `retry`: only for a request that never reached the upstream.
+    pub fn retry(&self) -> Option<&patchbay_catalog::RetryPolicy> {
+        self.retry.as_ref()
+    }
+
+    /// The OAuth access token to present as `Authorization: Bearer`, when there is one.
+    pub fn bearer(&self) -> Option<Secret> {
+        self.bearer
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Every header to send: the entry's, then `Authorization: Bearer` for an OAuth connector
+    /// holding a token (an entry's own `Authorization` wins).
+    pub fn request_headers(&self) -> Vec<(String, Secret)> {
+        let mut headers = self.headers.clone();
+        let has_authorization = headers
+            .iter()
+            .any(|(k, _)| k.eq_ignore_ascii_case("authorization"));
+        if let (Some(bearer), false) = (self.bearer(), has_authorization) {
+            headers.push((
+                "Authorization".to_owned(),
+                Secret::new(format!("Bearer {}", bearer.expose())),
+            ));
+        }
+        headers
+    }
+
+    /// The upstream answered 401 to a request that carried `rejected` (the bearer it was sent
+    /// with, from [`Upstream::bearer`]). Renews once for a burst of 401s: when the vault already
+    /// holds another token (a concurrent renewal, the app's schedule, another process), that
+    /// one is returned without refreshing; else the refresher of record renews it. `Err` says to
+    /// authorize the connector in Patchbay (or, for a static credential, to update it).
+    pub async fn on_unauthorized(
+        &self,
+        rejected: Option<&Secret>,
+    ) -> Result<Secret, UpstreamError> {
+        if !self.oauth {
+            let header = self
+                .static_credential_headers
+                .first()
+                .cloned()
+                .unwrap_or_else(|| "Authorization".to_owned());
+            return Err(UpstreamError::StaticCredentialRefused {
+                name: self.name.clone(),
+                header,
+            });
+        }
+        let _renewing = tokio::time::timeout(RENEWAL_WAIT, self.gate.lock())
+            .await
+            .map_err(|_| UpstreamError::RenewalBusy {
+                name: self.name.clone(),
+            })?;
+        if let Some(current) = self.reload()? {
+            if Some(&current) != rejected {
+                return Ok(current);
+            }
+        }
+        let needs = |detail: String| UpstreamError::NeedsAuthorization {
+            name: self.name.clone(),
+            detail,
+        };
+        let Some(refresher) = &self.refresher else {
+            return Err(needs(
+                "the token was rejected and nothing here can renew it".into(),
+            ));
+        };
+        if self.credential_key.is_none() || self.bearer().is_none() {
+            return Err(needs("Patchbay holds no credential for it".into()));
+        }
+        let outcome = refresher.refresh(&self.name).await.map_err(|e| match e {
+            CoreError::Invalid(m) => needs(m),
+            other => needs(format!("the renewal failed: {other}")),
+        })?;
+        match outcome {
+            RefreshOutcome::Refreshed { .. } | RefreshOutcome::Adopted { .. } => {
+                match self.reload()? {
+                    Some(renewed) if Some(&renewed) != rejected => {
+                        tracing::info!(connector = self.name, "renewed after a 401 upstream");
+                        Ok(renewed)
+                    }
+                    _ => Err(needs("the renewed token is the one refused".into())),
+                }
+            }
+            RefreshOutcome::NotDue => Err(needs("the refresher found nothing to renew".into())),
+            RefreshOutcome::Skipped { reason } => Err(needs(reason)),
+            RefreshOutcome::Failed { summary, .. } => Err(needs(summary)),
+        }
+    }
+
+    /// Re-read the vault's token into the cache; returns it.
+    fn reload(&self) -> Result<Option<Secret>, UpstreamError> {
+        let current = self.stored_bearer()?;
+        *self.bearer.write().unwrap_or_else(|p| p.into_inner()) = current.clone();
+        Ok(current)
+    }
+
+    fn stored_bearer(&self) -> Result<Option<Secret>, UpstreamError> {
+        let Some(key) = &self.credential_key else {
+            return Ok(None);
+        };
+        match self.patchbay.vault().credential_tokens(key) {
+            Ok(tokens) => Ok(tokens.map(|t| t.access_token)),
+            Err(e) => Err(UpstreamError::Vault {
+                name: self.name.clone(),
+                detail: e.to_string(),
+            }),
+        }
+    }
+}
+
+/// A URL for comparison: scheme and host lowercased, no trailing `/`, no fragment.
+fn normalize_url(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(mut u) => {
+            u.set_fragment(None);
+            u.as_str().trim_end_matches('/').to_owned()
+        }
+        Err(_) => url.trim().trim_end_matches('/').to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::normalize_url;
+
+    #[test]
+    fn urls_compare_without_trailing_slash_or_case_of_host() {
+        assert_eq!(
+            normalize_url("HTTPS://Mcp.Example.com/mcp/"),
+            normalize_url("https://mcp.example.com/mcp")
+        );
+        assert_ne!(
+            normalize_url("https://mcp.example.com/mcp"),
+            normalize_url("https://mcp.example.com/sse")
+        );
+    }
+}
