@@ -15,6 +15,7 @@
 pub mod air;
 pub mod formats;
 pub mod jsonc;
+pub mod write;
 
 use crate::config::{Resolver, RuntimePaths};
 use crate::RuntimeError;

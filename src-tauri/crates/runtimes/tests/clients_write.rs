@@ -1,0 +1,444 @@
+//! "Add to Cursor / VS Code / Claude Desktop / Windsurf" and the mcp-remote switch, on copies of
+//! the realistic client files in tests/fixtures/clients/home: the entry written in each client's
+//! own shape, every other key (and VS Code's comments) kept, the backup made once, and the
+//! reader (`clients::read_all`) reading the entry back as Patchbay's.
+
+use indexmap::IndexMap;
+use patchbay_runtimes::clients::write::{
+    self, backup_path, patchbay_target, Change, Conflict, PatchbayTarget, Target, WriteError,
+};
+use patchbay_runtimes::clients::{self, Client, ClientPaths, ClientServer, ClientTransport, Os};
+use patchbay_vault::Secret;
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/clients/home")
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+/// A temp home holding a copy of the fixture home.
+fn home() -> (tempfile::TempDir, ClientPaths) {
+    let dir = tempfile::tempdir().unwrap();
+    copy_dir(&fixtures(), dir.path());
+    let paths = ClientPaths::resolve(dir.path(), Os::Linux, &|_| None);
+    (dir, paths)
+}
+
+fn connect(connector: &str) -> Target {
+    Target::Connect {
+        command: "/opt/patchbay/bin/patchbay".into(),
+        connector: connector.into(),
+    }
+}
+
+fn gateway(connector: &str) -> Target {
+    let mut headers = IndexMap::new();
+    headers.insert(
+        "X-Patchbay-Client".to_string(),
+        Secret::new("pbc_fixture_secret_0123"),
+    );
+    Target::Gateway {
+        url: format!("http://127.0.0.1:3119/mcp/{connector}"),
+        headers,
+    }
+}
+
+fn lenient(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path).unwrap();
+    serde_json::from_str(&clients::jsonc::blank_comments_and_trailing_commas(&text)).unwrap()
+}
+
+fn read_back(paths: &ClientPaths, client: Client, name: &str) -> ClientServer {
+    let scan = clients::read_all(paths, &[]);
+    assert!(scan.errors.is_empty(), "{:?}", scan.errors);
+    scan.servers
+        .into_iter()
+        .find(|s| s.client == client && s.name == name)
+        .unwrap_or_else(|| panic!("{client:?} {name} not read back"))
+}
+
+/// Everything but `section[name]` is as it was.
+fn assert_rest_kept(before: &Value, after: &Value, section: &str, name: &str) {
+    let strip = |v: &Value| {
+        let mut v = v.clone();
+        v[section].as_object_mut().unwrap().shift_remove(name);
+        v
+    };
+    assert_eq!(strip(before), strip(after));
+}
+
+#[cfg(unix)]
+fn mode(path: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+}
+
+#[test]
+fn cursor_gets_a_gateway_entry_and_keeps_everything_else() {
+    let (_dir, paths) = home();
+    let file = paths.cursor_user.clone();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o640)).unwrap();
+    }
+    let original = std::fs::read_to_string(&file).unwrap();
+    let before = lenient(&file);
+
+    let written = write::add(
+        Client::Cursor,
+        &file,
+        "linear",
+        &gateway("linear"),
+        Conflict::Refuse,
+    )
+    .unwrap();
+    assert_eq!(written.change, Change::Added);
+    assert_eq!(written.backup, Some(backup_path(&file)));
+    assert_eq!(
+        std::fs::read_to_string(backup_path(&file)).unwrap(),
+        original
+    );
+    #[cfg(unix)]
+    {
+        assert_eq!(mode(&file), 0o640, "the file's own mode is kept");
+        assert_eq!(mode(&backup_path(&file)), 0o600);
+    }
+
+    let after = lenient(&file);
+    assert_eq!(
+        after["mcpServers"]["linear"],
+        json!({"url": "http://127.0.0.1:3119/mcp/linear",
+               "headers": {"X-Patchbay-Client": "pbc_fixture_secret_0123"}})
+    );
+    assert_rest_kept(&before, &after, "mcpServers", "linear");
+    // The untouched entries are byte for byte what they were.
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(text.starts_with(&original[..original.rfind("}\n  }").unwrap()]));
+
+    let server = read_back(&paths, Client::Cursor, "linear");
+    assert_eq!(server.transport.kind(), "streamable-http");
+    assert_eq!(
+        patchbay_target(&server),
+        Some(PatchbayTarget::Gateway("linear".into()))
+    );
+    // Foreign entries are not Patchbay's.
+    assert_eq!(
+        patchbay_target(&read_back(&paths, Client::Cursor, "github")),
+        None
+    );
+
+    // Again: nothing changes, no second backup is attempted.
+    let again = write::add(
+        Client::Cursor,
+        &file,
+        "linear",
+        &gateway("linear"),
+        Conflict::Refuse,
+    )
+    .unwrap();
+    assert_eq!(again.change, Change::Unchanged);
+    assert_eq!(again.backup, None);
+}
+
+#[test]
+fn the_backup_is_made_once_and_never_overwritten() {
+    let (_dir, paths) = home();
+    let file = paths.windsurf.clone();
+    let original = std::fs::read_to_string(&file).unwrap();
+    let first = write::add(
+        Client::Windsurf,
+        &file,
+        "a",
+        &connect("a"),
+        Conflict::Refuse,
+    )
+    .unwrap();
+    assert!(first.backup.is_some());
+    let second = write::add(
+        Client::Windsurf,
+        &file,
+        "b",
+        &gateway("b"),
+        Conflict::Refuse,
+    )
+    .unwrap();
+    assert_eq!(second.change, Change::Added);
+    assert_eq!(second.backup, None);
+    assert_eq!(
+        std::fs::read_to_string(backup_path(&file)).unwrap(),
+        original
+    );
+
+    let after = lenient(&file);
+    assert_eq!(
+        after["mcpServers"]["a"],
+        json!({"command": "/opt/patchbay/bin/patchbay", "args": ["connect", "a"]})
+    );
+    assert_eq!(
+        after["mcpServers"]["b"],
+        json!({"serverUrl": "http://127.0.0.1:3119/mcp/b",
+               "headers": {"X-Patchbay-Client": "pbc_fixture_secret_0123"}})
+    );
+    assert_eq!(after["mcpServers"]["sequential-thinking"]["disabled"], true);
+    assert_eq!(
+        patchbay_target(&read_back(&paths, Client::Windsurf, "a")),
+        Some(PatchbayTarget::Connect("a".into()))
+    );
+    assert_eq!(
+        patchbay_target(&read_back(&paths, Client::Windsurf, "b")),
+        Some(PatchbayTarget::Gateway("b".into()))
+    );
+}
+
+#[test]
+fn vs_code_keeps_its_comments_trailing_commas_and_inputs() {
+    let (_dir, paths) = home();
+    let file = paths.vscode_user.clone();
+    let before = lenient(&file);
+    write::add(
+        Client::VsCode,
+        &file,
+        "notion",
+        &gateway("notion"),
+        Conflict::Refuse,
+    )
+    .unwrap();
+    write::add(
+        Client::VsCode,
+        &file,
+        "sentry",
+        &connect("sentry"),
+        Conflict::Refuse,
+    )
+    .unwrap();
+    let text = std::fs::read_to_string(&file).unwrap();
+    for kept in [
+        "// Added with \"MCP: Add Server...\" (Global)",
+        "/* legacy SSE endpoint */",
+        "\"envFile\": \"${workspaceFolder}/.env\",",
+    ] {
+        assert!(text.contains(kept), "{kept} lost:\n{text}");
+    }
+    // Tabs, like the rest of the file, and the trailing comma style kept.
+    assert!(
+        text.contains("\n\t\t\"sentry\": {\n\t\t\t\"type\": \"stdio\","),
+        "{text}"
+    );
+    let after = lenient(&file);
+    assert_eq!(
+        after["servers"]["notion"],
+        json!({"type": "http", "url": "http://127.0.0.1:3119/mcp/notion",
+               "headers": {"X-Patchbay-Client": "pbc_fixture_secret_0123"}})
+    );
+    assert_eq!(
+        after["servers"]["sentry"],
+        json!({"type": "stdio", "command": "/opt/patchbay/bin/patchbay", "args": ["connect", "sentry"]})
+    );
+    let mut expected = before.clone();
+    expected["servers"]["notion"] = after["servers"]["notion"].clone();
+    expected["servers"]["sentry"] = after["servers"]["sentry"].clone();
+    assert_eq!(after, expected);
+    assert_eq!(
+        patchbay_target(&read_back(&paths, Client::VsCode, "sentry")),
+        Some(PatchbayTarget::Connect("sentry".into()))
+    );
+}
+
+#[test]
+fn claude_desktop_takes_stdio_only() {
+    let (_dir, paths) = home();
+    let file = paths.claude_desktop_config.clone();
+    let before = lenient(&file);
+    let err = write::add(
+        Client::ClaudeDesktop,
+        &file,
+        "notion",
+        &gateway("notion"),
+        Conflict::Refuse,
+    )
+    .unwrap_err();
+    assert!(matches!(err, WriteError::Unsupported { .. }), "{err}");
+    assert!(!backup_path(&file).exists());
+    assert_eq!(lenient(&file), before);
+
+    write::add(
+        Client::ClaudeDesktop,
+        &file,
+        "notion",
+        &connect("notion"),
+        Conflict::Refuse,
+    )
+    .unwrap();
+    let after = lenient(&file);
+    assert_eq!(
+        after["mcpServers"]["notion"],
+        json!({"command": "/opt/patchbay/bin/patchbay", "args": ["connect", "notion"]})
+    );
+    assert_eq!(after["globalShortcut"], "Alt+Space");
+    assert_rest_kept(&before, &after, "mcpServers", "notion");
+    // Claude Desktop parses strictly: the result is plain JSON.
+    let text = std::fs::read_to_string(&file).unwrap();
+    serde_json::from_str::<Value>(&text).unwrap();
+    assert_eq!(
+        patchbay_target(&read_back(&paths, Client::ClaudeDesktop, "notion")),
+        Some(PatchbayTarget::Connect("notion".into()))
+    );
+}
+
+#[test]
+fn a_foreign_entry_of_the_same_name_is_refused_unless_replacing() {
+    let (_dir, paths) = home();
+    let file = paths.cursor_user.clone();
+    let original = std::fs::read_to_string(&file).unwrap();
+    let err = write::add(
+        Client::Cursor,
+        &file,
+        "github",
+        &connect("github"),
+        Conflict::Refuse,
+    )
+    .unwrap_err();
+    let message = err.to_string();
+    assert!(matches!(err, WriteError::Conflict { .. }), "{message}");
+    assert!(
+        message.contains("\"github\"") && message.contains("https://api.githubcopilot.com/mcp"),
+        "{message}"
+    );
+    assert!(!message.contains("ghp_"), "no secret in errors: {message}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), original);
+    assert!(!backup_path(&file).exists(), "nothing written, no backup");
+
+    let replaced = write::add(
+        Client::Cursor,
+        &file,
+        "github",
+        &connect("github"),
+        Conflict::Replace,
+    )
+    .unwrap();
+    assert_eq!(replaced.change, Change::Replaced);
+    // Patchbay's own entry is updated without asking (stdio -> gateway).
+    let updated = write::add(
+        Client::Cursor,
+        &file,
+        "github",
+        &gateway("github"),
+        Conflict::Refuse,
+    )
+    .unwrap();
+    assert_eq!(updated.change, Change::Replaced);
+    assert_eq!(
+        patchbay_target(&read_back(&paths, Client::Cursor, "github")),
+        Some(PatchbayTarget::Gateway("github".into()))
+    );
+}
+
+#[test]
+fn an_mcp_remote_entry_is_switched_in_place() {
+    let (_dir, paths) = home();
+    let file = paths.claude_desktop_config.clone();
+    let before = lenient(&file);
+    // The URL mcp-remote bridges is what finds the connector.
+    assert_eq!(
+        write::mcp_remote_url(Client::ClaudeDesktop, &file, "sdk-demo").unwrap(),
+        "http://localhost:45591/mcp"
+    );
+    let written = write::switch_mcp_remote(
+        Client::ClaudeDesktop,
+        &file,
+        "sdk-demo",
+        &connect("sdk-demo"),
+    )
+    .unwrap();
+    assert_eq!(written.change, Change::Replaced);
+    let after = lenient(&file);
+    assert_eq!(
+        after["mcpServers"]["sdk-demo"],
+        json!({"command": "/opt/patchbay/bin/patchbay", "args": ["connect", "sdk-demo"]})
+    );
+    assert_rest_kept(&before, &after, "mcpServers", "sdk-demo");
+    // The order of the entries is kept: it is switched where it was.
+    let names: Vec<&String> = after["mcpServers"].as_object().unwrap().keys().collect();
+    assert_eq!(names, ["filesystem", "sdk-demo", "linear"]);
+
+    // The Cursor entry (mcp-remote with flags) to the gateway.
+    let cursor = paths.cursor_user.clone();
+    write::switch_mcp_remote(Client::Cursor, &cursor, "team-demo", &gateway("team-demo")).unwrap();
+    let server = read_back(&paths, Client::Cursor, "team-demo");
+    assert!(matches!(
+        server.transport,
+        ClientTransport::StreamableHttp { .. }
+    ));
+
+    // Not mcp-remote: refused, nothing written.
+    let text = std::fs::read_to_string(&file).unwrap();
+    let err = write::switch_mcp_remote(
+        Client::ClaudeDesktop,
+        &file,
+        "filesystem",
+        &connect("filesystem"),
+    )
+    .unwrap_err();
+    assert!(matches!(err, WriteError::NotMcpRemote { .. }), "{err}");
+    let err = write::mcp_remote_url(Client::ClaudeDesktop, &file, "nope").unwrap_err();
+    assert!(matches!(err, WriteError::NoEntry { .. }), "{err}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), text);
+}
+
+#[test]
+fn a_missing_file_is_created_private_without_a_backup() {
+    let dir = tempfile::tempdir().unwrap();
+    let paths = ClientPaths::resolve(dir.path(), Os::Linux, &|_| None);
+    let written = write::add(
+        Client::VsCode,
+        &paths.vscode_user,
+        "notion",
+        &connect("notion"),
+        Conflict::Refuse,
+    )
+    .unwrap();
+    assert_eq!(written.change, Change::Added);
+    assert_eq!(written.backup, None);
+    #[cfg(unix)]
+    assert_eq!(mode(&paths.vscode_user), 0o600);
+    assert_eq!(
+        lenient(&paths.vscode_user),
+        json!({"servers": {"notion": {"type": "stdio", "command": "/opt/patchbay/bin/patchbay", "args": ["connect", "notion"]}}})
+    );
+    assert_eq!(
+        patchbay_target(&read_back(&paths, Client::VsCode, "notion")),
+        Some(PatchbayTarget::Connect("notion".into()))
+    );
+}
+
+#[test]
+fn a_file_the_client_could_not_read_is_not_touched() {
+    let (_dir, paths) = home();
+    // Claude Desktop reads strict JSON: a trailing comma makes the file unreadable to it.
+    let file = paths.claude_desktop_config.clone();
+    std::fs::write(&file, "{\"mcpServers\": {\"a\": {\"command\": \"x\"},},}").unwrap();
+    let err = write::add(
+        Client::ClaudeDesktop,
+        &file,
+        "n",
+        &connect("n"),
+        Conflict::Refuse,
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("not valid JSON"), "{err}");
+    assert!(!backup_path(&file).exists());
+}
