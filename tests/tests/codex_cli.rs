@@ -563,6 +563,24 @@ fn codex_pair(codex: &Path, mode: &str, key: &str) -> Option<(String, Option<Str
     }
 }
 
+/// Stops a `node codex.js ...` launched Codex: SIGTERM, which the launcher forwards to the native
+/// binary it runs (a SIGKILL would kill the launcher only and leave Codex running), then waits,
+/// bounded; SIGKILL past the bound.
+fn stop_codex(child: &mut std::process::Child) {
+    let _ = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while child.try_wait().ok().flatten().is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
 /// A real refresh by Codex of the pair Patchbay wrote, adopted back (see the module docs).
 fn codex_refresh_round_trip(mode: &str) {
     let server = RefreshServer::start();
@@ -675,8 +693,7 @@ fn codex_refresh_round_trip(mode: &str) {
             _ => {}
         }
         if std::time::Instant::now() > deadline {
-            let _ = exec.kill();
-            let _ = exec.wait();
+            stop_codex(&mut exec);
             panic!(
                 "{mode}: Codex did not refresh within {CODEX_MCP_LIST:?}; codex:\n{}{}\nserver:\n{}",
                 read("stdout"),
@@ -686,8 +703,7 @@ fn codex_refresh_round_trip(mode: &str) {
         }
         std::thread::sleep(std::time::Duration::from_millis(100));
     };
-    let _ = exec.kill();
-    let _ = exec.wait();
+    stop_codex(&mut exec);
     assert_eq!(server.events("REFRESHED"), 1, "{}", server.output());
     assert_ne!(
         rotated.1, ours_refresh,
