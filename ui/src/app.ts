@@ -1050,6 +1050,16 @@ export class ConnectorsWindow {
       return;
     }
     const c = this.report.connectors.find((x) => x.name === name);
+    const offered = c ? null : (this.report.gallery ?? []).find((g) => g.name === name);
+    if (offered) {
+      // In the catalog but not in use: the gallery, on that entry; Add walks it to Authorize.
+      this.openGallery(this.addButton);
+      this.gallerySearch.value = name;
+      this.filterGallery();
+      this.galleryRows.get(name)?.el.querySelector<HTMLElement>("[data-control=enable]")?.focus();
+      this.announce(`${offered.title || name} is not one of your connectors yet: add it, then authorize it`);
+      return;
+    }
     if (!c) {
       this.requestError = `There is no connector named “${name}” in the catalog, so Patchbay cannot authorize it.`;
       this.render(this.report);

@@ -249,6 +249,45 @@ describe("the gallery", () => {
     await page.context.close();
   });
 
+  test("the tray asking for a row closes the gallery and focuses that row", async () => {
+    const page = await open("fixture=found");
+    await openGallery(page, "header [data-control=open-gallery]");
+    await page.evaluate(() => window.__patchbayMock.focusConnector("sentry"));
+    await page.waitForSelector("#gallery[hidden]", { state: "attached" });
+    assert.ok(await page.locator(".connectors").isVisible());
+    assert.equal((await active(page)).row, "sentry");
+    assert.ok(await page.locator("header [data-control=open-gallery]").isVisible());
+    await page.context.close();
+  });
+
+  test("authorizing a catalog entry not in use (tray, patchbay://authorize/NAME) opens the gallery on it", async () => {
+    const page = await open("fixture=found");
+    await page.evaluate(() => window.__patchbayMock.authorizeConnector("asana"));
+    await page.waitForSelector("#gallery:not([hidden])");
+    assert.equal(await page.inputValue("#gallery-search"), "asana");
+    assert.deepEqual(await visibleEntries(page), ["asana"]);
+    assert.equal((await active(page)).entry, "asana");
+    assert.deepEqual(await calls(page, "start_authorization"), []);
+    // Enter adds it, and its Authorize is next
+    await page.keyboard.press("Enter");
+    await page.waitForSelector('li[data-connector="asana"]');
+    assert.equal((await active(page)).text, "Authorize");
+    // a name nothing knows still says so
+    await page.evaluate(() => window.__patchbayMock.authorizeConnector("nope"));
+    await page.waitForSelector('[data-banner="request-error"]');
+    await page.context.close();
+  });
+
+  test("the header's Add connector is not offered while the status cannot be read", async () => {
+    const page = await open("fixture=first-run&fail=get_status");
+    await page.waitForSelector(".error-box");
+    assert.equal(await page.locator("header [data-control=open-gallery]").isVisible(), false);
+    await page.click("text=Retry");
+    await page.waitForSelector(".empty:not([hidden])");
+    assert.ok(await page.locator("header [data-control=open-gallery]").isVisible());
+    await page.context.close();
+  });
+
   test("a rejected enable_connector shows inline on the entry; the gallery stays open", async () => {
     const page = await open("fixture=first-run&fail=enable_connector");
     await openGallery(page);
