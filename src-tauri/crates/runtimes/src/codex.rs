@@ -46,6 +46,45 @@ pub const CODEX_KEYRING_SERVICE: &str = "Codex MCP Credentials";
 pub const CODEX_LOCK_DIR: &str = "mcp-oauth-locks";
 pub const CODEX_FILE_STORE_LOCK: &str = "file-store.lock";
 
+/// Codex's per-credential refresh lock: `$CODEX_HOME/mcp-oauth-locks/<sha256 hex of the key>.lock`.
+/// Measured with Codex 0.171.0: before refreshing a credential it takes an exclusive `flock` on
+/// this file (a `codex exec` whose entry was due refreshed only once `flock(1)` let go of it),
+/// and once it holds it re-reads its store (an entry made fresh while the lock was held was not
+/// refreshed at all). A refresher that takes it around its own re-read of Codex's entry, refresh
+/// and write-through therefore never presents a refresh token Codex is presenting.
+pub fn codex_refresh_lock_path(codex_home: &Path, key: &CredentialKey) -> PathBuf {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(key.as_str().as_bytes());
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    codex_home.join(CODEX_LOCK_DIR).join(format!("{hex}.lock"))
+}
+
+/// Takes Codex's refresh lock for `key` ([`codex_refresh_lock_path`]; its directory created as
+/// Codex creates it), waiting up to `timeout`; past it, [`RuntimeError::Busy`]. Held until the
+/// returned lock is dropped.
+pub fn lock_codex_refresh(
+    codex_home: &Path,
+    key: &CredentialKey,
+    timeout: Duration,
+) -> Result<FileLock, RuntimeError> {
+    let path = codex_refresh_lock_path(codex_home, key);
+    if let Some(dir) = path.parent() {
+        crate::atomic::create_private_dir(codex_home)?;
+        std::fs::create_dir_all(dir)
+            .map_err(|e| crate::atomic::io_error(dir, "cannot create the directory", e))?;
+    }
+    FileLock::acquire(&path, timeout).map_err(|e| match e {
+        RuntimeError::Busy { what, .. } => RuntimeError::Busy {
+            what,
+            message: format!(
+                "Codex held its refresh lock for more than {} ms",
+                timeout.as_millis()
+            ),
+        },
+        other => other,
+    })
+}
+
 /// The store Codex uses under `mode`. `known_keys` are the keys the keyring reports from
 /// `read_all` (a keyring cannot be listed): the keys of the servers in Codex's config.
 pub fn codex_store(

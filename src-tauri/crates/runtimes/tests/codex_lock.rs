@@ -6,7 +6,7 @@
 
 use chrono::{Duration as ChronoDuration, Utc};
 use patchbay_catalog::CredentialKey;
-use patchbay_runtimes::codex::CodexFileStore;
+use patchbay_runtimes::codex::{codex_refresh_lock_path, lock_codex_refresh, CodexFileStore};
 use patchbay_runtimes::{RuntimeCredential, RuntimeError, RuntimeStore, WriteOutcome};
 use patchbay_vault::Secret;
 use serde_json::{json, Value};
@@ -185,4 +185,58 @@ fn a_write_creates_codexs_lock_directory_as_codex_does() {
     assert!(!home.exists());
     store.write(&cred("ours"), Utc::now()).unwrap();
     assert!(Path::new(&store.codex_lock_path()).is_file());
+}
+
+#[test]
+fn codex_refresh_lock_is_the_file_codex_names_and_excludes_flock() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("codex");
+    // Measured: Codex 0.171.0 created this file for the key `fx|83b53a61101cadfc`.
+    let key = CredentialKey("fx|83b53a61101cadfc".into());
+    assert_eq!(
+        codex_refresh_lock_path(&home, &key),
+        home.join(
+            "mcp-oauth-locks/73703a02550d136b47c06a201f54a78e3be116aa364004c6480aa3f008590004.lock"
+        )
+    );
+    let held = lock_codex_refresh(&home, &key, GENEROUS).unwrap();
+    // flock(1) cannot take it while we hold it, and can once we let go.
+    let try_flock = || {
+        Command::new("flock")
+            .args(["-n", "-x"])
+            .arg(codex_refresh_lock_path(&home, &key))
+            .arg("true")
+            .status()
+            .expect("flock(1) (util-linux)")
+            .success()
+    };
+    assert!(!try_flock(), "flock(1) took the lock we hold");
+    drop(held);
+    assert!(try_flock());
+    // And we wait for flock(1), then give up as Busy.
+    let (held_marker, release) = (tmp.path().join("held"), tmp.path().join("release"));
+    let script = format!(
+        "touch '{}'; while [ ! -e '{}' ]; do sleep 0.02; done",
+        held_marker.display(),
+        release.display()
+    );
+    let mut holder = Command::new("flock")
+        .arg("-x")
+        .arg(codex_refresh_lock_path(&home, &key))
+        .args(["sh", "-c", &script])
+        .spawn()
+        .expect("flock(1) (util-linux)");
+    let deadline = Instant::now() + GENEROUS;
+    while !held_marker.exists() {
+        assert!(Instant::now() < deadline, "flock(1) never held the lock");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let err = lock_codex_refresh(&home, &key, Duration::from_millis(100)).unwrap_err();
+    assert!(
+        err.to_string().contains("Codex held its refresh lock"),
+        "{err}"
+    );
+    fs::write(&release, "").unwrap();
+    assert!(holder.wait().unwrap().success());
+    drop(lock_codex_refresh(&home, &key, GENEROUS).unwrap());
 }
