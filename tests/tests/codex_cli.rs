@@ -28,6 +28,11 @@
 //! startup, refreshes, and writes the rotated pair back in its own shape. `patchbay status`
 //! adopts it, and Patchbay's next refresh presents Codex's refresh token: the server sees two
 //! refreshes and no reuse.
+//!
+//! Codex's two locks, measured with flock(1) and pinned here: `codex mcp list` waits for
+//! `mcp-oauth-locks/file-store.lock` (our file writer takes it), and a due `codex exec` waits for
+//! the credential's refresh lock, then uses the pair Patchbay refreshed under it instead of
+//! refreshing again.
 
 use chrono::{Duration, Utc};
 use patchbay_catalog::CredentialKey;
@@ -827,4 +832,134 @@ fn codex_waits_for_its_file_store_lock() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// The protocol that keeps Codex from presenting a refresh token Patchbay is presenting: while a
+/// refresher holds Codex's per-credential refresh lock (`patchbay_runtimes::codex::
+/// lock_codex_refresh`), a `codex exec` whose entry is due waits; Patchbay refreshes and writes
+/// the new pair through; once the lock is let go, Codex re-reads its store, finds the pair fresh,
+/// and connects with it without refreshing. The server sees one refresh, and no reuse.
+#[test]
+fn codex_waits_for_its_refresh_lock_and_then_uses_patchbays_refresh() {
+    require_keychain!();
+    let server = RefreshServer::start();
+    let url = server.url();
+    let name = "sdklock";
+    let key = patchbay_catalog::credential_key(name, "http", &url, &Default::default());
+    let sandbox = Sandbox::new(true);
+    let catalog = sandbox.write(
+        "catalog.json",
+        &serde_json::json!({"mcpServers": {name: {"type": "http", "url": url}}}).to_string(),
+    );
+    let catalog_arg = catalog.to_str().unwrap();
+    let codex = sandbox.path().join("codex");
+    std::fs::create_dir_all(&codex).unwrap();
+    let dead_port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    std::fs::write(
+        codex.join("config.toml"),
+        format!(
+            "mcp_oauth_credentials_store = \"file\"\nmodel_provider = \"offline\"\n\
+             model = \"offline-model\"\n\n[model_providers.offline]\nname = \"offline\"\n\
+             base_url = \"http://127.0.0.1:{dead_port}/v1\"\nwire_api = \"responses\"\n\
+             request_max_retries = 0\nstream_max_retries = 0\n"
+        ),
+    )
+    .unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+        .to_string();
+    patchbay_with_browser(
+        &sandbox,
+        &["authorize", name, "--port", &port, "--catalog", catalog_arg],
+    );
+    // Due for Codex (see codex_refresh_round_trip), then handed to it.
+    {
+        let core = sandbox.core(Some(catalog.clone()));
+        let vault = core.vault();
+        let mut row = vault
+            .credential_rows()
+            .unwrap()
+            .into_iter()
+            .find(|r| r.credential_key == key)
+            .expect("authorized");
+        let tokens = vault.credential_tokens(&key).unwrap().unwrap();
+        row.expires_at = Some(Utc::now() + Duration::seconds(10));
+        vault.put_credential(&row, &tokens).unwrap();
+    }
+    patchbay_with_browser(
+        &sandbox,
+        &[
+            "bridge",
+            "add",
+            name,
+            "--runtime",
+            "codex",
+            "--catalog",
+            catalog_arg,
+        ],
+    );
+
+    let lock = patchbay_runtimes::codex::lock_codex_refresh(
+        &codex,
+        &key,
+        std::time::Duration::from_secs(10),
+    )
+    .unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let mut exec = Command::new("node")
+        .arg(codex_js())
+        .args(["exec", "--skip-git-repo-check", "say hi"])
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", home.path())
+        .env("CODEX_HOME", &codex)
+        .current_dir(home.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start codex exec");
+    // Codex refreshes within a second of starting when nothing holds the lock: watched for 3 s.
+    let watch_until = std::time::Instant::now() + std::time::Duration::from_secs(3);
+    while std::time::Instant::now() < watch_until {
+        assert_eq!(
+            server.events("REFRESHED"),
+            0,
+            "Codex refreshed while the lock was held"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let refreshed = patchbay_with_browser(&sandbox, &["refresh", name, "--catalog", catalog_arg]);
+    assert!(
+        refreshed.starts_with(&format!("{name}: refreshed")),
+        "{refreshed}"
+    );
+    assert_eq!(server.events("REFRESHED"), 1, "{}", server.output());
+    let (ours, _) = codex_pair(&codex, "file", key.as_str()).expect("written through");
+    let used_by = |token: &str| server.output().contains(&format!("token: '{token}'"));
+    assert!(!used_by(&ours), "nobody has used the new pair yet");
+    drop(lock);
+
+    // Codex goes on with the pair Patchbay wrote: the server sees it authenticate with it.
+    let deadline = std::time::Instant::now() + CODEX_MCP_LIST;
+    while !used_by(&ours) {
+        if std::time::Instant::now() > deadline {
+            stop_codex(&mut exec);
+            panic!(
+                "Codex never connected with Patchbay's pair:\n{}",
+                server.output()
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    stop_codex(&mut exec);
+    assert_eq!(server.events("REFRESHED"), 1, "{}", server.output());
+    assert_eq!(server.events("REUSE"), 0, "{}", server.output());
 }
