@@ -22,6 +22,7 @@ use terminal::Terminal;
 
 #[macro_use]
 mod terminal;
+mod add_to;
 mod check;
 mod import;
 mod refresh;
@@ -114,6 +115,10 @@ enum Command {
     Manage(setup::NameArgs),
     /// The catalog connectors not in use, and what each needs.
     Gallery(setup::GalleryArgs),
+    /// Add a connector to Cursor, VS Code, Claude Desktop or Windsurf, through Patchbay.
+    AddTo(add_to::AddToArgs),
+    /// Switch a client's `npx mcp-remote URL` entry to Patchbay, keeping its name.
+    Switch(add_to::SwitchArgs),
 }
 
 #[derive(Subcommand)]
@@ -493,6 +498,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Enable(args) => setup::enable(&open(cli.data_dir, cli.catalog)?, args, &mut out),
         Command::Disable(args) => setup::disable(&open(cli.data_dir, cli.catalog)?, args, &mut out),
         Command::Manage(args) => setup::manage(&open(cli.data_dir, cli.catalog)?, args, &mut out),
+        Command::AddTo(args) => add_to::add_to(&open(cli.data_dir, cli.catalog)?, args, &mut out),
+        Command::Switch(args) => add_to::switch(&open(cli.data_dir, cli.catalog)?, args, &mut out),
         Command::Gallery(args) => {
             catalog_readable(&cli.data_dir, &cli.catalog)?;
             setup::gallery(&open_reading(cli.data_dir, cli.catalog)?, args, &mut out)

@@ -9,6 +9,7 @@ pub mod authorize;
 pub mod badge;
 pub mod bridges;
 pub mod check;
+pub mod client_config;
 pub mod deeplink;
 pub mod due;
 pub mod error;

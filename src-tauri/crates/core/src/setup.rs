@@ -93,6 +93,20 @@ pub fn add_client_servers(catalog: &mut Catalog, view: &ClientView) -> Synthesiz
         .map(|i| i.name().as_str().to_owned())
         .collect();
     for merged in &view.merged {
+        // Patchbay's own entry (`patchbay connect NAME`, the gateway's `/mcp/NAME`, written by
+        // "Add to ..."): the connector NAME is found there; it never becomes a connector itself.
+        if let Some(target) = clients::write::patchbay_target(&merged.entries[0]) {
+            if catalog.get(target.connector()).is_some() {
+                let found = merged.entries.iter().map(found_in);
+                let list = out
+                    .usage
+                    .found_in
+                    .entry(target.connector().to_owned())
+                    .or_default();
+                list.extend(found);
+            }
+            continue;
+        }
         let same: Vec<&String> = identities
             .iter()
             .filter(|(_, id)| *id == merged.identity)

@@ -3,7 +3,6 @@
 //! own shape, every other key (and VS Code's comments) kept, the backup made once, and the
 //! reader (`clients::read_all`) reading the entry back as Patchbay's.
 
-use indexmap::IndexMap;
 use patchbay_runtimes::clients::write::{
     self, backup_path, patchbay_target, Change, Conflict, PatchbayTarget, Target, WriteError,
 };
@@ -45,11 +44,10 @@ fn connect(connector: &str) -> Target {
 }
 
 fn gateway(connector: &str) -> Target {
-    let mut headers = IndexMap::new();
-    headers.insert(
+    let headers = vec![(
         "X-Patchbay-Client".to_string(),
         Secret::new("pbc_fixture_secret_0123"),
-    );
+    )];
     Target::Gateway {
         url: format!("http://127.0.0.1:3119/mcp/{connector}"),
         headers,

@@ -25,7 +25,6 @@ mod edit;
 use super::{formats, Client, ClientScope, ClientServer, ClientTransport, ConfigFile};
 use crate::atomic::{lock_path_for, update_text_file, FileMode, UpdateOptions};
 use crate::RuntimeError;
-use indexmap::IndexMap;
 use patchbay_vault::Secret;
 use serde_json::{json, Map, Value};
 use std::path::{Path, PathBuf};
@@ -43,7 +42,8 @@ pub enum Target {
     /// The gateway's `/mcp/NAME` (or aggregate) URL with the client's secret header(s).
     Gateway {
         url: String,
-        headers: IndexMap<String, Secret>,
+        /// In the order written.
+        headers: Vec<(String, Secret)>,
     },
 }
 

@@ -1,0 +1,304 @@
+//! "Add to Cursor / VS Code / Claude Desktop / Windsurf" and "Switch to Patchbay" (an
+//! `npx mcp-remote URL` entry rewritten to go through Patchbay), for the CLI and the window.
+//!
+//! A connector in use is written into the client's user config pointing either at
+//! `patchbay connect NAME` (stdio) or at the gateway's `/mcp/NAME` with the client's secret
+//! header (the caller gets URL and header from the gateway's client registry: this crate does
+//! not depend on the gateway). The file handling (each client's format, atomic write, backup,
+//! refusing a foreign entry of the same name) is
+//! [`patchbay_runtimes::clients::write`].
+
+use std::path::{Path, PathBuf};
+
+use patchbay_catalog::{expand, Transport};
+use patchbay_runtimes::clients::write::{self, Conflict, Target, WriteError, Written};
+use patchbay_runtimes::clients::{Client, ClientPaths};
+use patchbay_status::Origin;
+use patchbay_vault::Secret;
+
+use crate::{CoreError, Patchbay};
+
+/// The clients these writers serve, by the ids the CLI and the window use.
+pub const CLIENTS: [(&str, Client); 4] = [
+    ("cursor", Client::Cursor),
+    ("vscode", Client::VsCode),
+    ("claude-desktop", Client::ClaudeDesktop),
+    ("windsurf", Client::Windsurf),
+];
+
+/// A client from its id: `cursor`, `vscode`, `claude-desktop`, `windsurf` (`vs-code`, `vs_code`,
+/// `claude_desktop` too, any case).
+pub fn parse_client(id: &str) -> Result<Client, CoreError> {
+    let wanted = id.trim().to_ascii_lowercase().replace('_', "-");
+    let wanted = match wanted.as_str() {
+        "vs-code" | "code" => "vscode",
+        other => other,
+    };
+    CLIENTS
+        .iter()
+        .find(|(name, _)| *name == wanted)
+        .map(|(_, client)| *client)
+        .ok_or_else(|| {
+            CoreError::InvalidInput(format!(
+                "unknown client {id:?}; expected one of {}",
+                CLIENTS.map(|(n, _)| n).join(", ")
+            ))
+        })
+}
+
+/// How the client reaches the connector.
+#[derive(Clone)]
+pub enum Route {
+    /// The client launches `COMMAND connect NAME` ([`connect_command`] finds COMMAND).
+    Connect { command: String },
+    /// The gateway: this connector's URL on it and the client's secret header(s).
+    Gateway {
+        url: String,
+        headers: Vec<(String, Secret)>,
+    },
+}
+
+impl Route {
+    fn target(self, connector: &str) -> Target {
+        match self {
+            Route::Connect { command } => Target::Connect {
+                command,
+                connector: connector.to_owned(),
+            },
+            Route::Gateway { url, headers } => Target::Gateway { url, headers },
+        }
+    }
+}
+
+/// The command a client should launch for `patchbay connect`: `patchbay` when the `patchbay` on
+/// PATH is `exe` (the running binary), else `exe`'s absolute path; from another binary (the
+/// app) a `patchbay` beside it, else `patchbay` from PATH.
+pub fn connect_command(exe: &Path, path_var: Option<&std::ffi::OsStr>) -> String {
+    let on_path = path_var.and_then(|p| {
+        std::env::split_paths(p)
+            .map(|dir| dir.join(binary_name()))
+            .find(|candidate| candidate.is_file())
+    });
+    let same = |a: &Path, b: &Path| match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    };
+    let is_patchbay = exe.file_name().is_some_and(|n| n == binary_name());
+    let binary: PathBuf = if is_patchbay {
+        exe.to_path_buf()
+    } else {
+        match exe.parent().map(|dir| dir.join(binary_name())) {
+            Some(sibling) if sibling.is_file() => sibling,
+            _ => return "patchbay".into(),
+        }
+    };
+    match on_path {
+        Some(found) if same(&found, &binary) => "patchbay".into(),
+        _ => binary
+            .canonicalize()
+            .unwrap_or(binary)
+            .to_string_lossy()
+            .into_owned(),
+    }
+}
+
+fn binary_name() -> &'static str {
+    if cfg!(windows) {
+        "patchbay.exe"
+    } else {
+        "patchbay"
+    }
+}
+
+/// [`connect_command`] for the running process.
+pub fn current_connect_command() -> String {
+    match std::env::current_exe() {
+        Ok(exe) => connect_command(&exe, std::env::var_os("PATH").as_deref()),
+        Err(_) => "patchbay".into(),
+    }
+}
+
+fn client_paths(patchbay: &Patchbay) -> Result<ClientPaths, CoreError> {
+    match patchbay.client_setup() {
+        Some(setup) => Ok(setup.paths.clone()),
+        None => ClientPaths::from_env().ok_or(CoreError::NoHome),
+    }
+}
+
+fn write_error(error: WriteError) -> CoreError {
+    CoreError::Invalid(error.to_string())
+}
+
+/// The client's user config file that Add and Switch write.
+pub fn client_file(patchbay: &Patchbay, client: Client) -> Result<PathBuf, CoreError> {
+    write::user_file(&client_paths(patchbay)?, client).map_err(write_error)
+}
+
+/// "Add to CLIENT": point `client`'s entry `name` at the connector `name` in use, through
+/// `route`. A remote connector only (`patchbay connect` and the gateway front remote servers).
+pub fn add_to_client(
+    patchbay: &Patchbay,
+    client: Client,
+    name: &str,
+    route: Route,
+    conflict: Conflict,
+) -> Result<Written, CoreError> {
+    let file = client_file(patchbay, client)?;
+    let report = patchbay.status();
+    let Some(row) = report.connector(name) else {
+        let hint = match patchbay.catalog().get(name) {
+            Some(_) => format!("; `patchbay enable {name}` puts it in use"),
+            None => String::new(),
+        };
+        return Err(CoreError::Invalid(format!(
+            "no connector in use is named {name}{hint}"
+        )));
+    };
+    if row.transport == "stdio" {
+        return Err(CoreError::Invalid(format!(
+            "{name} is a local (stdio) server; Patchbay fronts remote servers only"
+        )));
+    }
+    write::add(client, &file, name, &route.target(name), conflict).map_err(write_error)
+}
+
+/// What "Switch to Patchbay" did.
+#[derive(Debug, Clone)]
+pub struct Switched {
+    /// The connector the entry's URL belongs to.
+    pub connector: String,
+    /// It was found only in clients' configs and is now in the user catalog (its secrets in the
+    /// vault), so it outlives the entry that was switched.
+    pub managed: bool,
+    pub written: Written,
+}
+
+/// "Switch to Patchbay": the `npx mcp-remote URL` entry `entry` of `client`'s user config is
+/// rewritten, under the same name, to reach the connector in use with that URL through the
+/// route `route_for(connector)` gives. A connector known only from clients' configs is managed
+/// first ([`Patchbay::manage`]): once switched, no client names its URL any more.
+pub fn switch_to_patchbay(
+    patchbay: &Patchbay,
+    client: Client,
+    entry: &str,
+    route_for: impl FnOnce(&str) -> Result<Route, CoreError>,
+) -> Result<Switched, CoreError> {
+    let file = client_file(patchbay, client)?;
+    let url = write::mcp_remote_url(client, &file, entry).map_err(write_error)?;
+    let connector = connector_with_url(patchbay, &url)?.ok_or_else(|| {
+        CoreError::Invalid(format!(
+            "no connector in use has the URL {url} that \"{entry}\" bridges"
+        ))
+    })?;
+    let report = patchbay.status();
+    let managed = report
+        .connector(&connector)
+        .is_some_and(|row| row.origin == Origin::Client);
+    let route = route_for(&connector)?;
+    if managed {
+        patchbay.manage(&connector)?;
+    }
+    let written = write::switch_mcp_remote(client, &file, entry, &route.target(&connector))
+        .map_err(write_error)?;
+    Ok(Switched {
+        connector,
+        managed,
+        written,
+    })
+}
+
+/// The connector in use whose URL (its `${VAR}`s expanded) is `url`, ignoring one trailing `/`
+/// and the case of the scheme and host. The first in catalog order.
+pub fn connector_with_url(patchbay: &Patchbay, url: &str) -> Result<Option<String>, CoreError> {
+    let wanted = normalize_url(url);
+    let in_use = patchbay.in_use();
+    let resolve = |n: &str| patchbay.resolve_variable(n);
+    Ok(patchbay
+        .catalog()
+        .servers()
+        .filter(|e| in_use.contains(e.name.as_str()))
+        .find(|e| match &e.transport {
+            Transport::Stdio { .. } => false,
+            other => other
+                .url()
+                .and_then(|u| expand(u, &resolve).ok())
+                .is_some_and(|u| normalize_url(&u) == wanted),
+        })
+        .map(|e| e.name.as_str().to_owned()))
+}
+
+fn normalize_url(url: &str) -> String {
+    let url = url.trim();
+    let url = url.strip_suffix('/').unwrap_or(url);
+    match url.split_once("://") {
+        Some((scheme, rest)) => {
+            let (host, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+            format!(
+                "{}://{}{path}",
+                scheme.to_ascii_lowercase(),
+                host.to_ascii_lowercase()
+            )
+        }
+        None => url.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn client_ids() {
+        assert_eq!(parse_client("cursor").unwrap(), Client::Cursor);
+        assert_eq!(parse_client("VS_Code").unwrap(), Client::VsCode);
+        assert_eq!(
+            parse_client("claude_desktop").unwrap(),
+            Client::ClaudeDesktop
+        );
+        assert_eq!(parse_client("windsurf").unwrap(), Client::Windsurf);
+        let err = parse_client("emacs").unwrap_err().to_string();
+        assert!(
+            err.contains("cursor, vscode, claude-desktop, windsurf"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn urls_compare_like_the_gateway_compares_them() {
+        assert_eq!(
+            normalize_url("HTTP://LocalHost:35557/MCP/"),
+            "http://localhost:35557/MCP"
+        );
+        assert_eq!(normalize_url(" https://a.example "), "https://a.example");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn the_connect_command_is_patchbay_on_path_else_an_absolute_path() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let bin = dir.path().join("bin");
+        let other = dir.path().join("other");
+        std::fs::create_dir_all(&bin).unwrap();
+        std::fs::create_dir_all(&other).unwrap();
+        let exe = bin.join("patchbay");
+        std::fs::write(&exe, "").unwrap();
+        std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let absolute = exe.canonicalize().unwrap().to_string_lossy().into_owned();
+
+        assert_eq!(connect_command(&exe, Some(bin.as_os_str())), "patchbay");
+        assert_eq!(connect_command(&exe, Some(other.as_os_str())), absolute);
+        assert_eq!(connect_command(&exe, None), absolute);
+        // Another `patchbay` first on PATH: not the one running, so the absolute path.
+        std::fs::write(other.join("patchbay"), "").unwrap();
+        let path = std::env::join_paths([&other, &bin]).unwrap();
+        assert_eq!(connect_command(&exe, Some(&path)), absolute);
+        // The app: the patchbay beside it.
+        let app = bin.join("patchbay-app");
+        assert_eq!(connect_command(&app, None), absolute);
+        assert_eq!(
+            connect_command(&dir.path().join("lonely/app"), None),
+            "patchbay"
+        );
+    }
+}

@@ -1,0 +1,321 @@
+//! "Add to Cursor / VS Code / Claude Desktop / Windsurf" and "Switch to Patchbay" through the CLI,
+//! run as a process with HOME (and every client's directory) in a temp dir holding copies of the
+//! realistic client files (src-tauri/crates/runtimes/tests/fixtures/clients/home): the entries
+//! written, the rest of each file kept, the backup, a foreign entry refused, the mcp-remote
+//! switch, and `status` counting Patchbay's own entries for their connector (never as new ones).
+
+use patchbay_e2e::{patchbay_bin, Sandbox};
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+fn run_in(sandbox: &Sandbox, home: &Path, path_var: &Path, args: &[&str]) -> Output {
+    sandbox
+        .command()
+        .env("HOME", home)
+        .env("XDG_CONFIG_HOME", home.join(".config"))
+        .env("PATH", path_var)
+        .env_remove("CLAUDE_CONFIG_DIR")
+        .env_remove("CODEX_HOME")
+        .env_remove("MCP_REMOTE_CONFIG_DIR")
+        .current_dir(home)
+        .args(args)
+        .output()
+        .expect("run patchbay")
+}
+
+fn ok(out: &Output) -> String {
+    assert!(
+        out.status.success(),
+        "exit {:?}\n{}\n{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn failed(out: &Output) -> String {
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+fn lenient(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path).unwrap();
+    let cleaned = patchbay_runtimes::clients::jsonc::blank_comments_and_trailing_commas(&text);
+    serde_json::from_str(&cleaned).unwrap()
+}
+
+fn backup(path: &Path) -> PathBuf {
+    patchbay_runtimes::clients::write::backup_path(path)
+}
+
+struct Home {
+    sandbox: Sandbox,
+    home: PathBuf,
+    /// A PATH without patchbay on it.
+    empty_path: PathBuf,
+}
+
+impl Home {
+    fn new() -> Home {
+        let sandbox = Sandbox::new(false);
+        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../src-tauri/crates/runtimes/tests/fixtures/clients/home");
+        let home = sandbox.path().join("home");
+        copy_dir(&fixtures, &home);
+        let empty_path = sandbox.path().join("empty-bin");
+        std::fs::create_dir_all(&empty_path).unwrap();
+        Home {
+            sandbox,
+            home,
+            empty_path,
+        }
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        run_in(&self.sandbox, &self.home, &self.empty_path, args)
+    }
+
+    fn status(&self) -> Value {
+        let out = self.run(&["status", "--json"]);
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!("{e}: {}", String::from_utf8_lossy(&out.stderr));
+        })
+    }
+}
+
+fn names(report: &Value) -> Vec<String> {
+    report["connectors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+fn found_in(report: &Value, name: &str) -> Vec<(String, String)> {
+    let row = report["connectors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == name)
+        .unwrap_or_else(|| panic!("{name} missing: {report:#}"));
+    row["found_in"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["client"].as_str().unwrap().to_owned(),
+                f["server_name"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn add_to_each_client_keeps_the_rest_and_is_counted_for_its_connector() {
+    let h = Home::new();
+    let cursor = h.home.join(".cursor/mcp.json");
+    let vscode = h.home.join(".config/Code/User/mcp.json");
+    let desktop = h.home.join(".config/Claude/claude_desktop_config.json");
+    let windsurf = h.home.join(".codeium/windsurf/mcp_config.json");
+    let before = h.status();
+    let rows_before = names(&before);
+    assert!(
+        rows_before.contains(&"linear".to_string()),
+        "{rows_before:?}"
+    );
+    let original_cursor = std::fs::read_to_string(&cursor).unwrap();
+
+    let text = ok(&h.run(&["add-to", "cursor", "linear"]));
+    assert!(text.contains("Added linear to Cursor"), "{text}");
+    assert!(text.contains(".patchbay-backup"), "{text}");
+    // Not on PATH: the absolute path of the running binary.
+    let absolute = patchbay_bin()
+        .canonicalize()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let entry = json!({"command": absolute, "args": ["connect", "linear"]});
+    let after = lenient(&cursor);
+    assert_eq!(after["mcpServers"]["linear"], entry);
+    let mut expected = serde_json::from_str::<Value>(&original_cursor).unwrap();
+    expected["mcpServers"]["linear"] = entry.clone();
+    assert_eq!(after, expected);
+    assert_eq!(
+        std::fs::read_to_string(backup(&cursor)).unwrap(),
+        original_cursor
+    );
+
+    // VS Code: its comments survive; Claude Desktop and Windsurf get their own shapes.
+    ok(&h.run(&["add-to", "vscode", "linear"]));
+    let vs_text = std::fs::read_to_string(&vscode).unwrap();
+    assert!(
+        vs_text.contains("/* legacy SSE endpoint */") && vs_text.contains("// Added with"),
+        "{vs_text}"
+    );
+    assert_eq!(
+        lenient(&vscode)["servers"]["linear"],
+        json!({"type": "stdio", "command": absolute, "args": ["connect", "linear"]})
+    );
+    ok(&h.run(&["add-to", "windsurf", "github"]));
+    assert_eq!(
+        lenient(&windsurf)["mcpServers"]["github"],
+        json!({"command": absolute, "args": ["connect", "github"]})
+    );
+    // Claude Desktop already bridges linear with mcp-remote under that name: not Patchbay's.
+    let desktop_text = std::fs::read_to_string(&desktop).unwrap();
+    let err = failed(&h.run(&["add-to", "claude-desktop", "linear"]));
+    assert!(
+        err.contains("already has a server named \"linear\" that is not Patchbay's"),
+        "{err}"
+    );
+    assert!(!err.contains("lin_api_fixture_literal"), "{err}");
+    assert_eq!(std::fs::read_to_string(&desktop).unwrap(), desktop_text);
+    assert!(!backup(&desktop).exists());
+    let err = failed(&h.run(&["add-to", "claude-desktop", "github", "--via", "gateway"]));
+    assert!(err.contains("gateway"), "{err}");
+    assert_eq!(std::fs::read_to_string(&desktop).unwrap(), desktop_text);
+
+    // Patchbay's entries count for their connector; none becomes a connector of its own.
+    let report = h.status();
+    assert_eq!(names(&report), rows_before, "{report:#}");
+    let linear = found_in(&report, "linear");
+    for client in ["cursor", "vs_code"] {
+        assert!(
+            linear.contains(&(client.to_string(), "linear".to_string())),
+            "{linear:?}"
+        );
+    }
+    assert!(found_in(&report, "github").contains(&("windsurf".into(), "github".into())));
+
+    // Again: nothing to do. With patchbay on PATH, the entry says just `patchbay`.
+    let text = ok(&h.run(&["add-to", "cursor", "linear"]));
+    assert!(text.contains("already has linear"), "{text}");
+    let bin_dir = patchbay_bin().parent().unwrap().to_path_buf();
+    ok(&run_in(
+        &h.sandbox,
+        &h.home,
+        &bin_dir,
+        &["add-to", "cursor", "linear"],
+    ));
+    assert_eq!(
+        lenient(&cursor)["mcpServers"]["linear"],
+        json!({"command": "patchbay", "args": ["connect", "linear"]})
+    );
+    assert_eq!(
+        std::fs::read_to_string(backup(&cursor)).unwrap(),
+        original_cursor,
+        "the backup is never overwritten"
+    );
+}
+
+#[test]
+fn a_foreign_entry_is_refused_unless_replaced_and_bad_input_is_named() {
+    let h = Home::new();
+    let cursor = h.home.join(".cursor/mcp.json");
+    let original = std::fs::read_to_string(&cursor).unwrap();
+    let err = failed(&h.run(&["add-to", "cursor", "github"]));
+    assert!(
+        err.contains("not Patchbay's") && err.contains("Cursor"),
+        "{err}"
+    );
+    assert!(!err.contains("ghp_"), "{err}");
+    assert_eq!(std::fs::read_to_string(&cursor).unwrap(), original);
+    let text = ok(&h.run(&["add-to", "cursor", "github", "--replace"]));
+    assert!(text.contains("now goes through Patchbay"), "{text}");
+    assert_eq!(
+        lenient(&cursor)["mcpServers"]["github"]["args"],
+        json!(["connect", "github"])
+    );
+
+    let err = failed(&h.run(&["add-to", "emacs", "github"]));
+    assert!(err.contains("unknown client"), "{err}");
+    let err = failed(&h.run(&["add-to", "cursor", "no-such-connector"]));
+    assert!(
+        err.contains("no connector in use is named no-such-connector"),
+        "{err}"
+    );
+    // A local (stdio) connector cannot be fronted.
+    let err = failed(&h.run(&["add-to", "cursor", "memory"]));
+    assert!(err.contains("local (stdio)"), "{err}");
+}
+
+#[test]
+fn an_mcp_remote_entry_is_switched_and_its_connector_kept() {
+    let h = Home::new();
+    let desktop = h.home.join(".config/Claude/claude_desktop_config.json");
+    let before = lenient(&desktop);
+    // sdk-demo is only known from this mcp-remote entry: switching manages it first.
+    let report = h.status();
+    let row = report["connectors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["url"] == "http://localhost:45591/mcp")
+        .unwrap_or_else(|| panic!("{report:#}"))
+        .clone();
+    assert_eq!(row["origin"], "client");
+    let connector = row["name"].as_str().unwrap().to_owned();
+
+    let text = ok(&h.run(&["switch", "claude-desktop", "sdk-demo"]));
+    assert!(text.contains("now managed by Patchbay"), "{text}");
+    let after = lenient(&desktop);
+    assert_eq!(
+        after["mcpServers"]["sdk-demo"]["args"],
+        json!(["connect", connector])
+    );
+    let mut expected = before.clone();
+    expected["mcpServers"]["sdk-demo"] = after["mcpServers"]["sdk-demo"].clone();
+    assert_eq!(after, expected);
+    assert!(backup(&desktop).exists());
+
+    // The connector outlives the entry that named its URL, now as Patchbay's own.
+    let report = h.status();
+    let found = found_in(&report, &connector);
+    assert!(
+        found.contains(&("claude_desktop".into(), "sdk-demo".into())),
+        "{found:?}"
+    );
+    let row = report["connectors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == connector.as_str())
+        .unwrap();
+    assert_eq!(row["origin"], "catalog", "{row:#}");
+
+    // Not an mcp-remote entry: refused, nothing written.
+    let text = std::fs::read_to_string(&desktop).unwrap();
+    let err = failed(&h.run(&["switch", "claude-desktop", "filesystem"]));
+    assert!(err.contains("does not run mcp-remote"), "{err}");
+    let err = failed(&h.run(&["switch", "claude-desktop", "nope"]));
+    assert!(err.contains("no server named \"nope\""), "{err}");
+    assert_eq!(std::fs::read_to_string(&desktop).unwrap(), text);
+
+    // Cursor's mcp-remote entry with flags, to the catalog connector with that URL.
+    let cursor = h.home.join(".cursor/mcp.json");
+    ok(&h.run(&["switch", "cursor", "team-demo"]));
+    let entry = &lenient(&cursor)["mcpServers"]["team-demo"];
+    assert_eq!(entry["args"][0], "connect", "{entry}");
+}
