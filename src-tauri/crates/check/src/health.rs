@@ -136,6 +136,18 @@ impl From<&ToolInfo> for StoredTool {
     }
 }
 
+/// One call through the gateway or the stdio bridge, for [`HealthStore::record_calls`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallRecord {
+    pub connector: String,
+    pub at: DateTime<Utc>,
+    pub latency: Duration,
+    pub transport: TransportKind,
+    pub http_status: Option<u16>,
+    /// `None` when it succeeded; else what went wrong, already free of secrets.
+    pub error: Option<String>,
+}
+
 /// What recording a check did.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Recorded {
@@ -351,6 +363,42 @@ impl HealthStore {
             tools: serde_json::from_str(&json)
                 .map_err(|e| HealthError::Corrupt(format!("tools of {connector}: {e}")))?,
         }))
+    }
+
+    /// Records calls made through the gateway or the stdio bridge (real use, not checks): each
+    /// one more entry on its connector's ring, in one transaction. The tools and the failure
+    /// streak are left as the last check set them.
+    pub fn record_calls(&self, calls: &[CallRecord]) -> Result<(), HealthError> {
+        let mut conn = self.conn();
+        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        for call in calls {
+            tx.execute(
+                "INSERT INTO checks (connector, at_ms, ok, latency_ms, transport, error_kind, http_status, error, streak)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 0)",
+                params![
+                    call.connector,
+                    call.at.timestamp_millis(),
+                    call.error.is_none(),
+                    millis(call.latency) as i64,
+                    call.transport.as_str(),
+                    call.error.as_ref().map(|_| "call"),
+                    call.http_status,
+                    call.error.as_deref().map(|e| cut(e, DETAIL_MAX)),
+                ],
+            )?;
+        }
+        let mut trimmed: Vec<&str> = calls.iter().map(|c| c.connector.as_str()).collect();
+        trimmed.sort_unstable();
+        trimmed.dedup();
+        for connector in trimmed {
+            tx.execute(
+                "DELETE FROM checks WHERE connector = ?1 AND id NOT IN
+                    (SELECT id FROM checks WHERE connector = ?1 ORDER BY id DESC LIMIT ?2)",
+                params![connector, RING_CAPACITY as i64],
+            )?;
+        }
+        tx.commit()?;
+        Ok(())
     }
 
     /// Forget everything about `connector` (it left the catalog).

@@ -31,7 +31,8 @@ pub use error::{CheckError, HealthError, Stage};
 pub use fallback::{check, check_paced, Attempt, CheckOutcome, ErrorSummary};
 pub use handshake::{qualified_tool_name, Handshake, ServerIdentity, Timeouts, ToolInfo};
 pub use health::{
-    CheckRecord, HealthStats, HealthStore, KnownTools, Recorded, StoredTool, HEALTH_FILE,
+    CallRecord, CheckRecord, HealthStats, HealthStore, KnownTools, Recorded, StoredTool,
+    HEALTH_FILE,
 };
 pub use retry::{random_unit, Pacing, RetryPolicy, Sleeper, UnitRandom};
 pub use target::{

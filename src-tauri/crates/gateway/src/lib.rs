@@ -3,6 +3,11 @@
 //! credential injected and renewed on a 401 (`upstream`), the loopback HTTP gateway
 //! (`server`, `proxy`) and the clients allowed to use it (`clients`). It knows nothing of Tauri.
 
+pub mod clients;
+pub mod proxy;
+pub mod server;
 pub mod upstream;
 
+pub use clients::{ClientRecord, Clients, ClientsError};
+pub use server::{Gateway, GatewayError, GatewayOptions, DEFAULT_PORT};
 pub use upstream::{Upstream, UpstreamError, UpstreamTransport, Upstreams};
