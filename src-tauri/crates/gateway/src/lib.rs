@@ -4,6 +4,7 @@
 //! (`server`, `proxy`) and the clients allowed to use it (`clients`). It knows nothing of Tauri.
 
 pub mod clients;
+pub mod names;
 pub mod proxy;
 pub mod server;
 pub mod upstream;
