@@ -24,6 +24,7 @@ use terminal::Terminal;
 mod terminal;
 mod add_to;
 mod check;
+mod connect;
 mod import;
 mod refresh;
 mod setup;
@@ -115,6 +116,9 @@ enum Command {
     Manage(setup::NameArgs),
     /// The catalog connectors not in use, and what each needs.
     Gallery(setup::GalleryArgs),
+    /// Bridge an MCP client that launches commands to a remote connector over stdio, with the
+    /// vault's credential injected (a drop-in for `npx mcp-remote URL`).
+    Connect(connect::ConnectArgs),
     /// Add a connector to Cursor, VS Code, Claude Desktop or Windsurf, through Patchbay.
     AddTo(add_to::AddToArgs),
     /// Switch a client's `npx mcp-remote URL` entry to Patchbay, keeping its name.
@@ -498,6 +502,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Enable(args) => setup::enable(&open(cli.data_dir, cli.catalog)?, args, &mut out),
         Command::Disable(args) => setup::disable(&open(cli.data_dir, cli.catalog)?, args, &mut out),
         Command::Manage(args) => setup::manage(&open(cli.data_dir, cli.catalog)?, args, &mut out),
+        Command::Connect(args) => connect::connect(open(cli.data_dir, cli.catalog)?, args),
         Command::AddTo(args) => add_to::add_to(&open(cli.data_dir, cli.catalog)?, args, &mut out),
         Command::Switch(args) => add_to::switch(&open(cli.data_dir, cli.catalog)?, args, &mut out),
         Command::Gallery(args) => {

@@ -7,6 +7,7 @@ pub mod clients;
 pub mod names;
 pub mod proxy;
 pub mod server;
+pub mod stdio;
 pub mod upstream;
 
 pub use clients::{ClientRecord, Clients, ClientsError};
