@@ -1,6 +1,7 @@
 //! `patchbay add-to CLIENT NAME` ("Add to Cursor / VS Code / Claude Desktop / Windsurf") and
 //! `patchbay switch CLIENT SERVER` (an `npx mcp-remote URL` entry switched to Patchbay): thin
-//! calls into patchbay_core::client_config.
+//! calls into patchbay_core::client_config, plus the gateway client secret for `--via gateway`
+//! (patchbay_gateway::Clients: the core does not depend on the gateway).
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -9,7 +10,10 @@ use anyhow::Result;
 use clap::{Args, ValueEnum};
 use patchbay_core::client_config::{self, Route};
 use patchbay_core::Patchbay;
-use patchbay_runtimes::clients::write::{Change, Conflict, Written};
+use patchbay_gateway::{Clients, ClientsError, DEFAULT_PORT};
+use patchbay_runtimes::clients::write::{self, Change, Conflict, Written};
+use patchbay_runtimes::clients::Client;
+use patchbay_vault::Secret;
 
 use crate::terminal::one_line;
 
@@ -17,7 +21,8 @@ use crate::terminal::one_line;
 pub enum Via {
     /// The client launches `patchbay connect NAME` (works in every client, Claude Desktop too).
     Stdio,
-    /// The client connects to the gateway's /mcp/NAME with its own secret header.
+    /// The client connects to the gateway's /mcp/NAME with its own secret (the gateway must be
+    /// running: the app, or `patchbay gateway serve`).
     Gateway,
 }
 
@@ -32,6 +37,9 @@ pub struct AddToArgs {
     /// Overwrite an entry of that name that is not Patchbay's (refused otherwise).
     #[arg(long)]
     pub replace: bool,
+    /// The gateway's port (with --via gateway).
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_PORT)]
+    pub port: u16,
 }
 
 #[derive(Args)]
@@ -42,18 +50,102 @@ pub struct SwitchArgs {
     pub server: String,
     #[arg(long, value_enum, default_value = "stdio")]
     pub via: Via,
+    /// The gateway's port (with --via gateway).
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_PORT)]
+    pub port: u16,
 }
 
-fn route(via: Via) -> Result<Route, patchbay_core::CoreError> {
-    match via {
-        Via::Stdio => Ok(Route::Connect {
-            command: client_config::current_connect_command(),
-        }),
-        // The gateway's client registry (per-client secrets) is not in this build yet.
-        Via::Gateway => Err(patchbay_core::CoreError::InvalidInput(
-            "--via gateway needs the gateway's client registry (`patchbay gateway client add`), which this build does not have yet; use --via stdio".into(),
-        )),
+/// A gateway secret this command minted, revoked again unless the write happened (no unused
+/// secret stays registered).
+struct Minted<'a> {
+    clients: &'a Clients,
+    label: Option<String>,
+}
+
+impl Minted<'_> {
+    fn keep(&mut self) -> Option<String> {
+        self.label.take()
     }
+}
+
+impl Drop for Minted<'_> {
+    fn drop(&mut self) {
+        if let Some(label) = self.label.take() {
+            if let Err(e) = self.clients.revoke(&label) {
+                eprintln!("patchbay: cannot revoke the unused gateway client \"{label}\": {e}");
+            }
+        }
+    }
+}
+
+/// What the entry routes through.
+struct Routing<'a> {
+    patchbay: &'a Patchbay,
+    client: Client,
+    via: Via,
+    port: u16,
+    minted: Minted<'a>,
+}
+
+impl Routing<'_> {
+    /// How the client reaches `connector`. For the gateway: the secret the client's config
+    /// already sends when it is still registered and may reach `connector`, else a new one
+    /// minted under the client's id (`cursor`, then `cursor-2`, ... when that label belongs to
+    /// a secret this config does not hold).
+    fn route(&mut self, connector: &str) -> Result<Route> {
+        if self.via == Via::Stdio {
+            return Ok(Route::Connect {
+                command: client_config::current_connect_command(),
+            });
+        }
+        let file = client_config::client_file(self.patchbay, self.client)?;
+        let mut secret = None;
+        for candidate in write::gateway_secrets(self.client, &file)? {
+            let record = self.minted.clients.authenticate(candidate.expose())?;
+            if record.is_some_and(|r| r.allows(connector)) {
+                secret = Some(candidate);
+                break;
+            }
+        }
+        let secret = match secret {
+            Some(secret) => secret,
+            None => self.mint()?,
+        };
+        Ok(Route::Gateway {
+            url: format!("http://127.0.0.1:{}/mcp/{connector}", self.port),
+            headers: vec![(
+                "Authorization".into(),
+                Secret::new(format!("Bearer {}", secret.expose())),
+            )],
+        })
+    }
+
+    fn mint(&mut self) -> Result<Secret> {
+        let base = client_id(self.client);
+        for n in 1..=100 {
+            let label = match n {
+                1 => base.to_owned(),
+                n => format!("{base}-{n}"),
+            };
+            match self.minted.clients.add(&label, None, self.patchbay.now()) {
+                Ok((_, secret)) => {
+                    self.minted.label = Some(label);
+                    return Ok(secret);
+                }
+                Err(ClientsError::Exists(_)) => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        anyhow::bail!("every gateway client label from {base} to {base}-100 is taken")
+    }
+}
+
+fn client_id(client: Client) -> &'static str {
+    client_config::CLIENTS
+        .iter()
+        .find(|(_, c)| *c == client)
+        .map(|(id, _)| *id)
+        .unwrap_or("client")
 }
 
 pub fn add_to(patchbay: &Patchbay, args: AddToArgs, out: &mut impl Write) -> Result<ExitCode> {
@@ -63,17 +155,50 @@ pub fn add_to(patchbay: &Patchbay, args: AddToArgs, out: &mut impl Write) -> Res
     } else {
         Conflict::Refuse
     };
-    let written =
-        client_config::add_to_client(patchbay, client, &args.name, route(args.via)?, conflict)?;
-    report(&written, out)?;
+    let clients = Clients::new(&patchbay.paths.data_dir);
+    let mut routing = Routing {
+        patchbay,
+        client,
+        via: args.via,
+        port: args.port,
+        minted: Minted {
+            clients: &clients,
+            label: None,
+        },
+    };
+    let route = routing.route(&args.name)?;
+    let written = client_config::add_to_client(patchbay, client, &args.name, route, conflict)?;
+    let minted = routing.minted.keep();
+    report(&written, minted.as_deref(), out)?;
     Ok(ExitCode::SUCCESS)
 }
 
 pub fn switch(patchbay: &Patchbay, args: SwitchArgs, out: &mut impl Write) -> Result<ExitCode> {
     let client = client_config::parse_client(&args.client)?;
-    let via = args.via;
-    let switched =
-        client_config::switch_to_patchbay(patchbay, client, &args.server, |_| route(via))?;
+    let clients = Clients::new(&patchbay.paths.data_dir);
+    let mut routing = Routing {
+        patchbay,
+        client,
+        via: args.via,
+        port: args.port,
+        minted: Minted {
+            clients: &clients,
+            label: None,
+        },
+    };
+    let mut route_error = None;
+    let switched = client_config::switch_to_patchbay(patchbay, client, &args.server, |name| {
+        routing.route(name).map_err(|e| {
+            let message = format!("{e:#}");
+            route_error = Some(e);
+            patchbay_core::CoreError::Invalid(message)
+        })
+    });
+    let switched = match (switched, route_error) {
+        (Err(_), Some(e)) => return Err(e),
+        (result, _) => result?,
+    };
+    let minted = routing.minted.keep();
     if switched.managed {
         writeln!(
             out,
@@ -82,7 +207,7 @@ pub fn switch(patchbay: &Patchbay, args: SwitchArgs, out: &mut impl Write) -> Re
             patchbay.writable_catalog().display()
         )?;
     }
-    report(&switched.written, out)?;
+    report(&switched.written, minted.as_deref(), out)?;
     if switched.written.name != switched.connector {
         writeln!(
             out,
@@ -94,7 +219,7 @@ pub fn switch(patchbay: &Patchbay, args: SwitchArgs, out: &mut impl Write) -> Re
     Ok(ExitCode::SUCCESS)
 }
 
-fn report(written: &Written, out: &mut impl Write) -> Result<()> {
+fn report(written: &Written, minted: Option<&str>, out: &mut impl Write) -> Result<()> {
     let client = written.client.display_name();
     let name = one_line(&written.name);
     let file = written.file.display();
@@ -108,6 +233,14 @@ fn report(written: &Written, out: &mut impl Write) -> Result<()> {
             out,
             "{client} already has {name} through Patchbay ({file})."
         )?,
+    }
+    if let Some(label) = minted {
+        writeln!(
+            out,
+            "  Gateway client \"{}\" created for it (`patchbay gateway client revoke {}` ends it).",
+            one_line(label),
+            one_line(label)
+        )?;
     }
     if let Some(backup) = &written.backup {
         writeln!(

@@ -139,6 +139,11 @@ fn cursor_gets_a_gateway_entry_and_keeps_everything_else() {
         None
     );
 
+    // Its secret is found again for the next connector; the foreign `github` header is not.
+    let secrets = write::gateway_secrets(Client::Cursor, &file).unwrap();
+    let secrets: Vec<&str> = secrets.iter().map(|s| s.expose()).collect();
+    assert_eq!(secrets, ["pbc_fixture_secret_0123"]);
+
     // Again: nothing changes, no second backup is attempted.
     let again = write::add(
         Client::Cursor,
@@ -192,6 +197,19 @@ fn the_backup_is_made_once_and_never_overwritten() {
                "headers": {"X-Patchbay-Client": "pbc_fixture_secret_0123"}})
     );
     assert_eq!(after["mcpServers"]["sequential-thinking"]["disabled"], true);
+    let bearer = Target::Gateway {
+        url: "http://[::1]:3119/mcp/c".into(),
+        headers: vec![("Authorization".into(), Secret::new("Bearer pbgw_abc"))],
+    };
+    write::add(Client::Windsurf, &file, "c", &bearer, Conflict::Refuse).unwrap();
+    let secrets = write::gateway_secrets(Client::Windsurf, &file).unwrap();
+    let secrets: Vec<&str> = secrets.iter().map(|s| s.expose()).collect();
+    assert_eq!(secrets, ["pbc_fixture_secret_0123", "pbgw_abc"]);
+    assert!(
+        write::gateway_secrets(Client::Cursor, Path::new("/nonexistent/x.json"))
+            .unwrap()
+            .is_empty()
+    );
     assert_eq!(
         patchbay_target(&read_back(&paths, Client::Windsurf, "a")),
         Some(PatchbayTarget::Connect("a".into()))

@@ -248,6 +248,42 @@ fn gateway_connector(url: &str) -> Option<String> {
     (!name.is_empty() && !name.contains(['/', '?', '#'])).then(|| name.to_string())
 }
 
+/// The secrets Patchbay's gateway entries in `file` already send (`Authorization: Bearer X` or
+/// `X-Patchbay-Client: X`), in file order, each once: "Add to" another connector reuses the
+/// client's gateway secret instead of minting one per entry. A missing file has none.
+pub fn gateway_secrets(client: Client, file: &Path) -> Result<Vec<Secret>, WriteError> {
+    let mut found: Vec<Secret> = Vec::new();
+    for server in formats::read_file(&config_file(client, file))? {
+        if !matches!(patchbay_target(&server), Some(PatchbayTarget::Gateway(_))) {
+            continue;
+        }
+        let (ClientTransport::Sse { headers, .. }
+        | ClientTransport::StreamableHttp { headers, .. }) = &server.transport
+        else {
+            continue;
+        };
+        for (name, value) in headers {
+            let value = value.expose().trim();
+            let secret = if name.eq_ignore_ascii_case("authorization") {
+                value
+                    .split_once(' ')
+                    .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+                    .map(|(_, token)| token.trim())
+            } else if name.eq_ignore_ascii_case("x-patchbay-client") {
+                Some(value)
+            } else {
+                None
+            };
+            if let Some(secret) = secret.filter(|s| !s.is_empty()) {
+                if !found.iter().any(|f| f.expose() == secret) {
+                    found.push(Secret::new(secret.to_string()));
+                }
+            }
+        }
+    }
+    Ok(found)
+}
+
 /// A one-line description of an entry without secrets (for errors).
 fn describe(server: &ClientServer) -> String {
     match &server.transport {
