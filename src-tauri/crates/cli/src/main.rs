@@ -25,6 +25,7 @@ mod terminal;
 mod add_to;
 mod check;
 mod connect;
+mod gateway;
 mod import;
 mod refresh;
 mod setup;
@@ -123,6 +124,8 @@ enum Command {
     AddTo(add_to::AddToArgs),
     /// Switch a client's `npx mcp-remote URL` entry to Patchbay, keeping its name.
     Switch(add_to::SwitchArgs),
+    /// The loopback MCP gateway: `serve` it headless, manage its `client`s.
+    Gateway(gateway::GatewayArgs),
 }
 
 #[derive(Subcommand)]
@@ -505,6 +508,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Connect(args) => connect::connect(open(cli.data_dir, cli.catalog)?, args),
         Command::AddTo(args) => add_to::add_to(&open(cli.data_dir, cli.catalog)?, args, &mut out),
         Command::Switch(args) => add_to::switch(&open(cli.data_dir, cli.catalog)?, args, &mut out),
+        Command::Gateway(args) => gateway::run(open(cli.data_dir, cli.catalog)?, args, &mut out),
         Command::Gallery(args) => {
             catalog_readable(&cli.data_dir, &cli.catalog)?;
             setup::gallery(&open_reading(cli.data_dir, cli.catalog)?, args, &mut out)

@@ -1,0 +1,486 @@
+//! The gateway in process against a small streamable-HTTP upstream on 127.0.0.1 (axum) and the
+//! core tests' rotating token endpoint, with a real vault (SQLite, an in-memory key store): the
+//! credential replaces the client's secret, MCP headers pass both ways, an SSE answer arrives
+//! event by event while the upstream is still writing it (the upstream waits for the test before
+//! each next event: no timing), a 401 renews once and replays, a refused renewal is a JSON-RPC
+//! error saying to authorize in Patchbay with no upstream `WWW-Authenticate`, a `tools/call`
+//! that reached a failing upstream is not sent twice, and `timeout_ms` bounds an upstream that
+//! never answers.
+
+#[path = "../../core/tests/support/rotating_as.rs"]
+mod rotating_as;
+
+use axum::body::{Body, Bytes};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
+use patchbay_catalog::{CatalogItem, CatalogSource};
+use patchbay_core::{Patchbay, Paths, RefreshPolicy, Refresher, RetryPolicy};
+use patchbay_gateway::{Clients, Gateway, GatewayOptions, Upstreams};
+use patchbay_vault::{CredentialRow, Grant, MemoryStore, Secret, TokenSet};
+use rotating_as::{Fault, RotatingAs};
+use serde_json::{json, Value};
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// What the upstream saw and decides.
+#[derive(Default)]
+struct Seen {
+    /// Every request: its Authorization and the headers the test looks for.
+    requests: Vec<HeaderMap>,
+    /// Access tokens the upstream refuses (lapsed).
+    lapsed: HashSet<String>,
+}
+
+struct Upstream {
+    base: String,
+    seen: Arc<Mutex<Seen>>,
+    /// Each send lets the SSE answer write its next event.
+    next_event: tokio::sync::mpsc::UnboundedSender<()>,
+}
+
+async fn upstream() -> Upstream {
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    let (next_event, gate) = tokio::sync::mpsc::unbounded_channel::<()>();
+    let gate = Arc::new(tokio::sync::Mutex::new(gate));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let s = seen.clone();
+    let app = axum::Router::new().fallback(move |headers: HeaderMap, body: Bytes| {
+        let seen = s.clone();
+        let gate = gate.clone();
+        async move {
+            let token = headers
+                .get("authorization")
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.strip_prefix("Bearer "))
+                .unwrap_or_default()
+                .to_owned();
+            let refused = {
+                let mut seen = seen.lock().unwrap();
+                seen.requests.push(headers.clone());
+                (token.is_empty() && headers.get("x-api-key").is_none())
+                    || seen.lapsed.contains(&token)
+            };
+            if refused {
+                return Response::builder()
+                    .status(401)
+                    .header(
+                        "www-authenticate",
+                        "Bearer resource_metadata=\"http://upstream.example/.well-known/oauth-protected-resource\"",
+                    )
+                    .body(Body::from("{\"error\":\"invalid_token\"}"))
+                    .unwrap();
+            }
+            let message: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+            let id = message["id"].clone();
+            match message["method"].as_str() {
+                Some("stream") => {
+                    // Three events, each only when the test says so.
+                    let stream = async_stream(gate, id);
+                    Response::builder()
+                        .header("content-type", "text/event-stream")
+                        .header("mcp-session-id", "session-1")
+                        .body(Body::from_stream(stream))
+                        .unwrap()
+                }
+                Some("hang") => {
+                    tokio::time::sleep(Duration::from_secs(600)).await;
+                    Response::new(Body::empty())
+                }
+                Some("crash") => Response::builder()
+                    .status(500)
+                    .body(Body::from("upstream failed"))
+                    .unwrap(),
+                _ => Response::builder()
+                    .header("content-type", "application/json")
+                    .header("mcp-session-id", "session-1")
+                    .header("set-cookie", "sticky=1")
+                    .body(Body::from(
+                        json!({ "jsonrpc": "2.0", "id": id, "result": { "token_seen": token.len() } })
+                            .to_string(),
+                    ))
+                    .unwrap(),
+            }
+        }
+    });
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    Upstream {
+        base,
+        seen,
+        next_event,
+    }
+}
+
+/// An SSE body: one event per permission from the test.
+fn async_stream(
+    gate: Arc<tokio::sync::Mutex<tokio::sync::mpsc::UnboundedReceiver<()>>>,
+    id: Value,
+) -> impl futures_core::Stream<Item = Result<Bytes, std::io::Error>> {
+    struct State {
+        gate: Arc<tokio::sync::Mutex<tokio::sync::mpsc::UnboundedReceiver<()>>>,
+        id: Value,
+        sent: u32,
+    }
+    let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(1);
+    let mut state = State { gate, id, sent: 0 };
+    tokio::spawn(async move {
+        while state.sent < 3 {
+            if state.gate.lock().await.recv().await.is_none() {
+                return;
+            }
+            state.sent += 1;
+            let event = if state.sent < 3 {
+                json!({ "jsonrpc": "2.0", "method": "notifications/progress", "params": { "progress": state.sent } })
+            } else {
+                json!({ "jsonrpc": "2.0", "id": state.id, "result": {} })
+            };
+            let chunk = format!("id: {}\ndata: {event}\n\n", state.sent);
+            if tx.send(Ok(Bytes::from(chunk))).await.is_err() {
+                return;
+            }
+        }
+    });
+    ReceiverStream(rx)
+}
+
+struct ReceiverStream<T>(tokio::sync::mpsc::Receiver<T>);
+
+impl<T> futures_core::Stream for ReceiverStream<T> {
+    type Item = T;
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<T>> {
+        self.0.poll_recv(cx)
+    }
+}
+
+/// A server that reads a request and hangs up without answering; counts connections.
+async fn dropper() -> (std::net::SocketAddr, Arc<std::sync::atomic::AtomicUsize>) {
+    use tokio::io::AsyncReadExt;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let accepted = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let count = accepted.clone();
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let mut buf = [0u8; 4096];
+            let _ = socket.read(&mut buf).await;
+            drop(socket);
+        }
+    });
+    (addr, accepted)
+}
+
+struct Rig {
+    _dir: tempfile::TempDir,
+    dropped: Arc<std::sync::atomic::AtomicUsize>,
+    base: String,
+    secret: Secret,
+    upstream: Upstream,
+    ras: RotatingAs,
+    http: reqwest::Client,
+}
+
+impl Rig {
+    fn post(&self, name: &str, body: Value) -> reqwest::RequestBuilder {
+        self.http
+            .post(format!("{}/mcp/{name}", self.base))
+            .header("authorization", format!("Bearer {}", self.secret.expose()))
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json")
+            .body(body.to_string())
+    }
+}
+
+async fn rig() -> Rig {
+    let upstream = upstream().await;
+    let ras = RotatingAs::start().await;
+    let dropper = dropper().await;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("catalog.json");
+    let url = format!("{}/mcp", upstream.base);
+    std::fs::write(
+        &file,
+        json!({ "mcpServers": {
+            "fx": { "type": "http", "url": url },
+            "slow": { "type": "http", "url": url, "headers": { "X-Api-Key": "k" }, "timeout_ms": 300 },
+            "flaky": { "type": "http", "url": url, "headers": { "X-Api-Key": "k" },
+                       "retry": { "max": 3, "base_ms": 10, "jitter": 0.0 } },
+            "dropper": { "type": "http", "url": format!("http://{}/mcp", dropper.0), "headers": { "X-Api-Key": "k" },
+                         "retry": { "max": 3, "base_ms": 10, "jitter": 0.0 } }
+        } })
+        .to_string(),
+    )
+    .unwrap();
+    let paths = Paths {
+        config_dir: dir.path().join("config"),
+        data_dir: dir.path().join("data"),
+        default_catalog: CatalogSource::Embedded,
+        catalog_override: Some(file),
+        keychain_account: "test".into(),
+    };
+    let patchbay = Arc::new(Patchbay::with_store(paths, Arc::new(MemoryStore::new())).unwrap());
+    let key = match patchbay.catalog().get("fx") {
+        Some(CatalogItem::Server(e)) => e.credential_key(&|_| None).unwrap().unwrap(),
+        _ => panic!("fx is in the catalog"),
+    };
+    let now = patchbay.now();
+    patchbay
+        .vault()
+        .put_credential(
+            &CredentialRow {
+                credential_key: key.clone(),
+                server_name: "fx".into(),
+                server_url: Some(url.clone()),
+                expires_at: Some(now + chrono::Duration::minutes(30)),
+                has_refresh_token: true,
+                one_shot: false,
+                issuer: Some(ras.base.clone()),
+                client_id: Some("cid".into()),
+                scope: None,
+                updated_at: now,
+                rotated_by: None,
+                rotated_at: None,
+            },
+            &TokenSet {
+                access_token: Secret::new("at-fx-0"),
+                refresh_token: Some(Secret::new(ras.seed("fx"))),
+            },
+        )
+        .unwrap();
+    patchbay
+        .vault()
+        .put_grant(&Grant {
+            credential_key: key,
+            issuer: ras.base.clone(),
+            token_endpoint: ras.token_endpoint(),
+            token_auth_method: "none".into(),
+            client_id: "cid".into(),
+            client_secret: None,
+            client_registered: true,
+            redirect_uri: "http://localhost:3118/callback".into(),
+            resource: Some(url),
+            scopes: None,
+        })
+        .unwrap();
+    let refresher = Refresher::new(
+        patchbay.clone(),
+        None,
+        RefreshPolicy {
+            http_timeout: Duration::from_secs(5),
+            retry: RetryPolicy {
+                max_retries: 0,
+                ..RetryPolicy::default()
+            },
+            ..RefreshPolicy::default()
+        },
+    );
+    let (_, secret) = Clients::new(&patchbay.paths.data_dir)
+        .add("test", None, now)
+        .unwrap();
+    let gateway = Gateway::bind(
+        Upstreams::new(patchbay, Some(refresher)),
+        GatewayOptions {
+            port: 0,
+            ..GatewayOptions::default()
+        },
+    )
+    .await
+    .unwrap();
+    let base = format!("http://127.0.0.1:{}", gateway.port());
+    tokio::spawn(gateway.serve(std::future::pending()));
+    Rig {
+        _dir: dir,
+        dropped: dropper.1,
+        base,
+        secret,
+        upstream,
+        ras,
+        http: reqwest::Client::builder()
+            .timeout(Duration::from_secs(30))
+            .build()
+            .unwrap(),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_credential_replaces_the_secret_and_mcp_headers_pass_both_ways() {
+    let rig = rig().await;
+    let answer = rig
+        .post(
+            "fx",
+            json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/list" }),
+        )
+        .header("mcp-session-id", "session-1")
+        .header("mcp-protocol-version", "2025-06-18")
+        .header("last-event-id", "41")
+        .header("origin", "http://localhost:6274")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), StatusCode::OK);
+    assert_eq!(answer.headers()["mcp-session-id"], "session-1");
+    assert!(answer.headers().get("set-cookie").is_none());
+    let body: Value = answer.json().await.unwrap();
+    assert_eq!(body["id"], 1);
+    let seen = rig.upstream.seen.lock().unwrap();
+    let sent = seen.requests.last().unwrap();
+    assert_eq!(sent["authorization"], "Bearer at-fx-0");
+    assert_eq!(sent["mcp-session-id"], "session-1");
+    assert_eq!(sent["mcp-protocol-version"], "2025-06-18");
+    assert_eq!(sent["last-event-id"], "41");
+    assert!(sent.get("origin").is_none() && sent.get("x-patchbay-client").is_none());
+    assert_eq!(
+        sent["host"],
+        rig.upstream.base.trim_start_matches("http://")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_sse_answer_arrives_event_by_event() {
+    let rig = rig().await;
+    let mut answer = rig
+        .post(
+            "fx",
+            json!({ "jsonrpc": "2.0", "id": 5, "method": "stream" }),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.headers()["content-type"], "text/event-stream");
+    let mut received = String::new();
+    for n in 1..=3 {
+        // The upstream writes event n only now; the gateway must hand it on before n + 1 exists.
+        rig.upstream.next_event.send(()).unwrap();
+        while !received.contains(&format!("id: {n}\n")) {
+            let chunk = tokio::time::timeout(Duration::from_secs(20), answer.chunk())
+                .await
+                .unwrap_or_else(|_| panic!("event {n} held back; so far: {received}"))
+                .unwrap()
+                .expect("the stream goes on");
+            received.push_str(std::str::from_utf8(&chunk).unwrap());
+        }
+        assert!(!received.contains(&format!("id: {}\n", n + 1)));
+    }
+    assert!(received.contains("\"id\":5"), "{received}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_401_renews_once_and_replays_the_request() {
+    let rig = rig().await;
+    rig.upstream
+        .seen
+        .lock()
+        .unwrap()
+        .lapsed
+        .insert("at-fx-0".into());
+    let answer = rig
+        .post(
+            "fx",
+            json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": { "name": "x" } }),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), StatusCode::OK);
+    assert!(answer.headers().get("www-authenticate").is_none());
+    assert_eq!(rig.ras.refreshes(), 1);
+    let seen = rig.upstream.seen.lock().unwrap();
+    let tokens: Vec<String> = seen
+        .requests
+        .iter()
+        .map(|h| h["authorization"].to_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(tokens.len(), 2, "the refused request, then its replay");
+    assert_eq!(tokens[0], "Bearer at-fx-0");
+    assert_ne!(tokens[1], tokens[0]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_renewal_is_a_json_rpc_error_without_the_upstreams_challenge() {
+    let rig = rig().await;
+    rig.upstream
+        .seen
+        .lock()
+        .unwrap()
+        .lapsed
+        .insert("at-fx-0".into());
+    rig.ras.push_fault(Fault::Status(
+        400,
+        "application/json",
+        json!({ "error": "invalid_grant" }).to_string(),
+    ));
+    let answer = rig
+        .post(
+            "fx",
+            json!({ "jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": { "name": "x" } }),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), StatusCode::BAD_GATEWAY);
+    assert!(answer.headers().get("www-authenticate").is_none());
+    let body: Value = answer.json().await.unwrap();
+    assert_eq!(body["id"], 3);
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(message.contains("authorize fx in Patchbay"), "{message}");
+    assert!(!message.contains("at-fx-0"), "{message}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_that_reached_a_failing_upstream_is_not_sent_again() {
+    let rig = rig().await;
+    // `flaky` has retry {max: 3}: only for a connection never made. This one was made.
+    let answer = rig
+        .post(
+            "flaky",
+            json!({ "jsonrpc": "2.0", "id": 4, "method": "crash" }),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), StatusCode::INTERNAL_SERVER_ERROR);
+    assert_eq!(rig.upstream.seen.lock().unwrap().requests.len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn timeout_ms_bounds_an_upstream_that_never_answers() {
+    let rig = rig().await;
+    let answer = rig
+        .post(
+            "slow",
+            json!({ "jsonrpc": "2.0", "id": 6, "method": "hang" }),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), StatusCode::BAD_GATEWAY);
+    let body: Value = answer.json().await.unwrap();
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(message.contains("within 300 ms"), "{message}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_whose_connection_dropped_after_sending_is_not_retried() {
+    let rig = rig().await;
+    // `dropper` has retry {max: 3}; the request reached it, so it may have run: no retry.
+    let answer = rig
+        .post(
+            "dropper",
+            json!({ "jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": { "name": "x" } }),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), StatusCode::BAD_GATEWAY);
+    let body: Value = answer.json().await.unwrap();
+    assert_eq!(body["id"], 8);
+    assert!(body["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("dropper is unreachable"));
+    assert_eq!(rig.dropped.load(std::sync::atomic::Ordering::SeqCst), 1);
+}
