@@ -158,6 +158,10 @@ fn mcp_remote_signs_in(home: &Path, server: &SdkServer, options: &[&str]) -> Dur
         .env("HOME", home)
         .env_remove("MCP_REMOTE_CONFIG_DIR")
         .env("BROWSER", support.join("follow-browser.sh"))
+        // Without a display, xdg-open (which mcp-remote's `open` runs) goes to $BROWSER; under
+        // a display (CI's Xvfb) it would try a desktop browser and never come back.
+        .env_remove("DISPLAY")
+        .env_remove("WAYLAND_DISPLAY")
         .env("PATH", path)
         .stdin(Stdio::piped())
         .stdout(file("stdout"))
@@ -318,6 +322,13 @@ fn a_token_mcp_remote_holds_is_adopted_ready_checked_and_renewed_as_its_client()
         &["status", "--json", "--catalog", catalog],
     ));
     assert_eq!(state_of(&status, "sdk"), "ready", "{status:#}");
+    let row = status["connectors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "sdk")
+        .unwrap();
+    assert_eq!(row["credential_source"], "mcp_remote", "{row:#}");
 
     // The real handshake with the adopted token.
     let checked = run(

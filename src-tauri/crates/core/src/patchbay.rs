@@ -175,6 +175,17 @@ impl Patchbay {
         usage
             .credential_source
             .extend(extra.credential_source.clone());
+        // Where each stored credential came from (authorized here, or adopted from a tool).
+        if let Ok(sources) = self.vault.credential_sources() {
+            for row in self.vault.credential_rows().unwrap_or_default() {
+                if let Some(source) = sources.get(&row.credential_key) {
+                    usage
+                        .credential_source
+                        .entry(row.server_name.clone())
+                        .or_insert_with(|| source.id().to_owned());
+                }
+            }
+        }
         let mut report = compute(&catalog, &self.signals());
         self.fill_refresh_history(&mut report);
         report.mark_degraded(&self.degraded());

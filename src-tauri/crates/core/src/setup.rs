@@ -14,7 +14,7 @@ use std::path::PathBuf;
 
 use patchbay_catalog::{Catalog, CatalogItem};
 use patchbay_runtimes::clients::{
-    self, air, merge, ClientPaths, ClientServer, MergedServer, ServerIdentity,
+    self, air, merge, ClientPaths, ClientServer, ClientTransport, MergedServer, ServerIdentity,
 };
 use patchbay_status::{FoundIn, Usage};
 use patchbay_vault::Secret;
@@ -127,6 +127,8 @@ pub fn add_client_servers(catalog: &mut Catalog, view: &ClientView) -> Synthesiz
             continue;
         }
         let first = &merged.entries[0];
+        let direct = as_remote(first);
+        let first = direct.as_ref().unwrap_or(first);
         let converted = air::to_air(first);
         let name = unique_name(&converted.name, first, &taken);
         let doc = json!({ name.clone(): converted.entry });
@@ -148,6 +150,34 @@ pub fn add_client_servers(catalog: &mut Catalog, view: &ClientView) -> Synthesiz
         }
     }
     out
+}
+
+/// An `npx mcp-remote URL` entry as the remote server it bridges: Patchbay is the OAuth client
+/// itself, so the connector is the URL (streamable HTTP, mcp-remote's first try) with the
+/// `--header`s it passed, each `${VAR}` in them taken from the entry's `env` as mcp-remote would.
+fn as_remote(server: &ClientServer) -> Option<ClientServer> {
+    let ClientTransport::Stdio { command, args, env } = &server.transport else {
+        return None;
+    };
+    let options = patchbay_runtimes::mcp_remote::invocation(command, args)?;
+    let headers = options
+        .headers
+        .iter()
+        .map(|(name, value)| {
+            let expanded = patchbay_catalog::expand(value.expose(), &|var| {
+                env.get(var).map(|v| v.expose().to_owned())
+            })
+            .unwrap_or_else(|_| value.expose().to_owned());
+            (name.clone(), Secret::new(expanded))
+        })
+        .collect();
+    Some(ClientServer {
+        transport: ClientTransport::StreamableHttp {
+            url: options.server_url.clone(),
+            headers,
+        },
+        ..server.clone()
+    })
 }
 
 /// The client's name for a server, unless a catalog entry already has it: then with the
@@ -183,7 +213,8 @@ pub fn managed_entry(
     };
     let identity = ServerIdentity::of_catalog(entry);
     let merged = view.merged.iter().find(|m| m.identity == identity)?;
-    let converted = air::to_air(&merged.entries[0]);
+    let first = &merged.entries[0];
+    let converted = air::to_air(&as_remote(first).unwrap_or_else(|| first.clone()));
     let secrets = converted
         .secrets
         .into_iter()

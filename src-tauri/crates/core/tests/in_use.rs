@@ -100,6 +100,12 @@ fn what_the_clients_configure_is_in_use_once_with_where_it_was_found() {
         "{:?}",
         tools.missing_variables
     );
+    // An `npx mcp-remote URL` entry is the remote server it bridges: Patchbay is its OAuth
+    // client directly.
+    let demo = row("sdk-demo");
+    assert_eq!(demo.transport, "streamable-http");
+    assert_eq!(demo.url.as_deref(), Some("http://localhost:45591/mcp"));
+    assert_eq!(demo.found_in[0].display_name, "Claude Desktop");
     // The shipped catalog's own `filesystem` is a different server: the client's gets its own
     // name rather than taking the catalog's.
     assert!(
