@@ -207,6 +207,18 @@ fn setup(app: &mut tauri::App) -> Result<(), Box<dyn std::error::Error>> {
         Ok(w) => *app.state::<AppState>().store_watch.lock().unwrap() = Some(w),
         Err(error) => tracing::warn!("runtime rotations are not watched: {error}"),
     }
+    // The MCP gateway (/mcp/NAME on 127.0.0.1:3119 and [::1]) for clients Patchbay cannot
+    // write tokens for; a taken port is logged, not fatal.
+    let upstreams = patchbay_gateway::Upstreams::new(
+        app.state::<AppState>().core.clone(),
+        Some(app.state::<AppState>().refresher().clone()),
+    );
+    tauri::async_runtime::spawn(async move {
+        match patchbay_gateway::Gateway::bind(upstreams, Default::default()).await {
+            Ok(gateway) => gateway.serve(std::future::pending()).await,
+            Err(error) => tracing::warn!("the MCP gateway is off: {error}"),
+        }
+    });
     // The refresher of record: a pass now, every interval, on resume from sleep, and when a
     // credential's renewal time comes.
     let settings = Settings::load(&paths.config_dir).unwrap_or_else(|error| {
