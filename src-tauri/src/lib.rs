@@ -121,7 +121,12 @@ impl AppState {
 
 fn setup(app: &mut tauri::App) -> Result<(), Box<dyn std::error::Error>> {
     let paths = Paths::resolve(None)?;
-    let core = Arc::new(Patchbay::open(paths.clone())?);
+    // The clients' configs (Claude Code, Cursor, ...) decide what is in use, with the catalog.
+    let mut core = Patchbay::open(paths.clone())?;
+    if let Some(clients) = patchbay_core::setup::ClientSetup::from_env() {
+        core = core.with_clients(clients);
+    }
+    let core = Arc::new(core);
     let bridges = Arc::new(Bridges::new(core.clone()));
     let report = bridges.status();
     let handle = app.handle().clone();
@@ -217,6 +222,23 @@ fn setup(app: &mut tauri::App) -> Result<(), Box<dyn std::error::Error>> {
         match patchbay_gateway::Gateway::bind(upstreams, Default::default()).await {
             Ok(gateway) => gateway.serve(std::future::pending()).await,
             Err(error) => tracing::warn!("the MCP gateway is off: {error}"),
+        }
+    });
+    // Tokens the user already holds (Claude Code, Codex, mcp-remote) are adopted with their
+    // client, once at start, on a task: it talks to the issuers for their token endpoints.
+    let on_imported = handle.clone();
+    let import_core = app.state::<AppState>().core.clone();
+    tauri::async_runtime::spawn(async move {
+        match patchbay_core::import::import_from_this_machine(&import_core).await {
+            Ok(report) if !report.adopted.is_empty() => {
+                tracing::info!(
+                    adopted = report.adopted.len(),
+                    "adopted tokens already held"
+                );
+                on_imported.state::<AppState>().refresh();
+            }
+            Ok(_) => {}
+            Err(error) => tracing::warn!("cannot adopt the tokens already held: {error}"),
         }
     });
     // The refresher of record: a pass now, every interval, on resume from sleep, and when a
