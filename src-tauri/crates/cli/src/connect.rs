@@ -22,8 +22,9 @@ pub struct ConnectArgs {
 
 /// Diagnostics to stderr only, `info` unless RUST_LOG says otherwise.
 fn log_to_stderr() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,patchbay_gateway=info"));
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+        tracing_subscriber::EnvFilter::new("warn,patchbay::connect=info,patchbay_gateway=info")
+    });
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

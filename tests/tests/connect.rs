@@ -1,0 +1,622 @@
+//! `patchbay connect` end to end, real parts on loopback: the MCP SDK's example OAuth server
+//! (tests/node/sdk-oauth-expiring-server.mjs: the rotating refresh grant, its access tokens lapse
+//! on "EXPIRE", and it keeps them across a restart on the same ports), authorized through
+//! `patchbay authorize` with the browser stand-in, and the MCP SDK's own stdio client
+//! (tests/node/connect-client.mjs, `StdioClientTransport`) spawning `patchbay connect sdk` as an
+//! MCP host does: it lists and calls tools; the access token lapses mid-session and calls keep
+//! working (one refresh through the refresher of record); the server restarts mid-session and
+//! the next call works (the session re-initialized); the grant is gone and a call answers, within
+//! a bound, with an MCP error that says to authorize. The SDK's client reports any stdout line
+//! that is not JSON-RPC, and none may come.
+//!
+//! Without OAuth (the SDK's plain example): `patchbay connect URL` with mcp-remote's flags finds
+//! the connector by its URL, every stdout line is a JSON-RPC message, a line that is not JSON is
+//! answered with a parse error, and every request lands on the health board.
+
+use patchbay_e2e::sdk_servers::{free_port, node_dir, SdkServer};
+use patchbay_e2e::{patchbay_bin, require_keychain, Sandbox};
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// How long a server may take to listen, and one step of the client to answer.
+const STARTUP: Duration = Duration::from_secs(30);
+const STEP: Duration = Duration::from_secs(60);
+/// A lapsed credential must be said at once: one refused renewal, no reconnect loop.
+const LAPSE_SAID_WITHIN: Duration = Duration::from_secs(15);
+
+fn tests_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).to_path_buf()
+}
+
+fn listening(port: u16) -> bool {
+    TcpStream::connect_timeout(&([127, 0, 0, 1], port).into(), Duration::from_secs(1)).is_ok()
+}
+
+/// Polls `done` until it holds or `limit` passes (then fails naming `what` with `context()`).
+fn wait_for(
+    limit: Duration,
+    what: &str,
+    mut done: impl FnMut() -> bool,
+    context: impl Fn() -> String,
+) {
+    let deadline = Instant::now() + limit;
+    while !done() {
+        assert!(
+            Instant::now() < deadline,
+            "{what} did not happen within {limit:?}:\n{}",
+            context()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// sdk-oauth-expiring-server.mjs `--oauth` on fixed ports (so it can start again on them), its
+/// access tokens kept in a file across restarts; stdin kept for "EXPIRE". Killed on drop.
+struct OAuthServer {
+    child: Child,
+    stdin: ChildStdin,
+    logs: tempfile::TempDir,
+    mcp_port: u16,
+    auth_port: u16,
+    /// Output of the runs before a restart.
+    earlier: String,
+}
+
+impl OAuthServer {
+    fn start() -> OAuthServer {
+        let logs = tempfile::tempdir().expect("tempdir");
+        let (mcp_port, auth_port) = loop {
+            let (a, b) = (free_port(), free_port());
+            if a != b {
+                break (a, b);
+            }
+        };
+        let (child, stdin) = OAuthServer::spawn(logs.path(), mcp_port, auth_port);
+        let mut server = OAuthServer {
+            child,
+            stdin,
+            logs,
+            mcp_port,
+            auth_port,
+            earlier: String::new(),
+        };
+        server.wait_listening();
+        server
+    }
+
+    fn spawn(logs: &Path, mcp_port: u16, auth_port: u16) -> (Child, ChildStdin) {
+        let file = |name: &str| std::fs::File::create(logs.join(name)).expect("log file");
+        let mut child = Command::new("node")
+            .current_dir(node_dir())
+            .args(["sdk-oauth-expiring-server.mjs", "--oauth"])
+            .env("MCP_PORT", mcp_port.to_string())
+            .env("MCP_AUTH_PORT", auth_port.to_string())
+            .env("ACCESS_TOKENS_FILE", logs.join("access-tokens.json"))
+            .stdin(Stdio::piped())
+            .stdout(file("stdout"))
+            .stderr(file("stderr"))
+            .spawn()
+            .expect("start node (is Node.js installed? scripts/setup.sh installs it)");
+        let stdin = child.stdin.take().expect("stdin");
+        (child, stdin)
+    }
+
+    fn wait_listening(&mut self) {
+        let deadline = Instant::now() + STARTUP;
+        while !(listening(self.mcp_port) && listening(self.auth_port)) {
+            if let Some(status) = self.child.try_wait().expect("try_wait") {
+                panic!("the SDK server exited ({status}):\n{}", self.output());
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the SDK server did not listen within {STARTUP:?}:\n{}",
+                self.output()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// This run's stdout (events: "REFRESHED", "EXPIRED n", ...) and stderr.
+    fn output(&self) -> String {
+        let read =
+            |name: &str| std::fs::read_to_string(self.logs.path().join(name)).unwrap_or_default();
+        format!("{}{}", read("stdout"), read("stderr"))
+    }
+
+    /// How many lines of this run's output start with `event`.
+    fn events(&self, event: &str) -> usize {
+        self.output()
+            .lines()
+            .filter(|l| l.trim().starts_with(event))
+            .count()
+    }
+
+    /// Every access token issued so far lapses, at the server.
+    fn expire(&mut self) {
+        let before = self.events("EXPIRED");
+        self.stdin.write_all(b"EXPIRE\n").expect("write EXPIRE");
+        self.stdin.flush().unwrap();
+        wait_for(
+            STARTUP,
+            "EXPIRED",
+            || self.events("EXPIRED") > before,
+            || self.output(),
+        );
+    }
+
+    /// Killed and started again on the same ports (the same access tokens, no sessions).
+    fn restart(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        wait_for(
+            STARTUP,
+            "the port to close",
+            || !listening(self.mcp_port),
+            || self.output(),
+        );
+        self.earlier.push_str(&self.output());
+        let (child, stdin) = OAuthServer::spawn(self.logs.path(), self.mcp_port, self.auth_port);
+        self.child = child;
+        self.stdin = stdin;
+        self.wait_listening();
+    }
+
+    /// The MCP endpoint, as the SDK names it in its metadata (`resource`).
+    fn mcp_url(&self) -> String {
+        format!("http://localhost:{}/mcp", self.mcp_port)
+    }
+}
+
+impl Drop for OAuthServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `patchbay authorize NAME` with the browser stand-in that follows the consent's 302.
+fn authorize(sandbox: &Sandbox, catalog: &Path, name: &str) {
+    let support = tests_dir().join("support");
+    let path = std::env::join_paths(std::iter::once(support).chain(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    )))
+    .unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let file = |n: &str| std::fs::File::create(out.path().join(n)).unwrap();
+    let read = |n: &str| std::fs::read_to_string(out.path().join(n)).unwrap_or_default();
+    let mut child = sandbox
+        .command()
+        .args([
+            "authorize",
+            name,
+            "--port",
+            &free_port().to_string(),
+            "--catalog",
+        ])
+        .arg(catalog)
+        .env("BROWSER", "follow-browser.sh")
+        .env("PATH", path)
+        .stdout(file("stdout"))
+        .stderr(file("stderr"))
+        .spawn()
+        .expect("spawn patchbay authorize");
+    let status = patchbay_e2e::wait_within(&mut child, STEP, "patchbay authorize", || {
+        read("stdout") + &read("stderr")
+    });
+    assert!(
+        status.success(),
+        "patchbay authorize {name} failed:\n{}{}",
+        read("stdout"),
+        read("stderr")
+    );
+}
+
+/// tests/node/connect-client.mjs driving `patchbay ARGS` (in the sandbox's environment): one
+/// JSON command per line in, one JSON answer per line out. The bridge's stderr, inherited,
+/// lands in `stderr`.
+struct McpClient {
+    child: Child,
+    stdin: ChildStdin,
+    lines: mpsc::Receiver<String>,
+    logs: tempfile::TempDir,
+    seen: Vec<String>,
+}
+
+impl McpClient {
+    fn spawn(sandbox: &Sandbox, patchbay_args: &[&str]) -> (McpClient, Value) {
+        let logs = tempfile::tempdir().unwrap();
+        let mut cmd = Command::new("node");
+        cmd.current_dir(node_dir())
+            .args(["connect-client.mjs", "--timeout-ms", "60000", "--"])
+            .arg(patchbay_bin())
+            .args(patchbay_args);
+        // The sandbox's environment, which the client hands on to the bridge it spawns.
+        for (key, value) in sandbox.command().get_envs() {
+            match value {
+                Some(v) => cmd.env(key, v),
+                None => cmd.env_remove(key),
+            };
+        }
+        let mut child = cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(logs.path().join("stderr")).unwrap())
+            .spawn()
+            .expect("start node connect-client.mjs");
+        let stdin = child.stdin.take().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut client = McpClient {
+            child,
+            stdin,
+            lines,
+            logs,
+            seen: Vec::new(),
+        };
+        let connected = client.next();
+        assert_eq!(
+            connected["event"],
+            "connected",
+            "{connected}\n{}",
+            client.stderr()
+        );
+        (client, connected)
+    }
+
+    fn stderr(&self) -> String {
+        std::fs::read_to_string(self.logs.path().join("stderr")).unwrap_or_default()
+    }
+
+    fn next(&mut self) -> Value {
+        match self.lines.recv_timeout(STEP) {
+            Ok(line) => {
+                self.seen.push(line.clone());
+                serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"))
+            }
+            Err(e) => panic!(
+                "the MCP client said nothing within {STEP:?} ({e}); its stderr (and the bridge's):\n{}",
+                self.stderr()
+            ),
+        }
+    }
+
+    fn ask(&mut self, command: Value) -> Value {
+        writeln!(self.stdin, "{command}").expect("write to the client");
+        self.stdin.flush().unwrap();
+        self.next()
+    }
+
+    fn call_greet(&mut self, name: &str) -> Value {
+        self.ask(json!({ "op": "call", "name": "greet", "arguments": { "name": name } }))
+    }
+
+    /// Closes the session (stdin EOF to the bridge) and returns the client's last word.
+    fn close(mut self) -> (Value, String) {
+        let last = self.ask(json!({ "op": "close" }));
+        let stderr_file = self.logs.path().join("stderr");
+        let status = patchbay_e2e::wait_within(&mut self.child, STEP, "connect-client.mjs", || {
+            std::fs::read_to_string(&stderr_file).unwrap_or_default()
+        });
+        assert!(status.success(), "{}", self.stderr());
+        let stderr = self.stderr();
+        (last, stderr)
+    }
+}
+
+impl Drop for McpClient {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// The text of a `tools/call` answer from the client.
+fn greeting(answer: &Value, stderr: &str) -> String {
+    assert_eq!(answer["ok"], true, "{answer}\nstderr:\n{stderr}");
+    answer["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{answer}"))
+        .to_owned()
+}
+
+/// The access token the vault holds now.
+fn stored_access_token(sandbox: &Sandbox, catalog: &Path) -> Option<String> {
+    let core = sandbox.core(Some(catalog.to_path_buf()));
+    let vault = core.vault();
+    let row = vault.credential_rows().unwrap().into_iter().next()?;
+    vault
+        .credential_tokens(&row.credential_key)
+        .unwrap()
+        .map(|t| t.access_token.expose().to_owned())
+}
+
+#[test]
+fn the_sdk_client_calls_tools_through_expiry_restart_and_a_lapsed_grant() {
+    require_keychain!();
+    let mut server = OAuthServer::start();
+    let sandbox = Sandbox::new(true);
+    let catalog = sandbox.write(
+        "catalog.json",
+        &json!({ "mcpServers": { "sdk": { "type": "http", "url": server.mcp_url() } } })
+            .to_string(),
+    );
+    authorize(&sandbox, &catalog, "sdk");
+    let first_token = stored_access_token(&sandbox, &catalog).expect("authorized");
+
+    let catalog_arg = catalog.to_str().unwrap();
+    let (mut client, connected) =
+        McpClient::spawn(&sandbox, &["--catalog", catalog_arg, "connect", "sdk"]);
+    assert_eq!(connected["server"]["name"], "simple-streamable-http-server");
+
+    let listed = client.ask(json!({ "op": "list" }));
+    let tools = listed["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{listed}"));
+    assert!(tools.contains(&json!("greet")), "{listed}");
+    assert_eq!(
+        greeting(&client.call_greet("Ada"), &client.stderr()),
+        "Hello, Ada!"
+    );
+
+    // The token lapses at the server mid-session: the 401 renews through the refresher of
+    // record (one refresh) and the call goes again.
+    server.expire();
+    assert_eq!(server.events("REFRESHED"), 0);
+    assert_eq!(
+        greeting(&client.call_greet("Grace"), &client.stderr()),
+        "Hello, Grace!"
+    );
+    assert_eq!(server.events("REFRESHED"), 1, "{}", server.output());
+    let renewed_token = stored_access_token(&sandbox, &catalog).expect("renewed");
+    assert_ne!(
+        renewed_token, first_token,
+        "the vault holds the renewed token"
+    );
+    // The next call needs no renewal.
+    assert_eq!(
+        greeting(&client.call_greet("Edsger"), &client.stderr()),
+        "Hello, Edsger!"
+    );
+    assert_eq!(server.events("REFRESHED"), 1);
+
+    // The server restarts mid-session: its sessions are gone; the bridge starts one again by
+    // replaying the client's handshake, and the client notices nothing.
+    server.restart();
+    assert_eq!(
+        greeting(&client.call_greet("Barbara"), &client.stderr()),
+        "Hello, Barbara!"
+    );
+    let listed = client.ask(json!({ "op": "list" }));
+    assert_eq!(listed["ok"], true, "{listed}");
+    let initializes = server
+        .output()
+        .matches("Session initialized with ID")
+        .count();
+    assert!(
+        initializes >= 1,
+        "re-initialized after the restart:\n{}",
+        server.output()
+    );
+
+    // The restarted authorization server forgot the grant, and the token lapses: no renewal is
+    // possible. The call answers at once with an MCP error that says to authorize.
+    server.expire();
+    let started = Instant::now();
+    let lapsed = client.call_greet("Alan");
+    let took = started.elapsed();
+    assert_eq!(lapsed["ok"], false, "{lapsed}");
+    let message = lapsed["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("authorize sdk in Patchbay") && message.contains("patchbay authorize sdk"),
+        "{lapsed}"
+    );
+    assert!(took < LAPSE_SAID_WITHIN, "said after {took:?}");
+
+    let (last, stderr) = client.close();
+    eprintln!("the lapse was said in {took:?}; the bridge's stderr:\n{stderr}");
+    // What happened, as the bridge told it on stderr.
+    assert!(stderr.contains("renewed after a 401 upstream"), "{stderr}");
+    assert!(stderr.contains("the session was started again"), "{stderr}");
+    assert_eq!(
+        last["protocol_errors"],
+        json!([]),
+        "stdout carried something else than JSON-RPC: {last}\n{stderr}"
+    );
+    // No token reached the client, nor the bridge's diagnostics.
+    let said = format!("{last}{stderr}");
+    for token in [&first_token, &renewed_token] {
+        assert!(
+            !said.contains(token.as_str()),
+            "a token reached the client's side"
+        );
+    }
+}
+
+/// The bridge run on raw lines (no SDK in between): `patchbay connect URL` as a client's
+/// `npx mcp-remote URL --header ... --transport ...` line runs it.
+#[test]
+fn a_url_finds_the_connector_stdout_is_json_rpc_only_and_calls_reach_the_health_board() {
+    let server = SdkServer::streamable_http();
+    let sandbox = Sandbox::new(false);
+    let catalog = sandbox.write(
+        "catalog.json",
+        &json!({ "mcpServers": { "demo": { "type": "http", "url": server.url(), "timeout_ms": 20000 } } })
+            .to_string(),
+    );
+    let messages = [
+        json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}).to_string(),
+        json!({"jsonrpc":"2.0","method":"notifications/initialized"}).to_string(),
+        json!({"jsonrpc":"2.0","id":1,"method":"tools/list"}).to_string(),
+        "this is not JSON".to_owned(),
+        json!({"jsonrpc":"2.0","id":"two","method":"tools/call","params":{"name":"multi-greet","arguments":{"name":"Ada"}}}).to_string(),
+        json!({"jsonrpc":"2.0","id":3,"method":"ping"}).to_string(),
+    ];
+    let url = server.url();
+    let mut child = sandbox
+        .command()
+        .args(["--catalog", catalog.to_str().unwrap(), "connect", &url])
+        .args([
+            "--header",
+            "Authorization: Bearer ${AUTH}",
+            "--transport",
+            "http-first",
+            "9696",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn patchbay connect");
+    // Each line in turn, the next when the previous request is answered (as a client waits for
+    // initialize); the notifications of multi-greet arrive between.
+    let mut stdin = child.stdin.take().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, lines) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let mut out = Vec::new();
+    for message in &messages {
+        writeln!(stdin, "{message}").unwrap();
+        stdin.flush().unwrap();
+        let id = serde_json::from_str::<Value>(message)
+            .ok()
+            .map(|m| m["id"].clone());
+        let awaited = match id {
+            None => Some(Value::Null), // not JSON: the parse error's id is null
+            Some(Value::Null) => None, // a notification: nothing comes back
+            Some(id) => Some(id),
+        };
+        let Some(awaited) = awaited else { continue };
+        let deadline = Instant::now() + STEP;
+        loop {
+            let line = lines
+                .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+                .unwrap_or_else(|e| panic!("no answer to {message} ({e}); so far: {out:#?}"));
+            let parsed: Value = serde_json::from_str(&line)
+                .unwrap_or_else(|e| panic!("a stdout line is not JSON ({e}): {line}"));
+            out.push(parsed.clone());
+            if parsed["id"] == awaited
+                && (parsed.get("result").is_some() || parsed.get("error").is_some())
+            {
+                break;
+            }
+        }
+    }
+    drop(stdin);
+    let status = patchbay_e2e::wait_within(&mut child, STEP, "patchbay connect", || String::new());
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert!(status.success(), "{stderr}");
+    for rest in lines.try_iter() {
+        out.push(serde_json::from_str(&rest).unwrap_or_else(|e| panic!("not JSON ({e}): {rest}")));
+    }
+
+    // Every line is one JSON-RPC 2.0 message: a response (id + result/error) or a notification.
+    for message in &out {
+        assert_eq!(message["jsonrpc"], "2.0", "{message}");
+        let response = message.get("id").is_some()
+            && (message.get("result").is_some() || message.get("error").is_some());
+        let notification = message.get("method").is_some();
+        assert!(
+            response || notification,
+            "not a JSON-RPC message: {message}"
+        );
+    }
+    let answer = |id: Value| {
+        out.iter()
+            .find(|m| m["id"] == id && (m.get("result").is_some() || m.get("error").is_some()))
+            .unwrap_or_else(|| panic!("no answer to {id} in {out:#?}"))
+            .clone()
+    };
+    assert_eq!(
+        answer(json!(0))["result"]["serverInfo"]["name"],
+        "simple-streamable-http-server"
+    );
+    assert!(answer(json!(1))["result"]["tools"]
+        .as_array()
+        .is_some_and(|t| !t.is_empty()));
+    assert_eq!(answer(Value::Null)["error"]["code"], -32700);
+    let called = answer(json!("two"));
+    assert!(
+        called["result"]["content"][0]["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("Ada")),
+        "{called}"
+    );
+    assert!(
+        out.iter().any(|m| m["method"] == "notifications/message"),
+        "multi-greet's notifications were passed on: {out:#?}"
+    );
+    assert_eq!(answer(json!(3))["result"], json!({}));
+    assert!(
+        stderr.contains("ignoring mcp-remote's --header, --transport"),
+        "{stderr}"
+    );
+    // The session was ended upstream at the end of stdin.
+    wait_for(
+        STARTUP,
+        "the session's DELETE",
+        || {
+            server
+                .output()
+                .contains("Received session termination request")
+        },
+        || server.output(),
+    );
+
+    // Every request is on the health board: initialize, tools/list, tools/call, ping.
+    let health =
+        patchbay_check::HealthStore::open(&sandbox.path().join(patchbay_check::HEALTH_FILE))
+            .expect("health.sqlite");
+    let stats = health.stats("demo").unwrap();
+    assert_eq!(stats.calls, 4, "{stats:?}");
+    assert_eq!(stats.failures, 0, "{stats:?}");
+    assert!(stats.p50_ms.is_some(), "{stats:?}");
+}
+
+/// A connector that is not in use, or a URL no connector has, is refused at once with a clear
+/// error on stderr and nothing on stdout.
+#[test]
+fn an_unknown_name_or_url_is_refused_on_stderr() {
+    let sandbox = Sandbox::new(false);
+    let catalog = sandbox.write(
+        "catalog.json",
+        &json!({ "mcpServers": { "demo": { "type": "http", "url": "http://127.0.0.1:9/mcp" } } })
+            .to_string(),
+    );
+    for (target, says) in [
+        ("nope", "no connector named \"nope\""),
+        (
+            "http://127.0.0.1:9/other",
+            "no connector in use in Patchbay has the URL",
+        ),
+    ] {
+        let out = sandbox.run(&["--catalog", catalog.to_str().unwrap(), "connect", target]);
+        assert_eq!(out.status.code(), Some(2));
+        assert!(
+            out.stdout.is_empty(),
+            "{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(says), "{stderr}");
+    }
+}
