@@ -984,3 +984,51 @@ async fn claude_codes_refusal_of_its_own_clients_pair_never_retires_ours() {
     );
     assert_eq!(fresh.scan_runtime_logs(), vec!["fx".to_string()]);
 }
+
+#[tokio::test]
+async fn a_codex_bridged_credential_is_renewed_under_codexs_own_refresh_lock() {
+    let rig = rig().await;
+    let home = rig.dir.path().join("home");
+    let runtime_paths = RuntimePaths::resolve(&home, &|_| None);
+    std::fs::create_dir_all(&runtime_paths.codex_home).unwrap();
+    std::fs::write(
+        runtime_paths.codex_home.join("config.toml"),
+        format!(
+            "mcp_oauth_credentials_store = \"file\"\n[mcp_servers.fx-codex]\nurl = \"{MCP_URL}\"\n"
+        ),
+    )
+    .unwrap();
+    let bridges = Arc::new(Bridges::with_paths(
+        rig.patchbay.clone(),
+        Some(runtime_paths.clone()),
+    ));
+    let codex_key = bridges
+        .bridged()
+        .into_iter()
+        .find(|b| b.connector == "fx" && b.runtime == Runtime::Codex)
+        .and_then(|b| b.credential_key)
+        .expect("fx is bridged to Codex");
+    let mut short = policy(Arc::new(Mutex::new(Vec::new())), None);
+    short.lock_timeout = Duration::from_millis(300);
+    let refresher = Refresher::new(rig.patchbay.clone(), Some(bridges), short);
+
+    // Codex holds its lock (it is refreshing): nothing is presented.
+    let held = patchbay_runtimes::codex::lock_codex_refresh(
+        &runtime_paths.codex_home,
+        &codex_key,
+        Duration::from_secs(1),
+    )
+    .unwrap();
+    let outcome = refresher.refresh("fx").await.unwrap();
+    assert!(
+        matches!(&outcome, RefreshOutcome::Skipped { reason } if reason.contains("Codex")),
+        "{outcome:?}"
+    );
+    assert!(rig.ras.presented().is_empty());
+    drop(held);
+    let outcome = refresher.refresh("fx").await.unwrap();
+    assert!(
+        matches!(outcome, RefreshOutcome::Refreshed { .. }),
+        "{outcome:?}"
+    );
+}

@@ -83,6 +83,10 @@ impl Inner {
             Ok(lock) => lock,
             Err(outcome) => return outcome,
         };
+        let _codex = match self.lock_codex(&connector, &bridged).await {
+            Ok(lock) => lock,
+            Err(outcome) => return outcome,
+        };
         let adopted_from = self.adopt_first(&key, &connector, &bridged).await;
         let loaded = match self.load(&key, force, adopted_from) {
             Ok(loaded) => loaded,
@@ -117,6 +121,45 @@ impl Inner {
         .map_err(|why| RefreshOutcome::Skipped {
             reason: format!("another Patchbay process is refreshing it: {why}"),
         })
+    }
+
+    /// Codex's own refresh lock for the entry it keeps of this connector, when Codex is bridged:
+    /// Codex takes it around its re-read and refresh, so while we hold it Codex never presents
+    /// the refresh token we are presenting, and it re-reads (and finds ours) after.
+    async fn lock_codex(
+        &self,
+        connector: &str,
+        bridged: &Arc<Vec<Bridged>>,
+    ) -> Result<Option<FileLock>, RefreshOutcome> {
+        let Some(codex_home) = self
+            .bridges
+            .as_ref()
+            .and_then(|b| b.paths())
+            .map(|p| p.codex_home.clone())
+        else {
+            return Ok(None);
+        };
+        let Some(key) = bridged
+            .iter()
+            .find(|b| b.connector == connector && b.runtime == Runtime::Codex)
+            .and_then(|b| b.credential_key.clone())
+        else {
+            return Ok(None);
+        };
+        let timeout = self.policy.lock_timeout;
+        let lock = tokio::task::spawn_blocking(move || {
+            patchbay_runtimes::codex::lock_codex_refresh(&codex_home, &key, timeout)
+                .map_err(|e| e.to_string())
+        })
+        .await
+        .map_err(|e| e.to_string())
+        .and_then(|r| r);
+        match lock {
+            Ok(lock) => Ok(Some(lock)),
+            Err(why) => Err(RefreshOutcome::Skipped {
+                reason: format!("Codex is refreshing it: {why}"),
+            }),
+        }
     }
 
     /// Reconcile first: a runtime may hold a newer pair (it refreshed by itself).
