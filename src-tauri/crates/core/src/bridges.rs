@@ -532,8 +532,16 @@ impl Bridges {
             });
             let store: Arc<dyn RuntimeStore> = match runtime {
                 Runtime::ClaudeCode => Arc::from(claude_store(&paths)),
+                // A keyring cannot be listed: its items are read by the keys the config names
+                // (those configured later are read once the watch is started again).
                 Runtime::Codex => {
-                    Arc::from(codex_store(&paths, self.codex_mode(&paths), Vec::new()))
+                    let known: Vec<CredentialKey> = self
+                        .bridged()
+                        .into_iter()
+                        .filter(|b| b.runtime == Runtime::Codex)
+                        .filter_map(|b| b.credential_key)
+                        .collect();
+                    Arc::from(codex_store(&paths, self.codex_mode(&paths), known))
                 }
             };
             watched.push((Watched { store, keys }, self.desired(runtime)));
