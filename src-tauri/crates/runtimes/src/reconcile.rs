@@ -294,7 +294,7 @@ fn reconcile_locked(
     else {
         return Ok(Reconciled::NotInStore);
     };
-    if !is_strictly_newer(&theirs, &ours) {
+    if !is_strictly_newer(&theirs, &ours) && !rotated_within_rounding(vault, &theirs, &ours)? {
         return Ok(Reconciled::NotNewer);
     }
     if !same_client(&theirs, &ours) {
@@ -346,6 +346,39 @@ fn reconcile_locked(
         refresh_token_rotated,
         at: now,
     }))
+}
+
+/// How far a runtime rounds the expiry it records: Codex 0.171.0 keeps whole seconds (measured),
+/// so a pair it rotated right after ours can carry an expiry up to a second before ours.
+pub const EXPIRY_ROUNDING: chrono::Duration = chrono::Duration::seconds(1);
+
+/// A runtime's pair whose expiry is ours rounded down to the second (whole seconds, less than
+/// [`EXPIRY_ROUNDING`] before ours, which has a fraction) and whose refresh token and access
+/// token both differ from ours: the runtime rotated right after we stored ours, and only its
+/// rounding makes it look older. Its refresh token is the live one (a rotating server spent
+/// ours), so it is adopted. An older generation is a whole token lifetime earlier, never this
+/// close; equal expiries stay "not newer".
+fn rotated_within_rounding(
+    vault: &Vault,
+    theirs: &RuntimeCredential,
+    ours: &CredentialRow,
+) -> Result<bool, ReconcileError> {
+    let (Some(their_expiry), Some(our_expiry)) = (theirs.expires_at, ours.expires_at) else {
+        return Ok(false);
+    };
+    let behind = our_expiry - their_expiry;
+    let whole_seconds = their_expiry.timestamp_subsec_millis() == 0;
+    if !whole_seconds || behind <= chrono::Duration::zero() || behind >= EXPIRY_ROUNDING {
+        return Ok(false);
+    }
+    let Some(their_refresh) = &theirs.refresh_token else {
+        return Ok(false);
+    };
+    let Some(our_tokens) = vault.credential_tokens(&ours.credential_key)? else {
+        return Ok(false);
+    };
+    Ok(our_tokens.refresh_token.as_ref() != Some(their_refresh)
+        && our_tokens.access_token != theirs.access_token)
 }
 
 /// Whether a runtime's pair belongs to the client our credential was issued to. An entry that
@@ -662,6 +695,49 @@ mod tests {
             ("at-1".to_string(), Some("rt-1".to_string()))
         );
         assert_eq!(vault_row(&f).client_id.as_deref(), Some("client-1"));
+    }
+
+    #[test]
+    fn a_pair_rotated_within_the_runtimes_rounding_is_adopted() {
+        let f = fx();
+        // Ours expires at 3600.400 s; Codex rotated just after and recorded whole seconds.
+        f.vault
+            .put_credential(
+                &row(Some(t(3_600) + chrono::Duration::milliseconds(400)), t(0)),
+                &TokenSet {
+                    access_token: Secret::new("at-1"),
+                    refresh_token: Some(Secret::new("rt-1")),
+                },
+            )
+            .unwrap();
+        f.codex
+            .put_raw(theirs(KEY, "at-2", Some("rt-2"), Some(3_600)));
+        let got =
+            f.r.reconcile(&f.vault, &f.codex, &BridgeKey::same(key()), t(10))
+                .unwrap();
+        assert!(matches!(got, Reconciled::Adopted(_)), "{got:?}");
+        assert_eq!(
+            vault_pair(&f),
+            ("at-2".to_string(), Some("rt-2".to_string()))
+        );
+        // Our own pair echoed back with a rounded expiry is not "newer".
+        let f = fx();
+        f.vault
+            .put_credential(
+                &row(Some(t(3_600) + chrono::Duration::milliseconds(400)), t(0)),
+                &TokenSet {
+                    access_token: Secret::new("at-1"),
+                    refresh_token: Some(Secret::new("rt-1")),
+                },
+            )
+            .unwrap();
+        f.codex
+            .put_raw(theirs(KEY, "at-1", Some("rt-1"), Some(3_600)));
+        assert_eq!(
+            f.r.reconcile(&f.vault, &f.codex, &BridgeKey::same(key()), t(10))
+                .unwrap(),
+            Reconciled::NotNewer
+        );
     }
 
     #[test]
