@@ -9,7 +9,8 @@
 // answers each with one JSON line on stdout:
 //   {"op":"list"}                          -> {"ok":true,"tools":["greet",...]}
 //   {"op":"call","name":N,"arguments":{}}  -> {"ok":true,"result":{...}} or {"ok":false,"error":{code,message}}
-//   {"op":"memory"}                        -> the bridge's process tree: {"ok":true,"pids":[...],"rss_kib":N,"pss_kib":N|null}
+//   {"op":"memory"}                        -> the bridge's process tree, summed from /proc: {"ok":true,
+//                                             "pids":[...],"rss_kib":VmRSS,"hwm_kib":VmHWM (peak),"pss_kib":Pss|null}
 //   {"op":"close"}                         -> closes the transport (stdin EOF to the bridge), then
 //                                             {"ok":true,"exit":...,"protocol_errors":[...]} and exits.
 // `protocol_errors` are the transport's errors: a bridge's stdout line that is not JSON-RPC lands
@@ -70,11 +71,14 @@ function field(text, name) {
 function memory(root) {
   const pids = processTree(root);
   let rss = 0;
+  let hwm = 0;
   let pss = 0;
   let pssKnown = true;
   for (const pid of pids) {
     try {
-      rss += field(readFileSync(`/proc/${pid}/status`, 'utf8'), 'VmRSS') ?? 0;
+      const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+      rss += field(status, 'VmRSS') ?? 0;
+      hwm += field(status, 'VmHWM') ?? 0;
     } catch {
       continue;
     }
@@ -86,7 +90,7 @@ function memory(root) {
       pssKnown = false;
     }
   }
-  return { pids, rss_kib: rss, pss_kib: pssKnown ? pss : null };
+  return { pids, rss_kib: rss, hwm_kib: hwm, pss_kib: pssKnown ? pss : null };
 }
 
 function failure(error) {
