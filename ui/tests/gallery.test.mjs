@@ -66,7 +66,7 @@ describe("first run", () => {
     const names = Object.keys(CATALOG).filter((k) => k !== "$schema");
     assert.equal(FIRST_RUN.connectors.length, 0);
     assert.equal(FIRST_RUN.need_attention, 0);
-    assert.deepEqual(FIRST_RUN.gallery.map((g) => g.name).sort(), names.sort());
+    assert.deepEqual(FIRST_RUN.gallery.map((g) => g.name).sort(), names.sort(), "regenerate it: node scripts/gallery-fixtures.mjs");
   });
 
   test("no connector in use: the empty state, a quiet summary, and no gallery entry counted", async () => {
@@ -442,7 +442,7 @@ describe("the real CLI's reports in the window", () => {
     assert.deepEqual(fresh.connectors, []);
     assert.equal(fresh.need_attention, 0);
     // The first-run fixture's gallery is what the CLI answers (scripts/gallery-fixtures.mjs).
-    assert.deepEqual(FIRST_RUN.gallery, fresh.gallery);
+    assert.deepEqual(FIRST_RUN.gallery, fresh.gallery, "regenerate it: node scripts/gallery-fixtures.mjs");
     const page = await open("fixture=mixed");
     await page.evaluate((r) => window.__patchbayMock.emitStatus(r), fresh);
     await page.waitForSelector(".empty:not([hidden])");

@@ -113,5 +113,9 @@ test("a live `patchbay status --json` fits src/types.ts", (t) => {
     return;
   }
   const report = cliStatus(bin);
-  assert.deepEqual(check(report), [], `${bin} status --json does not fit src/types.ts`);
+  assert.deepEqual(
+    check(report),
+    [],
+    `${bin} status --json does not fit src/types.ts (type the new fields; or, if the binary is older than the source, rebuild it: cargo build -p patchbay-cli)`,
+  );
 });
