@@ -63,6 +63,14 @@ pub fn run(patchbay: Patchbay, args: GatewayArgs, out: &mut impl Write) -> Resul
 }
 
 fn serve(patchbay: Patchbay, port: u16, out: &mut impl Write) -> Result<ExitCode> {
+    // Diagnostics (never a secret) to stderr, `info` unless RUST_LOG says otherwise.
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,patchbay_gateway=info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .try_init();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
