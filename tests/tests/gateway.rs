@@ -299,24 +299,8 @@ impl Drop for SdkClient {
     }
 }
 
-fn text_of(result: &Value) -> String {
-    result["result"]["content"][0]["text"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned()
-}
-
-#[test]
-fn the_sdk_client_lists_and_calls_tools_through_the_gateway_across_a_lapsed_token() {
-    require_keychain!();
-    let mut server = OAuthServer::start();
-    let sandbox = Sandbox::new(true);
-    let catalog = sandbox.write(
-        "catalog.json",
-        &json!({ "mcpServers": { "sdk": { "type": "http", "url": server.mcp_url() } } })
-            .to_string(),
-    );
-    // `patchbay authorize sdk` with the browser stand-in (tests/support/follow-browser.sh).
+/// `patchbay authorize sdk` with the browser stand-in (tests/support/follow-browser.sh).
+fn authorize_sdk(sandbox: &Sandbox, catalog: &Path) {
     let path = std::env::join_paths(std::iter::once(tests_dir().join("support")).chain(
         std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
     ))
@@ -330,7 +314,7 @@ fn the_sdk_client_lists_and_calls_tools_through_the_gateway_across_a_lapsed_toke
             &free_port().to_string(),
             "--catalog",
         ])
-        .arg(&catalog)
+        .arg(catalog)
         .env("BROWSER", "follow-browser.sh")
         .env("PATH", path)
         .output()
@@ -341,6 +325,31 @@ fn the_sdk_client_lists_and_calls_tools_through_the_gateway_across_a_lapsed_toke
         String::from_utf8_lossy(&authorized.stdout),
         String::from_utf8_lossy(&authorized.stderr)
     );
+}
+
+/// A catalog with the OAuth server as `sdk`.
+fn sdk_catalog(sandbox: &Sandbox, server: &OAuthServer) -> PathBuf {
+    sandbox.write(
+        "catalog.json",
+        &json!({ "mcpServers": { "sdk": { "type": "http", "url": server.mcp_url() } } })
+            .to_string(),
+    )
+}
+
+fn text_of(result: &Value) -> String {
+    result["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+#[test]
+fn the_sdk_client_lists_and_calls_tools_through_the_gateway_across_a_lapsed_token() {
+    require_keychain!();
+    let mut server = OAuthServer::start();
+    let sandbox = Sandbox::new(true);
+    let catalog = sdk_catalog(&sandbox, &server);
+    authorize_sdk(&sandbox, &catalog);
 
     let gateway = Serving::start(&sandbox, &catalog);
     let headers = add_client(&sandbox, "sdk-e2e", gateway.port, &[]);
@@ -518,4 +527,72 @@ fn the_gates_refuse_missing_secrets_foreign_hosts_and_origins_and_other_connecto
     assert_eq!(status, 502, "the other client still passes");
     // The gateway never logged a secret.
     assert!(!gateway.output().contains(secret), "{}", gateway.output());
+}
+
+/// How long one `claude mcp list` may take (it health-checks in well under a second).
+const CLAUDE_MCP_LIST: Duration = Duration::from_secs(60);
+
+#[test]
+fn claude_code_lists_a_gateway_connector_as_connected() {
+    require_keychain!();
+    let server = OAuthServer::start();
+    let sandbox = Sandbox::new(true);
+    let catalog = sdk_catalog(&sandbox, &server);
+    authorize_sdk(&sandbox, &catalog);
+    let gateway = Serving::start(&sandbox, &catalog);
+    let headers = add_client(&sandbox, "claude-code", gateway.port, &[]);
+
+    // Claude Code (its own home in the sandbox) pointed at the gateway with the client header,
+    // the way `claude mcp add --transport http gw URL --header ...` writes it. It holds no token.
+    let claude = sandbox.path().join("claude-home");
+    std::fs::create_dir_all(&claude).unwrap();
+    let entry = json!({ "type": "http", "url": gateway.url("sdk"), "headers": headers });
+    std::fs::write(
+        claude.join(".claude.json"),
+        json!({ "mcpServers": { "gw": entry } }).to_string(),
+    )
+    .unwrap();
+    let bin = tests_dir().join("node/node_modules/@anthropic-ai/claude-code/bin/claude.exe");
+    assert!(
+        bin.is_file(),
+        "{} is missing: run scripts/setup.sh",
+        bin.display()
+    );
+    let home = tempfile::tempdir().unwrap();
+    let logs = tempfile::tempdir().unwrap();
+    let file = |name: &str| std::fs::File::create(logs.path().join(name)).unwrap();
+    let read = |name: &str| std::fs::read_to_string(logs.path().join(name)).unwrap_or_default();
+    let mut child = Command::new(bin)
+        .args(["mcp", "list"])
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", home.path())
+        .env("CLAUDE_CONFIG_DIR", &claude)
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .env("DISABLE_TELEMETRY", "1")
+        .env("DISABLE_AUTOUPDATER", "1")
+        .current_dir(home.path())
+        .stdin(Stdio::null())
+        .stdout(file("stdout"))
+        .stderr(file("stderr"))
+        .spawn()
+        .expect("start claude");
+    let status = patchbay_e2e::wait_within(&mut child, CLAUDE_MCP_LIST, "claude mcp list", || {
+        format!("stdout:\n{}\nstderr:\n{}", read("stdout"), read("stderr"))
+    });
+    assert!(status.success(), "{}{}", read("stdout"), read("stderr"));
+    let list = read("stdout");
+    let line = list
+        .lines()
+        .find(|l| l.starts_with("gw: "))
+        .unwrap_or_else(|| panic!("no gw in `claude mcp list`:\n{list}"));
+    assert_eq!(
+        line,
+        format!("gw: {} (HTTP) - ✔ Connected", gateway.url("sdk")),
+        "{list}\n{}",
+        gateway.output()
+    );
+    // Claude Code's files hold the gateway secret, never an upstream token.
+    let stored = std::fs::read_to_string(claude.join(".claude.json")).unwrap();
+    assert!(!stored.contains("access_token"), "{stored}");
 }
