@@ -319,3 +319,131 @@ fn an_mcp_remote_entry_is_switched_and_its_connector_kept() {
     let entry = &lenient(&cursor)["mcpServers"]["team-demo"];
     assert_eq!(entry["args"][0], "connect", "{entry}");
 }
+
+/// A raw HTTP/1.1 POST on loopback; the status code, or `None` while nothing answers.
+fn post_status(port: u16, path: &str, authorization: Option<&str>) -> Option<u16> {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(20)))
+        .unwrap();
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    let auth = authorization
+        .map(|a| format!("Authorization: {a}\r\n"))
+        .unwrap_or_default();
+    let request = format!(
+        "POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n{auth}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).ok()?;
+    let mut head = [0u8; 12];
+    stream.read_exact(&mut head).ok()?;
+    std::str::from_utf8(&head[9..12]).ok()?.parse().ok()
+}
+
+#[test]
+fn via_the_gateway_the_client_gets_one_secret_the_gateway_accepts() {
+    let h = Home::new();
+    let cursor = h.home.join(".cursor/mcp.json");
+    let report = h.status();
+    // A remote connector on loopback with nothing listening: the gateway's answer to an
+    // accepted request is then its own 502, told apart from the 401 of a refused one.
+    let connector = report["connectors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["url"] == "http://localhost:45591/mcp")
+        .and_then(|r| r["name"].as_str())
+        .unwrap_or_else(|| panic!("{report:#}"))
+        .to_owned();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let port_arg = port.to_string();
+
+    let text = ok(&h.run(&[
+        "add-to", "cursor", &connector, "--via", "gateway", "--port", &port_arg,
+    ]));
+    assert!(text.contains("Gateway client \"cursor\" created"), "{text}");
+    let entry = lenient(&cursor)["mcpServers"][connector.as_str()].clone();
+    assert_eq!(
+        entry["url"],
+        format!("http://127.0.0.1:{port}/mcp/{connector}")
+    );
+    let bearer = entry["headers"]["Authorization"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(bearer.starts_with("Bearer pbgw_"), "{entry}");
+    assert_eq!(
+        entry.as_object().unwrap().len(),
+        2,
+        "url and headers: {entry}"
+    );
+
+    // A second connector reuses the client's secret: one gateway client for Cursor.
+    ok(&h.run(&[
+        "add-to",
+        "cursor",
+        "github",
+        "--via",
+        "gateway",
+        "--replace",
+        "--port",
+        &port_arg,
+    ]));
+    let github = lenient(&cursor)["mcpServers"]["github"].clone();
+    assert_eq!(github["headers"]["Authorization"], bearer.as_str());
+    // Refused writes leave no secret registered behind them.
+    failed(&h.run(&["add-to", "claude-desktop", "github", "--via", "gateway"]));
+    failed(&h.run(&["add-to", "windsurf", "no-such", "--via", "gateway"]));
+    let list = ok(&h.run(&["gateway", "client", "list", "--json"]));
+    let labels: Vec<String> = serde_json::from_str::<Value>(&list)
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["label"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(labels, ["cursor"]);
+    // Patchbay's gateway entries count for their connectors too.
+    let report = h.status();
+    assert!(found_in(&report, &connector).contains(&("cursor".into(), connector.clone())));
+
+    // The running gateway accepts the secret written into Cursor's config, and only it.
+    let mut gateway = h
+        .sandbox
+        .command()
+        .env("HOME", &h.home)
+        .env("XDG_CONFIG_HOME", h.home.join(".config"))
+        .env("PATH", &h.empty_path)
+        .env_remove("CLAUDE_CONFIG_DIR")
+        .env_remove("CODEX_HOME")
+        .current_dir(&h.home)
+        .args(["gateway", "serve", "--port", &port_arg])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start the gateway");
+    let path = format!("/mcp/{connector}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let refused = loop {
+        if let Some(status) = post_status(port, &path, None) {
+            break status;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the gateway did not listen on {port}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    let wrong = post_status(port, &path, Some("Bearer pbgw_0000")).unwrap();
+    let accepted = post_status(port, &path, Some(&bearer)).unwrap();
+    let _ = gateway.kill();
+    let _ = gateway.wait();
+    assert_eq!(refused, 401);
+    assert_eq!(wrong, 401);
+    assert_eq!(accepted, 502, "accepted, and the upstream is unreachable");
+}
