@@ -447,3 +447,152 @@ fn via_the_gateway_the_client_gets_one_secret_the_gateway_accepts() {
     assert_eq!(wrong, 401);
     assert_eq!(accepted, 502, "accepted, and the upstream is unreachable");
 }
+
+/// Run `command args` as the client would (HOME in the sandbox), speak newline-delimited
+/// JSON-RPC to it: initialize, then tools/list. The tools listed, or a panic saying what came.
+fn list_tools_over_stdio(h: &Home, command: &str, args: &[String]) -> Vec<String> {
+    use std::io::{BufRead, BufReader, Write};
+    let mut child = std::process::Command::new(command)
+        .args(args)
+        .env("HOME", &h.home)
+        .env("XDG_CONFIG_HOME", h.home.join(".config"))
+        .env("PATCHBAY_DATA_DIR", h.sandbox.path())
+        .env("PATH", &h.empty_path)
+        .env(
+            "DBUS_SESSION_BUS_ADDRESS",
+            format!("unix:path={}/no-such-bus", h.sandbox.path().display()),
+        )
+        .env_remove("CLAUDE_CONFIG_DIR")
+        .env_remove("CODEX_HOME")
+        .current_dir(&h.home)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{command}: {e}"));
+    let mut stdin = child.stdin.take().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (lines, received) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            if lines.send(line.unwrap_or_default()).is_err() {
+                break;
+            }
+        }
+    });
+    let answer = |stdin: &mut std::process::ChildStdin, request: Value| -> Value {
+        writeln!(stdin, "{request}").unwrap();
+        let id = request["id"].clone();
+        loop {
+            let line = received
+                .recv_timeout(std::time::Duration::from_secs(60))
+                .unwrap_or_else(|e| panic!("no answer to {request}: {e}"));
+            let message: Value = serde_json::from_str(&line)
+                .unwrap_or_else(|e| panic!("not JSON-RPC on stdout ({e}): {line}"));
+            if message["id"] == id {
+                return message;
+            }
+        }
+    };
+    let init = answer(
+        &mut stdin,
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "add-to-test", "version": "1"}}}),
+    );
+    assert!(init["result"]["serverInfo"].is_object(), "{init}");
+    writeln!(
+        stdin,
+        "{}",
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    )
+    .unwrap();
+    let tools = answer(
+        &mut stdin,
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+    );
+    drop(stdin);
+    let _ = child.kill();
+    let _ = child.wait();
+    tools["result"]["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{tools}"))
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn a_switched_entry_runs_as_the_client_launches_it() {
+    // A real MCP server on loopback (the SDK's example), bridged by mcp-remote in Cursor's
+    // config, is switched; the entry is then run exactly as Cursor would run it.
+    let server = patchbay_e2e::sdk_servers::SdkServer::streamable_http();
+    let h = Home::new();
+    let cursor = h.home.join(".cursor/mcp.json");
+    let mut config = lenient(&cursor);
+    config["mcpServers"]["sdk-example"] =
+        json!({"command": "npx", "args": ["-y", "mcp-remote", server.url()]});
+    std::fs::write(&cursor, serde_json::to_string_pretty(&config).unwrap()).unwrap();
+
+    ok(&h.run(&["switch", "cursor", "sdk-example"]));
+    let entry = lenient(&cursor)["mcpServers"]["sdk-example"].clone();
+    let command = entry["command"].as_str().unwrap().to_owned();
+    let args: Vec<String> = entry["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(args[0], "connect", "{entry}");
+    let tools = list_tools_over_stdio(&h, &command, &args);
+    assert!(tools.iter().any(|t| t == "greet"), "{tools:?}");
+
+    // The same connector added to VS Code through the gateway: the entry's URL and header, as
+    // VS Code would send them, get the server's initialize answer through a running gateway.
+    let connector = args[1].clone();
+    let port = patchbay_e2e::sdk_servers::free_port();
+    let port_arg = port.to_string();
+    ok(&h.run(&[
+        "add-to", "vscode", &connector, "--via", "gateway", "--port", &port_arg,
+    ]));
+    let entry =
+        lenient(&h.home.join(".config/Code/User/mcp.json"))["servers"][connector.as_str()].clone();
+    assert_eq!(entry["type"], "http", "{entry}");
+    let url = entry["url"].as_str().unwrap();
+    let path = url
+        .strip_prefix(&format!("http://127.0.0.1:{port}"))
+        .unwrap_or_else(|| panic!("{url}"))
+        .to_owned();
+    let authorization = entry["headers"]["Authorization"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let mut gateway = h
+        .sandbox
+        .command()
+        .env("HOME", &h.home)
+        .env("XDG_CONFIG_HOME", h.home.join(".config"))
+        .env("PATH", &h.empty_path)
+        .env_remove("CLAUDE_CONFIG_DIR")
+        .env_remove("CODEX_HOME")
+        .current_dir(&h.home)
+        .args(["gateway", "serve", "--port", &port_arg])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start the gateway");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = post_status(port, &path, Some(&authorization)) {
+            break status;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the gateway did not listen on {port}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    let _ = gateway.kill();
+    let _ = gateway.wait();
+    assert_eq!(status, 200, "initialize through the gateway");
+}
