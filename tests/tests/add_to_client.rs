@@ -209,7 +209,7 @@ fn add_to_each_client_keeps_the_rest_and_is_counted_for_its_connector() {
     }
     assert!(found_in(&report, "github").contains(&("windsurf".into(), "github".into())));
 
-    // Again: nothing to do. With patchbay on PATH, the entry says just `patchbay`.
+    // Again: nothing to do. With patchbay on PATH, the entry names it by its PATH entry.
     let text = ok(&h.run(&["add-to", "cursor", "linear"]));
     assert!(text.contains("already has linear"), "{text}");
     let bin_dir = patchbay_bin().parent().unwrap().to_path_buf();
@@ -221,7 +221,7 @@ fn add_to_each_client_keeps_the_rest_and_is_counted_for_its_connector() {
     ));
     assert_eq!(
         lenient(&cursor)["mcpServers"]["linear"],
-        json!({"command": "patchbay", "args": ["connect", "linear"]})
+        json!({"command": bin_dir.join("patchbay"), "args": ["connect", "linear"]})
     );
     assert_eq!(
         std::fs::read_to_string(backup(&cursor)).unwrap(),

@@ -19,7 +19,8 @@ use crate::terminal::one_line;
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Via {
-    /// The client launches `patchbay connect NAME` (works in every client, Claude Desktop too).
+    /// The client launches `patchbay connect NAME` by its absolute path (works in every client,
+    /// Claude Desktop too).
     Stdio,
     /// The client connects to the gateway's /mcp/NAME with its own secret (the gateway must be
     /// running: the app, or `patchbay gateway serve`).

@@ -70,19 +70,14 @@ impl Route {
     }
 }
 
-/// The command a client should launch for `patchbay connect`: `patchbay` when the `patchbay` on
-/// PATH is `exe` (the running binary), else `exe`'s absolute path; from another binary (the
-/// app) a `patchbay` beside it, else `patchbay` from PATH.
+/// The command a client should launch for `patchbay connect`: always an absolute path, because
+/// a client started from the desktop does not get the shell's PATH (Claude Desktop on macOS
+/// fails with `spawn uv ENOENT` for a bare command that works in a terminal:
+/// modelcontextprotocol/python-sdk#478). When the `patchbay` found on `path_var` is the running
+/// binary `exe`, that PATH entry (e.g. `/opt/homebrew/bin/patchbay`, `~/.cargo/bin/patchbay`: a
+/// link that survives upgrades), else `exe` itself. From another binary (the app): the
+/// `patchbay` beside it, else bare `patchbay` as the last resort.
 pub fn connect_command(exe: &Path, path_var: Option<&std::ffi::OsStr>) -> String {
-    let on_path = path_var.and_then(|p| {
-        std::env::split_paths(p)
-            .map(|dir| dir.join(binary_name()))
-            .find(|candidate| candidate.is_file())
-    });
-    let same = |a: &Path, b: &Path| match (a.canonicalize(), b.canonicalize()) {
-        (Ok(a), Ok(b)) => a == b,
-        _ => false,
-    };
     let is_patchbay = exe.file_name().is_some_and(|n| n == binary_name());
     let binary: PathBuf = if is_patchbay {
         exe.to_path_buf()
@@ -92,14 +87,21 @@ pub fn connect_command(exe: &Path, path_var: Option<&std::ffi::OsStr>) -> String
             _ => return "patchbay".into(),
         }
     };
-    match on_path {
-        Some(found) if same(&found, &binary) => "patchbay".into(),
-        _ => binary
-            .canonicalize()
-            .unwrap_or(binary)
-            .to_string_lossy()
-            .into_owned(),
-    }
+    let same = |a: &Path, b: &Path| match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    };
+    let on_path = path_var.and_then(|p| {
+        std::env::split_paths(p)
+            .filter(|dir| dir.is_absolute())
+            .map(|dir| dir.join(binary_name()))
+            .find(|candidate| candidate.is_file())
+    });
+    let chosen = match on_path {
+        Some(found) if same(&found, &binary) => found,
+        _ => binary,
+    };
+    chosen.to_string_lossy().into_owned()
 }
 
 fn binary_name() -> &'static str {
@@ -274,28 +276,37 @@ mod tests {
 
     #[cfg(unix)]
     #[test]
-    fn the_connect_command_is_patchbay_on_path_else_an_absolute_path() {
+    fn the_connect_command_is_an_absolute_path_preferring_the_path_entry() {
         use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().join("cellar/1.0/bin");
         let bin = dir.path().join("bin");
         let other = dir.path().join("other");
-        std::fs::create_dir_all(&bin).unwrap();
-        std::fs::create_dir_all(&other).unwrap();
-        let exe = bin.join("patchbay");
+        for d in [&real, &bin, &other] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        let exe = real.join("patchbay");
         std::fs::write(&exe, "").unwrap();
         std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let absolute = exe.canonicalize().unwrap().to_string_lossy().into_owned();
+        // A package manager's link on PATH to the versioned binary.
+        std::os::unix::fs::symlink(&exe, bin.join("patchbay")).unwrap();
+        let link = bin.join("patchbay").to_string_lossy().into_owned();
+        let direct = exe.to_string_lossy().into_owned();
 
-        assert_eq!(connect_command(&exe, Some(bin.as_os_str())), "patchbay");
-        assert_eq!(connect_command(&exe, Some(other.as_os_str())), absolute);
-        assert_eq!(connect_command(&exe, None), absolute);
-        // Another `patchbay` first on PATH: not the one running, so the absolute path.
+        assert_eq!(connect_command(&exe, Some(bin.as_os_str())), link);
+        assert_eq!(connect_command(&exe, Some(other.as_os_str())), direct);
+        assert_eq!(connect_command(&exe, None), direct);
+        // Another `patchbay` first on PATH: not the one running, so the running one.
         std::fs::write(other.join("patchbay"), "").unwrap();
         let path = std::env::join_paths([&other, &bin]).unwrap();
-        assert_eq!(connect_command(&exe, Some(&path)), absolute);
-        // The app: the patchbay beside it.
-        let app = bin.join("patchbay-app");
-        assert_eq!(connect_command(&app, None), absolute);
+        assert_eq!(connect_command(&exe, Some(&path)), direct);
+        // A relative PATH entry is never written into a client's config.
+        assert_eq!(
+            connect_command(&exe, Some(std::ffi::OsStr::new("bin"))),
+            direct
+        );
+        // The app: the patchbay beside it, else the bare name.
+        assert_eq!(connect_command(&real.join("patchbay-app"), None), direct);
         assert_eq!(
             connect_command(&dir.path().join("lonely/app"), None),
             "patchbay"
