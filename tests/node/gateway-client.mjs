@@ -2,8 +2,9 @@
 // its StreamableHTTPClientTransport, pointed at http://127.0.0.1:PORT/mcp/NAME with the gateway
 // client's secret header, as Cursor or VS Code would be.
 //
-//   GATEWAY_HEADERS='{"Authorization":"Bearer pbgw_..."}' node gateway-client.mjs URL [--timeout-ms N]
+//   GATEWAY_HEADERS='{"Authorization":"Bearer pbgw_..."}' node gateway-client.mjs URL [--timeout-ms N] [--sse]
 //
+// `--sse`: the SDK's legacy SSEClientTransport instead (a connector that speaks HTTP+SSE).
 // The headers come through the environment, never the command line. It connects (initialize +
 // notifications/initialized), prints {"event":"connected","server":{...},"session":...}, then
 // obeys one JSON command per stdin line, answering each with one JSON line on stdout:
@@ -17,6 +18,7 @@
 import { createInterface } from 'node:readline';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 
 const [url, ...rest] = process.argv.slice(2);
@@ -26,7 +28,9 @@ const timeout = timeoutAt >= 0 ? Number(rest[timeoutAt + 1]) : 30000;
 const headers = JSON.parse(process.env.GATEWAY_HEADERS || '{}');
 
 const print = (value) => process.stdout.write(JSON.stringify(value) + '\n');
-const transport = new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } });
+const transport = rest.includes('--sse')
+  ? new SSEClientTransport(new URL(url), { requestInit: { headers } })
+  : new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } });
 const client = new Client({ name: 'patchbay-gateway-e2e', version: '1.0.0' });
 let notified = [];
 let callStarted = 0;
@@ -59,7 +63,7 @@ for await (const line of createInterface({ input: process.stdin })) {
       );
       print({ ok: true, result, notifications: notified });
     } else if (command.op === 'close') {
-      await transport.terminateSession().catch(() => {});
+      await transport.terminateSession?.().catch(() => {});
       await client.close();
       print({ ok: true });
       process.exit(0);

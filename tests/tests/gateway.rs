@@ -596,3 +596,76 @@ fn claude_code_lists_a_gateway_connector_as_connected() {
     let stored = std::fs::read_to_string(claude.join(".claude.json")).unwrap();
     assert!(!stored.contains("access_token"), "{stored}");
 }
+
+#[test]
+fn a_legacy_sse_connector_passes_through_with_its_endpoint_rewritten() {
+    // The SDK's HTTP+SSE example as a connector; the SDK's SSE client through the gateway: the
+    // stream's `endpoint` event must point back at the gateway for the client's messages to
+    // reach the server (with the connector's credential), and the answers come on the stream.
+    let server = patchbay_e2e::sdk_servers::SdkServer::sse();
+    let sandbox = Sandbox::new(false);
+    let catalog = sandbox.write(
+        "catalog.json",
+        &json!({ "mcpServers": { "legacy": { "type": "sse", "url": server.url(),
+            "headers": { "X-Api-Key": "k" } } } })
+        .to_string(),
+    );
+    let gateway = Serving::start(&sandbox, &catalog);
+    let headers = add_client(&sandbox, "sse", gateway.port, &[]);
+    let mut client = {
+        let mut child = Command::new("node")
+            .current_dir(node_dir())
+            .args(["gateway-client.mjs", &gateway.url("legacy"), "--sse"])
+            .env("GATEWAY_HEADERS", headers.to_string())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("node");
+        let stdin = child.stdin.take().unwrap();
+        let out = child.stdout.take().unwrap();
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        SdkClient {
+            child,
+            stdin,
+            lines,
+        }
+    };
+    let connected = client.next();
+    assert_eq!(
+        connected["event"],
+        "connected",
+        "{connected}\n{}\n{}",
+        gateway.output(),
+        server.output()
+    );
+    let listed = client.ask(json!({ "op": "list" }));
+    assert_eq!(listed["ok"], true, "{listed}");
+    let tool = listed["tools"][0].as_str().unwrap().to_owned();
+    assert_eq!(tool, "start-notification-stream", "{listed}");
+    let called = client
+        .ask(json!({ "op": "call", "name": tool, "arguments": { "interval": 10, "count": 2 } }));
+    assert_eq!(called["ok"], true, "{called}");
+    assert!(text_of(&called).contains("notifications"), "{called}");
+    // A streamable-HTTP POST to a legacy connector is refused the way a legacy server refuses it.
+    let (status, _) = raw(
+        gateway.port,
+        "/mcp/legacy",
+        &[("Authorization", headers["Authorization"].as_str().unwrap())],
+    );
+    assert_eq!(status, 405);
+    // The message path goes only to the connector's own server.
+    let (status, _) = raw(
+        gateway.port,
+        "/mcp/legacy/message?to=%2F%2Fevil.example%2Fx",
+        &[("Authorization", headers["Authorization"].as_str().unwrap())],
+    );
+    assert_eq!(status, 400);
+    let closed = client.ask(json!({ "op": "close" }));
+    assert_eq!(closed["ok"], true, "{closed}");
+}

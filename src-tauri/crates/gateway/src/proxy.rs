@@ -6,6 +6,10 @@
 //! credential once and replays the request (bodies are buffered up to a limit for this); when
 //! that does not help, the client gets a JSON-RPC error that says to authorize in Patchbay.
 //!
+//! A legacy HTTP+SSE connector passes through too: `GET /mcp/NAME` is its stream, whose `endpoint`
+//! event is rewritten to `/mcp/NAME/message?to=PATH` (PATH only on the connector's own server),
+//! where the client's messages go, credential injected, to that endpoint.
+//!
 //! A connector's `timeout_ms` bounds each upstream exchange; its `retry` applies only to a
 //! request that never reached the upstream (the connection was refused), so a `tools/call` that
 //! may have run is never sent twice. Every `tools/call`, and every request that failed here,
@@ -78,11 +82,40 @@ enum Failure {
     Unreachable(String),
 }
 
+/// Which of a connector's paths a request came to.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Route {
+    /// `/mcp/NAME`: the streamable-HTTP endpoint, or a legacy SSE connector's stream (GET).
+    Endpoint,
+    /// `/mcp/NAME/message?to=PATH`: where a legacy SSE connector takes its messages (the
+    /// `endpoint` event its stream sent, rewritten to come through the gateway).
+    SseMessage,
+}
+
 pub(crate) async fn proxy(
+    state: State<Arc<GatewayState>>,
+    name: Path<String>,
+    client: Extension<ClientRecord>,
+    req: Request,
+) -> Response {
+    forward(state, name, client, req, Route::Endpoint).await
+}
+
+pub(crate) async fn proxy_message(
+    state: State<Arc<GatewayState>>,
+    name: Path<String>,
+    client: Extension<ClientRecord>,
+    req: Request,
+) -> Response {
+    forward(state, name, client, req, Route::SseMessage).await
+}
+
+async fn forward(
     State(state): State<Arc<GatewayState>>,
     Path(name): Path<String>,
     Extension(client): Extension<ClientRecord>,
     req: Request,
+    route: Route,
 ) -> Response {
     if !client.allows(&name) {
         return gateway_error(
@@ -117,24 +150,50 @@ pub(crate) async fn proxy(
     };
     let is_call = peek.method.as_deref() == Some("tools/call");
     let started = Instant::now();
+    let mut rewrite_endpoint = false;
     let outcome = match state.upstream(&name).await {
-        Ok(upstream) if upstream.transport() == UpstreamTransport::Sse => {
-            return gateway_error(
-                StatusCode::NOT_IMPLEMENTED,
-                peek.id,
-                &format!("{name} speaks the legacy HTTP+SSE transport, which the gateway does not proxy yet; use `patchbay connect {name}`"),
-            );
+        Ok(upstream) => {
+            let url = match (route, upstream.transport(), &parts.method) {
+                (Route::Endpoint, UpstreamTransport::StreamableHttp, _) => {
+                    with_query(upstream.url(), parts.uri.query())
+                }
+                (Route::Endpoint, UpstreamTransport::Sse, &Method::GET) => {
+                    rewrite_endpoint = true;
+                    with_query(upstream.url(), parts.uri.query())
+                }
+                // What a legacy SSE server answers a streamable-HTTP POST: a client that falls
+                // back (the MCP SDK's does on a 4xx) opens the stream with GET next.
+                (Route::Endpoint, UpstreamTransport::Sse, _) => {
+                    return gateway_error(
+                        StatusCode::METHOD_NOT_ALLOWED,
+                        peek.id,
+                        &format!("{name} speaks the legacy HTTP+SSE transport: GET /mcp/{name} opens its stream (configure the client with type sse)"),
+                    )
+                }
+                (Route::SseMessage, UpstreamTransport::Sse, _) => {
+                    match message_target(upstream.url(), parts.uri.query()) {
+                        Some(url) => url,
+                        None => {
+                            return gateway_error(
+                                StatusCode::BAD_REQUEST,
+                                peek.id,
+                                &format!("not a message endpoint of {name} (the `to` path must be on its server)"),
+                            )
+                        }
+                    }
+                }
+                (Route::SseMessage, UpstreamTransport::StreamableHttp, _) => {
+                    return gateway_error(
+                        StatusCode::NOT_FOUND,
+                        peek.id,
+                        &format!("{name} speaks streamable HTTP: send its messages to /mcp/{name}"),
+                    )
+                }
+            };
+            exchange(&state, &upstream, &parts.method, &url, &parts.headers, body)
+                .await
+                .map(|r| (upstream, r))
         }
-        Ok(upstream) => exchange(
-            &state,
-            &upstream,
-            &parts.method,
-            &parts.uri,
-            &parts.headers,
-            body,
-        )
-        .await
-        .map(|r| (upstream, r)),
         Err(e) => Err(Failure::Resolve(e)),
     };
     let latency = started.elapsed();
@@ -152,10 +211,10 @@ pub(crate) async fn proxy(
             let status = answer.status();
             if is_call || status.is_server_error() {
                 state.record(CallRecord {
-                    connector: name,
+                    connector: name.clone(),
                     at: chrono::Utc::now(),
                     latency,
-                    transport: TransportKind::StreamableHttp,
+                    transport: kind_of(&upstream),
                     http_status: Some(status.as_u16()),
                     error: (!status.is_success()).then(|| {
                         format!(
@@ -165,7 +224,23 @@ pub(crate) async fn proxy(
                     }),
                 });
             }
-            respond(answer, deadline_for(&upstream, &parts.method, started))
+            let sse = answer
+                .headers()
+                .get(header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|v| v.starts_with("text/event-stream"));
+            let rewrite = match rewrite_endpoint && status.is_success() && sse {
+                true => Some(EndpointRewrite {
+                    upstream: upstream.url().to_owned(),
+                    connector: name,
+                }),
+                false => None,
+            };
+            respond(
+                answer,
+                deadline_for(&upstream, &parts.method, started),
+                rewrite,
+            )
         }
         Err(failure) => {
             let (status, message) = match &failure {
@@ -203,15 +278,10 @@ async fn exchange(
     state: &GatewayState,
     upstream: &Upstream,
     method: &Method,
-    uri: &axum::http::Uri,
+    url: &str,
     headers: &HeaderMap,
     body: Bytes,
 ) -> Result<reqwest::Response, Failure> {
-    let mut url = upstream.url().to_owned();
-    if let Some(query) = uri.query() {
-        url.push(if url.contains('?') { '&' } else { '?' });
-        url.push_str(query);
-    }
     let mut bearer = upstream.bearer();
     let mut renewed = false;
     loop {
@@ -219,7 +289,7 @@ async fn exchange(
             state,
             upstream,
             method,
-            &url,
+            url,
             headers,
             bearer.as_ref(),
             body.clone(),
@@ -327,18 +397,29 @@ fn deadline_for(upstream: &Upstream, method: &Method, started: Instant) -> Optio
 }
 
 /// The upstream's answer, streamed through as it arrives.
-fn respond(answer: reqwest::Response, deadline: Option<Instant>) -> Response {
+fn respond(
+    answer: reqwest::Response,
+    deadline: Option<Instant>,
+    rewrite: Option<EndpointRewrite>,
+) -> Response {
     let status = answer.status();
     let mut headers = HeaderMap::with_capacity(answer.headers().len());
     for (name, value) in answer.headers() {
-        if !NOT_RETURNED.contains(&name.as_str()) {
+        let rewritten = rewrite.is_some() && name == header::CONTENT_LENGTH;
+        if !NOT_RETURNED.contains(&name.as_str()) && !rewritten {
             headers.append(name.clone(), value.clone());
         }
     }
     let stream = answer.bytes_stream();
-    let body = match deadline {
-        None => Body::from_stream(stream),
-        Some(deadline) => Body::from_stream(Deadline {
+    let body = match (deadline, rewrite) {
+        (_, Some(rewrite)) => Body::from_stream(EndpointRewriter {
+            inner: Box::pin(stream),
+            rewrite,
+            pending: Vec::new(),
+            done: false,
+        }),
+        (None, None) => Body::from_stream(stream),
+        (Some(deadline), None) => Body::from_stream(Deadline {
             inner: Box::pin(stream),
             sleep: Box::pin(tokio::time::sleep_until(deadline.into())),
         }),
@@ -405,4 +486,247 @@ pub(crate) fn gateway_error(
         HeaderValue::from_static("application/json"),
     );
     response
+}
+
+fn with_query(url: &str, query: Option<&str>) -> String {
+    match query {
+        Some(query) => format!("{url}{}{query}", if url.contains('?') { '&' } else { '?' }),
+        None => url.to_owned(),
+    }
+}
+
+fn kind_of(upstream: &Upstream) -> TransportKind {
+    match upstream.transport() {
+        UpstreamTransport::StreamableHttp => TransportKind::StreamableHttp,
+        UpstreamTransport::Sse => TransportKind::Sse,
+    }
+}
+
+/// The upstream URL a `/mcp/NAME/message?to=PATH` request goes to: PATH on the connector's own
+/// server, nowhere else (the gateway must not become a way to send its credential elsewhere).
+fn message_target(upstream: &str, query: Option<&str>) -> Option<String> {
+    let to = url::form_urlencoded::parse(query?.as_bytes())
+        .find(|(k, _)| k == "to")
+        .map(|(_, v)| v.into_owned())?;
+    if !to.starts_with('/') || to.starts_with("//") {
+        return None;
+    }
+    let base = url::Url::parse(upstream).ok()?;
+    let target = base.join(&to).ok()?;
+    (target.origin() == base.origin()).then(|| target.to_string())
+}
+
+/// How a legacy SSE stream's `endpoint` event is rewritten to come back through the gateway.
+struct EndpointRewrite {
+    upstream: String,
+    connector: String,
+}
+
+impl EndpointRewrite {
+    /// `data` (the endpoint, relative to the stream's URL) as `/mcp/NAME/message?to=PATH`; `None`
+    /// when it points off the connector's server (then the event is dropped: the client cannot
+    /// post there with Patchbay's credential, and must not post there without it).
+    fn endpoint(&self, data: &str) -> Option<String> {
+        let base = url::Url::parse(&self.upstream).ok()?;
+        let target = base.join(data.trim()).ok()?;
+        if target.origin() != base.origin() {
+            return None;
+        }
+        let mut path = target.path().to_owned();
+        if let Some(q) = target.query() {
+            path.push('?');
+            path.push_str(q);
+        }
+        let to: String = url::form_urlencoded::byte_serialize(path.as_bytes()).collect();
+        Some(format!("/mcp/{}/message?to={to}", self.connector))
+    }
+
+    /// One whole event (its lines, no blank line), rewritten when it is the `endpoint` event.
+    fn event(&self, event: &str) -> (String, bool) {
+        let is_endpoint = event
+            .lines()
+            .any(|l| l.trim_end() == "event: endpoint" || l.trim_end() == "event:endpoint");
+        if !is_endpoint {
+            return (event.to_owned(), false);
+        }
+        let data: Vec<&str> = event
+            .lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .map(|d| d.strip_prefix(' ').unwrap_or(d))
+            .collect();
+        match self.endpoint(&data.join("\n")) {
+            Some(endpoint) => (format!("event: endpoint\ndata: {endpoint}"), true),
+            None => {
+                tracing::warn!(
+                    connector = self.connector,
+                    "dropped an SSE endpoint event that points off the connector's server"
+                );
+                (String::new(), true)
+            }
+        }
+    }
+}
+
+/// A legacy SSE stream with its `endpoint` event rewritten; everything after it passes as is.
+struct EndpointRewriter {
+    inner:
+        std::pin::Pin<Box<dyn futures_core::Stream<Item = Result<Bytes, reqwest::Error>> + Send>>,
+    rewrite: EndpointRewrite,
+    /// Bytes of the events before the endpoint event that are not complete yet.
+    pending: Vec<u8>,
+    done: bool,
+}
+
+/// A stream that has ended.
+struct Ended<T>(std::marker::PhantomData<T>);
+
+impl<T> futures_core::Stream for Ended<T> {
+    type Item = T;
+    fn poll_next(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<T>> {
+        std::task::Poll::Ready(None)
+    }
+}
+
+impl futures_core::Stream for EndpointRewriter {
+    type Item = Result<Bytes, std::io::Error>;
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        use std::task::Poll;
+        let this = &mut *self;
+        loop {
+            let chunk = match this.inner.as_mut().poll_next(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(None) if this.pending.is_empty() => return Poll::Ready(None),
+                Poll::Ready(None) => {
+                    // The stream ended inside an event: hand on what came, then end.
+                    this.inner = Box::pin(Ended(std::marker::PhantomData));
+                    return Poll::Ready(Some(Ok(std::mem::take(&mut this.pending).into())));
+                }
+                Poll::Ready(Some(Err(e))) => {
+                    return Poll::Ready(Some(Err(std::io::Error::other(e))))
+                }
+                Poll::Ready(Some(Ok(chunk))) => chunk,
+            };
+            if this.done {
+                return Poll::Ready(Some(Ok(chunk)));
+            }
+            this.pending.extend_from_slice(&chunk);
+            // Line ends as `\n` from here on (SSE allows `\r\n` and `\n` alike).
+            let text = String::from_utf8_lossy(&this.pending).replace("\r\n", "\n");
+            let mut out = String::new();
+            let mut rest = text.as_str();
+            while let Some(end) = rest.find("\n\n") {
+                let (event, was_endpoint) = this.rewrite.event(&rest[..end]);
+                if !event.is_empty() {
+                    out.push_str(&event);
+                    out.push_str("\n\n");
+                }
+                rest = &rest[end + 2..];
+                if was_endpoint {
+                    this.done = true;
+                    break;
+                }
+            }
+            let rest = rest.to_owned();
+            if this.done {
+                out.push_str(&rest);
+                this.pending.clear();
+            } else {
+                this.pending = rest.into_bytes();
+            }
+            if !out.is_empty() {
+                return Poll::Ready(Some(Ok(Bytes::from(out))));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rewriter(chunks: Vec<&'static str>) -> EndpointRewriter {
+        let items: Vec<Result<Bytes, reqwest::Error>> =
+            chunks.into_iter().map(|c| Ok(Bytes::from(c))).collect();
+        EndpointRewriter {
+            inner: Box::pin(Iter(items.into_iter())),
+            rewrite: EndpointRewrite {
+                upstream: "https://mcp.example.com/sse".into(),
+                connector: "legacy".into(),
+            },
+            pending: Vec::new(),
+            done: false,
+        }
+    }
+
+    struct Iter<I>(I);
+
+    impl<I: Iterator + Unpin> futures_core::Stream for Iter<I> {
+        type Item = I::Item;
+        fn poll_next(
+            mut self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<Option<I::Item>> {
+            std::task::Poll::Ready(self.0.next())
+        }
+    }
+
+    fn collect(mut stream: EndpointRewriter) -> String {
+        use futures_core::Stream;
+        let waker = std::task::Waker::noop();
+        let mut cx = std::task::Context::from_waker(waker);
+        let mut out = String::new();
+        while let std::task::Poll::Ready(Some(chunk)) =
+            std::pin::Pin::new(&mut stream).poll_next(&mut cx)
+        {
+            out.push_str(std::str::from_utf8(&chunk.unwrap()).unwrap());
+        }
+        out
+    }
+
+    #[test]
+    fn the_endpoint_event_is_rewritten_across_chunks_and_the_rest_passes() {
+        let out = collect(rewriter(vec![
+            ": hello\r\n\r\nevent: endp",
+            "oint\r\ndata: /messages?sessionId=a b\r\n\r\nevent: message\ndata: {}\n\n",
+            "event: endpoint\ndata: /not-rewritten\n\n",
+        ]));
+        assert_eq!(
+            out,
+            ": hello\n\nevent: endpoint\ndata: /mcp/legacy/message?to=%2Fmessages%3FsessionId%3Da%2520b\n\nevent: message\ndata: {}\n\nevent: endpoint\ndata: /not-rewritten\n\n"
+        );
+        let to = message_target(
+            "https://mcp.example.com/sse",
+            Some("to=%2Fmessages%3FsessionId%3Da%2520b"),
+        );
+        assert_eq!(
+            to.as_deref(),
+            Some("https://mcp.example.com/messages?sessionId=a%20b")
+        );
+    }
+
+    #[test]
+    fn an_endpoint_off_the_connectors_server_goes_nowhere() {
+        let out = collect(rewriter(vec![
+            "event: endpoint\ndata: https://evil.example/messages\n\n",
+        ]));
+        assert_eq!(out, "");
+        for to in [
+            "%2F%2Fevil.example%2Fx",
+            "https%3A%2F%2Fevil.example%2F",
+            "x",
+        ] {
+            assert_eq!(
+                message_target("https://mcp.example.com/sse", Some(&format!("to={to}"))),
+                None,
+                "{to}"
+            );
+        }
+    }
 }

@@ -1,7 +1,7 @@
 //! The gateway's listener: one loopback HTTP server on 127.0.0.1 and, when the machine has IPv6,
 //! [::1], on a fixed port ([`DEFAULT_PORT`], 3119, beside the OAuth receiver's 3118). It serves
-//! `/mcp/NAME` for every connector in use (see `proxy`) and answers `/mcp`, the aggregate, as
-//! not available yet.
+//! `/mcp/NAME` for every connector in use (see `proxy`; a legacy SSE connector's messages go to
+//! `/mcp/NAME/message`) and answers `/mcp`, the aggregate, as not available yet.
 //!
 //! Every request passes three gates before it reaches a connector, in this order:
 //! - `Host` must name the gateway on loopback (`127.0.0.1:PORT`, `localhost:PORT`,
@@ -238,6 +238,10 @@ impl Gateway {
 fn router(state: Arc<GatewayState>) -> axum::Router {
     axum::Router::new()
         .route("/mcp/{name}", axum::routing::any(crate::proxy::proxy))
+        .route(
+            "/mcp/{name}/message",
+            axum::routing::any(crate::proxy::proxy_message),
+        )
         .route("/mcp", axum::routing::any(aggregate))
         .layer(axum::middleware::from_fn_with_state(state.clone(), gates))
         .with_state(state)
