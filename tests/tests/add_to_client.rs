@@ -278,7 +278,40 @@ fn an_mcp_remote_entry_is_switched_and_its_connector_kept() {
     assert_eq!(row["origin"], "client");
     let connector = row["name"].as_str().unwrap().to_owned();
 
+    let list = |h: &Home| -> Vec<(String, String, Value)> {
+        let out = ok(&h.run(&["switch", "--list", "--json"]));
+        serde_json::from_str::<Value>(&out)
+            .unwrap()
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| {
+                (
+                    c["client"].as_str().unwrap().to_owned(),
+                    c["entry"].as_str().unwrap().to_owned(),
+                    c["connector"].clone(),
+                )
+            })
+            .collect()
+    };
+    let candidates = list(&h);
+    assert!(
+        candidates.contains(&("claude-desktop".into(), "sdk-demo".into(), json!(connector))),
+        "{candidates:?}"
+    );
+    assert!(
+        candidates
+            .iter()
+            .any(|(c, e, _)| c == "cursor" && e == "team-demo"),
+        "{candidates:?}"
+    );
+    assert!(candidates.iter().all(|(_, e, _)| e != "filesystem"));
+
     let text = ok(&h.run(&["switch", "claude-desktop", "sdk-demo"]));
+    assert!(
+        !list(&h).iter().any(|(_, e, _)| e == "sdk-demo"),
+        "switched: no longer offered"
+    );
     assert!(text.contains("now managed by Patchbay"), "{text}");
     let after = lenient(&desktop);
     assert_eq!(

@@ -46,9 +46,17 @@ pub struct AddToArgs {
 #[derive(Args)]
 pub struct SwitchArgs {
     /// cursor, vscode, claude-desktop or windsurf.
-    pub client: String,
+    #[arg(required_unless_present = "list")]
+    pub client: Option<String>,
     /// The client's name for the `npx mcp-remote URL` entry to switch.
-    pub server: String,
+    #[arg(required_unless_present = "list")]
+    pub server: Option<String>,
+    /// List the mcp-remote entries that can be switched, and the connector each would reach.
+    #[arg(long, conflicts_with_all = ["client", "server"])]
+    pub list: bool,
+    /// With --list: print JSON.
+    #[arg(long, requires = "list")]
+    pub json: bool,
     #[arg(long, value_enum, default_value = "stdio")]
     pub via: Via,
     /// The gateway's port (with --via gateway).
@@ -174,8 +182,38 @@ pub fn add_to(patchbay: &Patchbay, args: AddToArgs, out: &mut impl Write) -> Res
     Ok(ExitCode::SUCCESS)
 }
 
+fn list_candidates(patchbay: &Patchbay, json: bool, out: &mut impl Write) -> Result<ExitCode> {
+    let candidates = client_config::switch_candidates(patchbay)?;
+    if json {
+        writeln!(out, "{}", serde_json::to_string_pretty(&candidates)?)?;
+    } else if candidates.is_empty() {
+        writeln!(out, "No client runs a server through npx mcp-remote.")?;
+    } else {
+        for c in &candidates {
+            let reaches = match &c.connector {
+                Some(name) => format!("-> {}", one_line(name)),
+                None => "(no connector in use has this URL)".into(),
+            };
+            writeln!(
+                out,
+                "{} {}  {}  {reaches}",
+                c.client,
+                one_line(&c.entry),
+                one_line(&c.url)
+            )?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 pub fn switch(patchbay: &Patchbay, args: SwitchArgs, out: &mut impl Write) -> Result<ExitCode> {
-    let client = client_config::parse_client(&args.client)?;
+    if args.list {
+        return list_candidates(patchbay, args.json, out);
+    }
+    let (Some(client), Some(server)) = (args.client, args.server) else {
+        anyhow::bail!("name the client and the server to switch, or pass --list");
+    };
+    let client = client_config::parse_client(&client)?;
     let clients = Clients::new(&patchbay.paths.data_dir);
     let mut routing = Routing {
         patchbay,
@@ -188,7 +226,7 @@ pub fn switch(patchbay: &Patchbay, args: SwitchArgs, out: &mut impl Write) -> Re
         },
     };
     let mut route_error = None;
-    let switched = client_config::switch_to_patchbay(patchbay, client, &args.server, |name| {
+    let switched = client_config::switch_to_patchbay(patchbay, client, &server, |name| {
         routing.route(name).map_err(|e| {
             let message = format!("{e:#}");
             route_error = Some(e);

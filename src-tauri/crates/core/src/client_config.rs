@@ -209,6 +209,54 @@ pub fn switch_to_patchbay(
     })
 }
 
+/// An `npx mcp-remote URL` entry in a client's user config that "Switch to Patchbay" can
+/// rewrite (what the window offers the button for).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct SwitchCandidate {
+    /// The client's id (`cursor`, `vscode`, `claude-desktop`, `windsurf`).
+    pub client: &'static str,
+    /// The entry's name in the client's config.
+    pub entry: String,
+    /// The URL mcp-remote bridges.
+    pub url: String,
+    /// The connector in use with that URL, when there is one (else the switch is refused).
+    pub connector: Option<String>,
+    pub file: PathBuf,
+}
+
+/// Every mcp-remote entry in the user configs of the clients Add writes. A file that cannot be
+/// read contributes none (the status already names it).
+pub fn switch_candidates(patchbay: &Patchbay) -> Result<Vec<SwitchCandidate>, CoreError> {
+    let paths = client_paths(patchbay)?;
+    let mut candidates = Vec::new();
+    for (id, client) in CLIENTS {
+        let Ok(file) = write::user_file(&paths, client) else {
+            continue;
+        };
+        let config = patchbay_runtimes::clients::ConfigFile {
+            client,
+            scope: patchbay_runtimes::clients::ClientScope::User,
+            path: file.clone(),
+        };
+        let Ok(servers) = patchbay_runtimes::clients::formats::read_file(&config) else {
+            continue;
+        };
+        for server in servers {
+            let Some(options) = server.mcp_remote_options() else {
+                continue;
+            };
+            candidates.push(SwitchCandidate {
+                client: id,
+                connector: connector_with_url(patchbay, &options.server_url)?,
+                entry: server.name,
+                url: options.server_url,
+                file: file.clone(),
+            });
+        }
+    }
+    Ok(candidates)
+}
+
 /// The connector in use whose URL (its `${VAR}`s expanded) is `url`, ignoring one trailing `/`
 /// and the case of the scheme and host. The first in catalog order.
 pub fn connector_with_url(patchbay: &Patchbay, url: &str) -> Result<Option<String>, CoreError> {
