@@ -685,6 +685,24 @@ pub fn delete_plaintext(
     Ok(deleted)
 }
 
+/// The whole import as the app runs it at start: every connector without a credential, the
+/// clients' mcp-remote invocations read from the patchbay's client setup (none when it reads no
+/// clients), the tools' stores from the process environment, default bounds.
+pub async fn import_from_this_machine(patchbay: &Patchbay) -> Result<ImportReport, CoreError> {
+    let clients = patchbay
+        .client_setup()
+        .map(|setup| patchbay_runtimes::clients::read_all(&setup.paths, &setup.projects).servers)
+        .unwrap_or_default();
+    let targets = catalog_targets(patchbay, &clients);
+    import(
+        patchbay,
+        &targets,
+        &ImportSources::from_env(),
+        &ImportOptions::default(),
+    )
+    .await
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -738,22 +756,4 @@ mod tests {
         assert_eq!(all[1].expires_at, sooner.expires_at);
         assert_eq!(all[2].expires_at, expired_refresh.expires_at);
     }
-}
-
-/// The whole import as the app runs it at start: every connector without a credential, the
-/// clients' mcp-remote invocations read from the patchbay's client setup (none when it reads no
-/// clients), the tools' stores from the process environment, default bounds.
-pub async fn import_from_this_machine(patchbay: &Patchbay) -> Result<ImportReport, CoreError> {
-    let clients = patchbay
-        .client_setup()
-        .map(|setup| patchbay_runtimes::clients::read_all(&setup.paths, &setup.projects).servers)
-        .unwrap_or_default();
-    let targets = catalog_targets(patchbay, &clients);
-    import(
-        patchbay,
-        &targets,
-        &ImportSources::from_env(),
-        &ImportOptions::default(),
-    )
-    .await
 }
