@@ -56,7 +56,6 @@ struct OAuthServer {
 
 impl OAuthServer {
     fn start() -> OAuthServer {
-        let logs = tempfile::tempdir().unwrap();
         let (mcp_port, auth_port) = {
             let bind = || std::net::TcpListener::bind("127.0.0.1:0").unwrap();
             let (a, b) = (bind(), bind());
@@ -65,12 +64,19 @@ impl OAuthServer {
                 b.local_addr().unwrap().port(),
             )
         };
+        OAuthServer::start_on(mcp_port, auth_port, None)
+    }
+
+    /// On given ports; with `tokens`, the access tokens it issues outlive a restart.
+    fn start_on(mcp_port: u16, auth_port: u16, tokens: Option<&Path>) -> OAuthServer {
+        let logs = tempfile::tempdir().unwrap();
         let file = |name: &str| std::fs::File::create(logs.path().join(name)).unwrap();
         let mut child = Command::new("node")
             .current_dir(node_dir())
             .args(["sdk-oauth-expiring-server.mjs", "--oauth"])
             .env("MCP_PORT", mcp_port.to_string())
             .env("MCP_AUTH_PORT", auth_port.to_string())
+            .envs(tokens.map(|t| ("ACCESS_TOKENS_FILE", t.as_os_str())))
             .stdin(Stdio::piped())
             .stdout(file("stdout"))
             .stderr(file("stderr"))
@@ -668,4 +674,46 @@ fn a_legacy_sse_connector_passes_through_with_its_endpoint_rewritten() {
     assert_eq!(status, 400);
     let closed = client.ask(json!({ "op": "close" }));
     assert_eq!(closed["ok"], true, "{closed}");
+}
+
+#[test]
+fn calls_keep_working_when_the_server_restarts_mid_session() {
+    require_keychain!();
+    let tokens = tempfile::tempdir().unwrap();
+    let tokens = tokens.path().join("tokens.json");
+    let server = OAuthServer::start_on(free_port(), free_port(), Some(&tokens));
+    let (mcp_port, auth_port) = (server.mcp_port, server.auth_port);
+    let sandbox = Sandbox::new(true);
+    let catalog = sdk_catalog(&sandbox, &server);
+    authorize_sdk(&sandbox, &catalog);
+    let gateway = Serving::start(&sandbox, &catalog);
+    let headers = add_client(&sandbox, "restart", gateway.port, &[]);
+    let (mut client, connected) = SdkClient::connect(&gateway.url("sdk"), &headers);
+    assert_eq!(connected["event"], "connected", "{connected}");
+    let greet = |who: &str| json!({ "op": "call", "name": "greet", "arguments": { "name": who } });
+    let called = client.ask(greet("before"));
+    assert_eq!(called["ok"], true, "{called}");
+
+    // The server goes away and comes back on the same ports, its sessions forgotten (the token
+    // it issued survives in its file).
+    drop(server);
+    let server = OAuthServer::start_on(mcp_port, auth_port, Some(&tokens));
+    let called = client.ask(greet("after"));
+    assert_eq!(
+        called["ok"],
+        true,
+        "{called}\ngateway:\n{}\nserver:\n{}",
+        gateway.output(),
+        server.output()
+    );
+    assert!(text_of(&called).contains("after"), "{called}");
+    assert!(
+        gateway
+            .output()
+            .contains("the server lost the session; began it anew"),
+        "{}",
+        gateway.output()
+    );
+    let listed = client.ask(json!({ "op": "list" }));
+    assert_eq!(listed["ok"], true, "{listed}");
 }

@@ -7,6 +7,7 @@ pub mod clients;
 pub mod names;
 pub mod proxy;
 pub mod server;
+mod sessions;
 pub mod stdio;
 pub mod upstream;
 

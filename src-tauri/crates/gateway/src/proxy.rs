@@ -17,6 +17,7 @@
 
 use crate::clients::{ClientRecord, CLIENT_HEADER};
 use crate::server::GatewayState;
+use crate::sessions::MCP_SESSION_ID;
 use crate::upstream::{Upstream, UpstreamError, UpstreamTransport};
 use axum::body::{Body, Bytes};
 use axum::extract::{Path, Request, State};
@@ -190,9 +191,15 @@ async fn forward(
                     )
                 }
             };
-            exchange(&state, &upstream, &parts.method, &url, &parts.headers, body)
-                .await
-                .map(|r| (upstream, r))
+            if upstream.transport() == UpstreamTransport::StreamableHttp {
+                with_session(&state, &upstream, &name, &parts, &url, body, &peek)
+                    .await
+                    .map(|r| (upstream, r))
+            } else {
+                exchange(&state, &upstream, &parts.method, &url, &parts.headers, body)
+                    .await
+                    .map(|r| (upstream, r))
+            }
         }
         Err(e) => Err(Failure::Resolve(e)),
     };
@@ -264,6 +271,106 @@ async fn forward(
             gateway_error(status, peek.id, &message)
         }
     }
+}
+
+/// A streamable-HTTP exchange within the client's session: the id the server knows it by now is
+/// sent, a server that lost the session (404) gets the client's `initialize` again and the request
+/// replayed (a 404 for the session means the request was not processed), and the client is shown
+/// its own id throughout. A new session is remembered; a DELETE forgets it.
+async fn with_session(
+    state: &GatewayState,
+    upstream: &Upstream,
+    name: &str,
+    parts: &axum::http::request::Parts,
+    url: &str,
+    body: Bytes,
+    peek: &Peek,
+) -> Result<reqwest::Response, Failure> {
+    let client_id = parts
+        .headers
+        .get(MCP_SESSION_ID)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let mut headers = parts.headers.clone();
+    if let Some(id) = &client_id {
+        if let Some(current) = state.sessions.upstream_id(name, id) {
+            if let Ok(value) = HeaderValue::from_str(&current) {
+                headers.insert(MCP_SESSION_ID, value);
+            }
+        }
+    }
+    let mut answer = exchange(state, upstream, &parts.method, url, &headers, body.clone()).await?;
+    if let Some(id) = &client_id {
+        if answer.status() == StatusCode::NOT_FOUND {
+            if let Some(renewed) = reinitialize(state, upstream, name, id, url, &headers).await {
+                headers.insert(MCP_SESSION_ID, renewed);
+                answer = exchange(state, upstream, &parts.method, url, &headers, body).await?;
+            }
+        }
+        if answer.headers().contains_key(MCP_SESSION_ID) {
+            if let Ok(value) = HeaderValue::from_str(id) {
+                answer.headers_mut().insert(MCP_SESSION_ID, value);
+            }
+        }
+        if parts.method == Method::DELETE {
+            state.sessions.ended(name, id);
+        }
+    } else if peek.method.as_deref() == Some("initialize") && answer.status().is_success() {
+        if let Some(id) = answer
+            .headers()
+            .get(MCP_SESSION_ID)
+            .and_then(|v| v.to_str().ok())
+        {
+            state.sessions.begun(name, id, body, &parts.headers);
+        }
+    }
+    Ok(answer)
+}
+
+/// Begin the client's session `id` anew on a server that lost it: its `initialize` replayed, then
+/// `notifications/initialized`. Returns the server's new id.
+async fn reinitialize(
+    state: &GatewayState,
+    upstream: &Upstream,
+    name: &str,
+    id: &str,
+    url: &str,
+    request_headers: &HeaderMap,
+) -> Option<HeaderValue> {
+    let (initialize, mut headers) = state.sessions.initialize_of(name, id)?;
+    let bound = upstream.timeout().unwrap_or(state.options.default_timeout);
+    let answer = exchange(state, upstream, &Method::POST, url, &headers, initialize)
+        .await
+        .ok()?;
+    if !answer.status().is_success() {
+        return None;
+    }
+    let renewed = answer.headers().get(MCP_SESSION_ID)?.clone();
+    // The answer is the initialize result (JSON, or an SSE stream that ends with it).
+    tokio::time::timeout(bound, answer.bytes())
+        .await
+        .ok()?
+        .ok()?;
+    headers.insert(MCP_SESSION_ID, renewed.clone());
+    if let Some(version) = request_headers.get("mcp-protocol-version") {
+        headers.insert("mcp-protocol-version", version.clone());
+    }
+    let initialized =
+        Bytes::from_static(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    let ack = exchange(state, upstream, &Method::POST, url, &headers, initialized)
+        .await
+        .ok()?;
+    if !ack.status().is_success() {
+        return None;
+    }
+    state
+        .sessions
+        .moved(name, id, renewed.to_str().unwrap_or_default());
+    tracing::info!(
+        connector = name,
+        "the server lost the session; began it anew"
+    );
+    Some(renewed)
 }
 
 fn failure_text(failure: &Failure) -> String {

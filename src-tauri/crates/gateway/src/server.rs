@@ -77,6 +77,7 @@ pub struct GatewayState {
     pub(crate) options: GatewayOptions,
     pub(crate) port: u16,
     resolved: Mutex<HashMap<String, Resolved>>,
+    pub(crate) sessions: crate::sessions::Sessions,
     health: Option<tokio::sync::mpsc::UnboundedSender<CallRecord>>,
 }
 
@@ -193,6 +194,7 @@ impl Gateway {
             options,
             port,
             resolved: Mutex::default(),
+            sessions: Default::default(),
             health,
         });
         Ok(Gateway { state, listeners })

@@ -30,6 +30,12 @@ struct Seen {
     requests: Vec<HeaderMap>,
     /// Access tokens the upstream refuses (lapsed).
     lapsed: HashSet<String>,
+    /// The sessions it knows (ids `s-N`); a restart forgets them.
+    sessions: HashSet<String>,
+    /// Sessions begun so far.
+    begun: usize,
+    /// The methods of the messages it received, in order.
+    methods: Vec<String>,
 }
 
 struct Upstream {
@@ -74,6 +80,38 @@ async fn upstream() -> Upstream {
             }
             let message: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
             let id = message["id"].clone();
+            let session = headers
+                .get("mcp-session-id")
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default()
+                .to_owned();
+            {
+                let mut seen = seen.lock().unwrap();
+                seen.methods
+                    .push(message["method"].as_str().unwrap_or("-").to_owned());
+                if message["method"] == "initialize" {
+                    seen.begun += 1;
+                    let new = format!("s-{}", seen.begun);
+                    seen.sessions.insert(new.clone());
+                    return Response::builder()
+                        .header("content-type", "application/json")
+                        .header("mcp-session-id", new)
+                        .body(Body::from(
+                            json!({ "jsonrpc": "2.0", "id": id, "result": { "protocolVersion": "2025-06-18" } })
+                                .to_string(),
+                        ))
+                        .unwrap();
+                }
+                if session.starts_with("s-") && !seen.sessions.contains(&session) {
+                    return Response::builder()
+                        .status(404)
+                        .body(Body::from("{\"jsonrpc\":\"2.0\",\"error\":{\"code\":-32001,\"message\":\"Session not found\"}}"))
+                        .unwrap();
+                }
+                if message["method"] == "notifications/initialized" {
+                    return Response::builder().status(202).body(Body::empty()).unwrap();
+                }
+            }
             match message["method"].as_str() {
                 Some("stream") => {
                     // Three events, each only when the test says so.
@@ -483,4 +521,75 @@ async fn a_call_whose_connection_dropped_after_sending_is_not_retried() {
         .unwrap()
         .contains("dropper is unreachable"));
     assert_eq!(rig.dropped.load(std::sync::atomic::Ordering::SeqCst), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_lost_the_session_gets_it_begun_anew_unseen_by_the_client() {
+    let rig = rig().await;
+    let init = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": { "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": { "name": "t", "version": "0" } } });
+    let answer = rig.post("fx", init).send().await.unwrap();
+    let session = answer.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(session, "s-1");
+    let call =
+        json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": { "name": "x" } });
+    let answer = rig
+        .post("fx", call.clone())
+        .header("mcp-session-id", &session)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), StatusCode::OK);
+
+    // The server restarts: it knows no session any more.
+    rig.upstream.seen.lock().unwrap().sessions.clear();
+    let answer = rig
+        .post("fx", call.clone())
+        .header("mcp-session-id", &session)
+        .header("mcp-protocol-version", "2025-06-18")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        answer.status(),
+        StatusCode::OK,
+        "replayed in the new session"
+    );
+    assert_eq!(
+        answer.headers()["mcp-session-id"],
+        session.as_str(),
+        "the client's id stays"
+    );
+    let body: Value = answer.json().await.unwrap();
+    assert_eq!(body["id"], 2);
+    {
+        let seen = rig.upstream.seen.lock().unwrap();
+        assert_eq!(seen.begun, 2);
+        let sent = seen.requests.last().unwrap();
+        assert_eq!(
+            sent["mcp-session-id"], "s-2",
+            "the server's new id goes upstream"
+        );
+        assert_eq!(
+            seen.methods[seen.methods.len() - 4..],
+            [
+                "tools/call",
+                "initialize",
+                "notifications/initialized",
+                "tools/call"
+            ]
+        );
+    }
+    // Later requests go to the new session directly.
+    let answer = rig
+        .post("fx", call)
+        .header("mcp-session-id", &session)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), StatusCode::OK);
+    assert_eq!(rig.upstream.seen.lock().unwrap().begun, 2);
 }
