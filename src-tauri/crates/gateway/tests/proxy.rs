@@ -214,6 +214,8 @@ async fn dropper() -> (std::net::SocketAddr, Arc<std::sync::atomic::AtomicUsize>
 
 struct Rig {
     _dir: tempfile::TempDir,
+    /// Where nothing listens until a test starts something there.
+    late_port: u16,
     dropped: Arc<std::sync::atomic::AtomicUsize>,
     base: String,
     secret: Secret,
@@ -237,6 +239,11 @@ async fn rig() -> Rig {
     let upstream = upstream().await;
     let ras = RotatingAs::start().await;
     let dropper = dropper().await;
+    let late_port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("catalog.json");
     let url = format!("{}/mcp", upstream.base);
@@ -247,6 +254,9 @@ async fn rig() -> Rig {
             "slow": { "type": "http", "url": url, "headers": { "X-Api-Key": "k" }, "timeout_ms": 300 },
             "flaky": { "type": "http", "url": url, "headers": { "X-Api-Key": "k" },
                        "retry": { "max": 3, "base_ms": 10, "jitter": 0.0 } },
+            "late": { "type": "http", "url": format!("http://127.0.0.1:{late_port}/mcp"), "headers": { "X-Api-Key": "k" },
+                       "retry": { "max": 3, "base_ms": 200, "jitter": 0.0 } },
+            "late-no-retry": { "type": "http", "url": format!("http://127.0.0.1:{late_port}/mcp"), "headers": { "X-Api-Key": "k" } },
             "dropper": { "type": "http", "url": format!("http://{}/mcp", dropper.0), "headers": { "X-Api-Key": "k" },
                          "retry": { "max": 3, "base_ms": 10, "jitter": 0.0 } }
         } })
@@ -332,6 +342,7 @@ async fn rig() -> Rig {
     tokio::spawn(gateway.serve(std::future::pending()));
     Rig {
         _dir: dir,
+        late_port,
         dropped: dropper.1,
         base,
         secret,
@@ -592,4 +603,36 @@ async fn a_server_that_lost_the_session_gets_it_begun_anew_unseen_by_the_client(
         .unwrap();
     assert_eq!(answer.status(), StatusCode::OK);
     assert_eq!(rig.upstream.seen.lock().unwrap().begun, 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_connection_is_retried_per_the_connectors_retry() {
+    let rig = rig().await;
+    let call =
+        json!({ "jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": { "name": "x" } });
+    // Without `retry`, a refused connection is the answer.
+    let answer = rig
+        .post("late-no-retry", call.clone())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), StatusCode::BAD_GATEWAY);
+    // With it (200 ms, doubling), a server that comes up meanwhile gets the call, once.
+    let port = rig.late_port;
+    let served = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let count = served.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
+            .await
+            .unwrap();
+        let app = axum::Router::new().fallback(move || {
+            count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            async { axum::Json(json!({ "jsonrpc": "2.0", "id": 9, "result": {} })) }
+        });
+        axum::serve(listener, app).await.unwrap();
+    });
+    let answer = rig.post("late", call).send().await.unwrap();
+    assert_eq!(answer.status(), StatusCode::OK);
+    assert_eq!(served.load(std::sync::atomic::Ordering::SeqCst), 1);
 }
