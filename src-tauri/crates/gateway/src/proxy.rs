@@ -209,7 +209,6 @@ async fn forward(
         method = %parts.method,
         rpc = peek.method.as_deref().unwrap_or("-"),
         status = outcome.as_ref().map(|(_, a)| a.status().as_u16()).unwrap_or(0),
-        session = parts.headers.get("mcp-session-id").and_then(|v| v.to_str().ok()).unwrap_or("-"),
         ms = latency.as_millis() as u64,
         "proxied"
     );
