@@ -3,6 +3,7 @@
 //! credential injected and renewed on a 401 (`upstream`), the loopback HTTP gateway
 //! (`server`, `proxy`) and the clients allowed to use it (`clients`). It knows nothing of Tauri.
 
+pub mod aggregate;
 pub mod clients;
 pub mod names;
 pub mod proxy;

@@ -1,7 +1,7 @@
 //! The gateway's listener: one loopback HTTP server on 127.0.0.1 and, when the machine has IPv6,
 //! [::1], on a fixed port ([`DEFAULT_PORT`], 3119, beside the OAuth receiver's 3118). It serves
 //! `/mcp/NAME` for every connector in use (see `proxy`; a legacy SSE connector's messages go to
-//! `/mcp/NAME/message`) and answers `/mcp`, the aggregate, as not available yet.
+//! `/mcp/NAME/message`) and `/mcp`, every connector in use as one server (see `aggregate`).
 //!
 //! Every request passes three gates before it reaches a connector, in this order:
 //! - `Host` must name the gateway on loopback (`127.0.0.1:PORT`, `localhost:PORT`,
@@ -244,18 +244,9 @@ fn router(state: Arc<GatewayState>) -> axum::Router {
             "/mcp/{name}/message",
             axum::routing::any(crate::proxy::proxy_message),
         )
-        .route("/mcp", axum::routing::any(aggregate))
+        .route("/mcp", crate::aggregate::route())
         .layer(axum::middleware::from_fn_with_state(state.clone(), gates))
         .with_state(state)
-}
-
-/// The aggregate endpoint is not built yet; its URL is already handed out.
-async fn aggregate() -> Response {
-    crate::proxy::gateway_error(
-        StatusCode::NOT_IMPLEMENTED,
-        None,
-        "the aggregate endpoint /mcp is not available in this version of Patchbay; use /mcp/NAME for each connector",
-    )
 }
 
 /// Host, Origin and the client secret, in that order; the client found rides along.

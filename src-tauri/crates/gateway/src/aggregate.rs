@@ -1,0 +1,1381 @@
+//! `/mcp`: the aggregate endpoint. Every remote connector in use (streamable HTTP) offered as one
+//! MCP server named `patchbay`, over streamable HTTP with JSON answers (never an SSE stream; a GET
+//! for the server's own stream is 405, as the transport allows).
+//!
+//! - Tools are named `<connector>__<tool>` (`names`), their descriptions prefixed with the
+//!   connector's title; prompts are named the same way; resource URIs are kept as they are, a URI
+//!   two connectors offer belonging to the first listed (connectors in status order).
+//! - The gateway holds one upstream MCP session per connector (its own `initialize`, the
+//!   connector's credential injected, a 401 renewed once through [`Upstream::on_unauthorized`]).
+//!   A listing asks every connector the client may use in parallel, each bounded by its
+//!   `timeout_ms` ([`LIST_TIMEOUT`] when it sets none); the last good lists are kept, so a
+//!   connector that is momentarily absent keeps its tools listed and its names resolving.
+//! - A call goes to the connector's session with the tool's own name. A 401 is renewed and the
+//!   call replayed once; a 404 for the session (the server restarted) begins a new session and
+//!   replays (the server did not process it). Nothing else is replayed: a call whose connection
+//!   dropped or timed out may have run. A connector that cannot be reached answers at once with a
+//!   tool error "NAME is unavailable, retrying" and is reconnected in the background.
+//! - Stdio and legacy HTTP+SSE connectors are not offered here (each has `/mcp/NAME` or
+//!   `patchbay connect`). Server-to-client requests (sampling, elicitation) and notifications
+//!   (progress, logging, list changes) from the connectors are not passed on.
+//! - Every `tools/call`, `resources/read` and `prompts/get`, and every listing that failed, goes to
+//!   the health board.
+
+use crate::clients::ClientRecord;
+use crate::names::{aggregate_tool_name, ToolNames};
+use crate::server::GatewayState;
+use crate::stdio::SseParser;
+use crate::upstream::{Upstream, UpstreamError};
+use axum::body::Bytes;
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Extension;
+use http_body_util::BodyExt;
+use patchbay_check::{CallRecord, TransportKind};
+use serde_json::{json, Value};
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+/// The bound on listing one connector when it sets no `timeout_ms`: a listing waits for the
+/// slowest connector, so it must not wait the gateway's long default.
+pub const LIST_TIMEOUT: Duration = Duration::from_secs(10);
+/// The protocol version the gateway asks its connectors for.
+const UPSTREAM_VERSION: &str = "2025-06-18";
+/// The versions offered to clients (a client asking another gets [`UPSTREAM_VERSION`]).
+const VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
+/// Pages followed per connector listing (a server that keeps handing out cursors stops here).
+const MAX_PAGES: usize = 50;
+/// Client sessions remembered; past this the oldest is forgotten (clients that never said bye).
+const MAX_CLIENT_SESSIONS: usize = 10_000;
+/// Waits between background reconnection attempts, doubling up to the last.
+const RECONNECT_FIRST: Duration = Duration::from_millis(250);
+const RECONNECT_MAX: Duration = Duration::from_secs(5);
+/// How long a connector that stays away is retried in the background (the next request to it
+/// starts again).
+const RECONNECT_FOR: Duration = Duration::from_secs(300);
+/// The gateway's own JSON-RPC errors (as `proxy`), and the MCP and JSON-RPC codes used.
+const GATEWAY_ERROR: i64 = -32001;
+const METHOD_NOT_FOUND: i64 = -32601;
+const INVALID_PARAMS: i64 = -32602;
+const INVALID_REQUEST: i64 = -32600;
+const PARSE_ERROR: i64 = -32700;
+const RESOURCE_NOT_FOUND: i64 = -32002;
+
+const SESSION_HEADER: &str = "mcp-session-id";
+const VERSION_HEADER: &str = "mcp-protocol-version";
+
+/// The `/mcp` route: the aggregate's state lives in the handler, one per router.
+pub(crate) fn route() -> axum::routing::MethodRouter<Arc<GatewayState>> {
+    let aggregate = Arc::new(Aggregate::default());
+    axum::routing::any(
+        move |State(state): State<Arc<GatewayState>>,
+              Extension(client): Extension<ClientRecord>,
+              req: Request| {
+            let aggregate = aggregate.clone();
+            async move { aggregate.handle(state, client, req).await }
+        },
+    )
+}
+
+/// A connector in use that the aggregate offers.
+#[derive(Debug, Clone)]
+struct InUse {
+    name: String,
+    title: String,
+}
+
+/// What the aggregate keeps between requests.
+#[derive(Default)]
+struct Aggregate {
+    connectors: Mutex<HashMap<String, Arc<Connector>>>,
+    /// The connectors in use and when that was read (re-read after the gateway's resolve TTL).
+    in_use: Mutex<Option<(Instant, Arc<Vec<InUse>>)>>,
+    /// Client session ids issued, with when.
+    sessions: Mutex<HashMap<String, Instant>>,
+    /// Aggregate names back to connectors, over every connector's last good lists.
+    names: RwLock<Names>,
+    next_id: AtomicU64,
+}
+
+#[derive(Default)]
+struct Names {
+    tools: ToolNames,
+    prompts: ToolNames,
+    /// Resource URI → connector, the first connector listing it.
+    resources: HashMap<String, String>,
+}
+
+/// One connector's upstream session and last good lists.
+struct Connector {
+    name: String,
+    session: Mutex<Session>,
+    /// One `initialize` at a time.
+    starting: tokio::sync::Mutex<()>,
+    lists: Mutex<Lists>,
+    reconnecting: AtomicBool,
+}
+
+/// The gateway's session with one connector.
+#[derive(Debug, Default, Clone)]
+struct Session {
+    id: Option<String>,
+    version: Option<String>,
+    /// The server's capabilities: `Some` once initialized.
+    capabilities: Option<Value>,
+    /// Bumped by every initialize: a failure on an older session does not end a newer one.
+    generation: u64,
+}
+
+#[derive(Debug, Default, Clone)]
+struct Lists {
+    tools: Option<Vec<Value>>,
+    prompts: Option<Vec<Value>>,
+    resources: Option<Vec<Value>>,
+}
+
+/// Why an exchange with a connector failed.
+#[derive(Debug)]
+enum Failure {
+    /// It cannot be resolved now (missing configuration, declared unavailable, vault).
+    Resolve(UpstreamError),
+    /// 401 to a request that carried this bearer.
+    Unauthorized(Option<patchbay_vault::Secret>),
+    /// The credential was refused and renewing did not help: says to authorize.
+    NeedsAuthorization(String),
+    /// 404 to a request in a session: the server no longer knows it (and did not process it).
+    SessionGone,
+    /// The request never reached the server (no connection).
+    Unreached(String),
+    /// The connection failed after the request was sent: it may have been acted on.
+    Dropped(String),
+    TimedOut(Duration),
+    /// Another HTTP error status.
+    Status {
+        status: u16,
+        detail: String,
+    },
+    /// An answer that is not MCP (no JSON, no response to the request).
+    Protocol(String),
+}
+
+impl Failure {
+    /// The connector is away: reconnect in the background, tell the client to retry.
+    fn is_absent(&self) -> bool {
+        matches!(
+            self,
+            Failure::Unreached(_)
+                | Failure::Status {
+                    status: 500..=599,
+                    ..
+                }
+        )
+    }
+
+    fn http_status(&self) -> Option<u16> {
+        match self {
+            Failure::Unauthorized(_) | Failure::NeedsAuthorization(_) => Some(401),
+            Failure::Status { status, .. } => Some(*status),
+            _ => None,
+        }
+    }
+
+    /// What the client is told (never a token: errors carry no URL or header).
+    fn message(&self, connector: &str, method: &str) -> String {
+        match self {
+            Failure::Resolve(e) => format!("{connector} is unavailable: {e}"),
+            Failure::Unauthorized(_) => format!("{connector} refused Patchbay's credential: authorize {connector} in Patchbay (the Authorize button, or `patchbay authorize {connector}`)"),
+            Failure::NeedsAuthorization(m) => m.clone(),
+            Failure::SessionGone => format!("{connector} lost the session again right after it was begun"),
+            Failure::Unreached(e) => format!("{connector} is unavailable, retrying (Patchbay reconnects in the background; try again shortly): {e}"),
+            Failure::Status { status: 500..=599, detail, .. } => format!("{connector} is unavailable, retrying (it answered an error; Patchbay reconnects in the background): {detail}"),
+            Failure::Dropped(e) if method == "tools/call" => format!("the connection to {connector} dropped during the call ({e}); it may have run, so Patchbay did not send it again"),
+            Failure::Dropped(e) => format!("the connection to {connector} dropped during {method} ({e})"),
+            Failure::TimedOut(bound) if method == "tools/call" => format!("{connector} did not answer the call within {} ms (its timeout_ms); it may have run, so Patchbay did not send it again", bound.as_millis()),
+            Failure::TimedOut(bound) => format!("{connector} did not answer {method} within {} ms (its timeout_ms)", bound.as_millis()),
+            Failure::Status { status, detail } => format!("{connector} answered HTTP {status}: {detail}"),
+            Failure::Protocol(e) => format!("{connector} answered {method} with something that is not MCP: {e}"),
+        }
+    }
+}
+
+/// What one POST to a connector brought back.
+struct Posted {
+    session_id: Option<String>,
+    /// The response to the request (none for a notification).
+    answer: Option<Value>,
+}
+
+impl Connector {
+    fn new(name: &str) -> Connector {
+        Connector {
+            name: name.to_owned(),
+            session: Mutex::default(),
+            starting: tokio::sync::Mutex::new(()),
+            lists: Mutex::default(),
+            reconnecting: AtomicBool::new(false),
+        }
+    }
+
+    fn session(&self) -> Session {
+        self.session
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    fn lists(&self) -> Lists {
+        self.lists.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Forget the session of `generation` (the server lost it); a newer one stays.
+    fn forget(&self, generation: u64) {
+        let mut session = self.session.lock().unwrap_or_else(|p| p.into_inner());
+        if session.generation == generation {
+            session.id = None;
+            session.capabilities = None;
+        }
+    }
+}
+
+impl Aggregate {
+    async fn handle(
+        self: Arc<Self>,
+        state: Arc<GatewayState>,
+        client: ClientRecord,
+        req: Request,
+    ) -> Response {
+        let (parts, body) = req.into_parts();
+        let session = parts
+            .headers
+            .get(SESSION_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        match parts.method {
+            Method::POST => {}
+            Method::DELETE => {
+                let known = session.as_ref().is_some_and(|id| {
+                    self.sessions
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .remove(id)
+                        .is_some()
+                });
+                return match known {
+                    true => StatusCode::OK.into_response(),
+                    false => rpc_error_response(
+                        StatusCode::NOT_FOUND,
+                        None,
+                        GATEWAY_ERROR,
+                        "no such session on the aggregate endpoint",
+                    ),
+                };
+            }
+            // No server stream: every answer comes with its request (the transport allows 405).
+            _ => {
+                let mut response = rpc_error_response(
+                    StatusCode::METHOD_NOT_ALLOWED,
+                    None,
+                    GATEWAY_ERROR,
+                    "the aggregate endpoint offers no server stream; POST requests to it",
+                );
+                response
+                    .headers_mut()
+                    .insert(header::ALLOW, HeaderValue::from_static("POST, DELETE"));
+                return response;
+            }
+        }
+        let body: Bytes = match http_body_util::Limited::new(body, state.options.body_limit)
+            .collect()
+            .await
+        {
+            Ok(collected) => collected.to_bytes(),
+            Err(e) => {
+                return rpc_error_response(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    None,
+                    INVALID_REQUEST,
+                    &format!(
+                        "the request body could not be read (at most {} bytes): {e}",
+                        state.options.body_limit
+                    ),
+                )
+            }
+        };
+        let message: Value = match serde_json::from_slice(&body) {
+            Ok(m) => m,
+            Err(e) => {
+                return rpc_error_response(
+                    StatusCode::BAD_REQUEST,
+                    None,
+                    PARSE_ERROR,
+                    &format!("Parse error: {e}"),
+                )
+            }
+        };
+        if message.get("method").and_then(Value::as_str) == Some("initialize") {
+            return self.initialize(&message);
+        }
+        // A session the gateway does not know (it restarted, or the client deleted it): 404, so
+        // the client begins a new one as the transport says. No session id at all is accepted.
+        if let Some(id) = &session {
+            let known = self
+                .sessions
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .contains_key(id);
+            if !known {
+                return rpc_error_response(
+                    StatusCode::NOT_FOUND,
+                    message.get("id").cloned(),
+                    GATEWAY_ERROR,
+                    "the session is not known to the aggregate endpoint (the gateway restarted?); initialize again",
+                );
+            }
+        }
+        let answers = match message {
+            Value::Array(batch) => {
+                let mut answers = Vec::new();
+                for one in batch {
+                    if let Some(answer) = self.message(&state, &client, one).await {
+                        answers.push(answer);
+                    }
+                }
+                (!answers.is_empty()).then_some(Value::Array(answers))
+            }
+            one => self.message(&state, &client, one).await,
+        };
+        match answers {
+            Some(answer) => json_response(StatusCode::OK, &answer, None),
+            None => StatusCode::ACCEPTED.into_response(),
+        }
+    }
+
+    /// A new client session: the aggregate's capabilities and a session id.
+    fn initialize(&self, message: &Value) -> Response {
+        let Some(id) = message.get("id").cloned() else {
+            return rpc_error_response(
+                StatusCode::BAD_REQUEST,
+                None,
+                INVALID_REQUEST,
+                "initialize must be a request (it has no id)",
+            );
+        };
+        let asked = message
+            .pointer("/params/protocolVersion")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let version = match VERSIONS.contains(&asked) {
+            true => asked,
+            false => UPSTREAM_VERSION,
+        };
+        let session = match new_session_id() {
+            Ok(s) => s,
+            Err(e) => {
+                return rpc_error_response(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    Some(id),
+                    GATEWAY_ERROR,
+                    &format!("cannot mint a session id: {e}"),
+                )
+            }
+        };
+        {
+            let mut sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
+            if sessions.len() >= MAX_CLIENT_SESSIONS {
+                if let Some(oldest) = sessions
+                    .iter()
+                    .min_by_key(|(_, at)| **at)
+                    .map(|(k, _)| k.clone())
+                {
+                    sessions.remove(&oldest);
+                }
+            }
+            sessions.insert(session.clone(), Instant::now());
+        }
+        let answer = json!({
+            "jsonrpc": "2.0",
+            "id": id,
+            "result": {
+                "protocolVersion": version,
+                "capabilities": {
+                    "tools": { "listChanged": false },
+                    "resources": {},
+                    "prompts": {},
+                },
+                "serverInfo": { "name": "patchbay", "version": env!("CARGO_PKG_VERSION") },
+                "instructions": "Every connector in use in Patchbay as one server: tools and prompts are named <connector>__<name>.",
+            }
+        });
+        json_response(StatusCode::OK, &answer, Some(&session))
+    }
+
+    /// One JSON-RPC message from the client; the answer when it was a request.
+    async fn message(
+        self: &Arc<Self>,
+        state: &Arc<GatewayState>,
+        client: &ClientRecord,
+        message: Value,
+    ) -> Option<Value> {
+        let method = message.get("method").and_then(Value::as_str);
+        let id = message.get("id").filter(|id| !id.is_null()).cloned();
+        let (Some(method), Some(id)) = (method, id) else {
+            // A notification, or the client's answer to a request we never make: nothing to say.
+            return None;
+        };
+        let params = message.get("params").cloned().unwrap_or(Value::Null);
+        let outcome = match method {
+            "ping" | "logging/setLevel" => Ok(json!({})),
+            "tools/list" => Ok(self.tools_list(state, client).await),
+            "prompts/list" => Ok(self.prompts_list(state, client).await),
+            "resources/list" => Ok(self.resources_list(state, client).await),
+            // Templates are not offered: a templated URI cannot be traced back to a connector.
+            "resources/templates/list" => Ok(json!({ "resourceTemplates": [] })),
+            "tools/call" => self.tools_call(state, client, params).await,
+            "prompts/get" => self.prompts_get(state, client, params).await,
+            "resources/read" => self.resources_read(state, client, params).await,
+            "initialize" => Err(rpc_error(
+                INVALID_REQUEST,
+                "initialize is not allowed in a batch",
+            )),
+            other => Err(rpc_error(
+                METHOD_NOT_FOUND,
+                &format!("Method not found: {other}"),
+            )),
+        };
+        Some(match outcome {
+            Ok(result) => json!({ "jsonrpc": "2.0", "id": id, "result": result }),
+            Err(error) => json!({ "jsonrpc": "2.0", "id": id, "error": error }),
+        })
+    }
+
+    /// The remote streamable-HTTP connectors in use, in status order (read again after the
+    /// gateway's resolve TTL).
+    async fn in_use(&self, state: &Arc<GatewayState>) -> Arc<Vec<InUse>> {
+        if let Some((at, list)) = &*self.in_use.lock().unwrap_or_else(|p| p.into_inner()) {
+            if at.elapsed() < state.options.resolve_ttl {
+                return list.clone();
+            }
+        }
+        let patchbay = state.upstreams.patchbay().clone();
+        let read = tokio::task::spawn_blocking(move || {
+            patchbay
+                .status()
+                .connectors
+                .into_iter()
+                .filter(|c| c.transport == "streamable-http")
+                .map(|c| InUse {
+                    name: c.name,
+                    title: c.title,
+                })
+                .collect::<Vec<_>>()
+        })
+        .await;
+        let list = Arc::new(read.unwrap_or_else(|e| {
+            tracing::warn!("reading the connectors in use crashed: {e}");
+            Vec::new()
+        }));
+        *self.in_use.lock().unwrap_or_else(|p| p.into_inner()) =
+            Some((Instant::now(), list.clone()));
+        list
+    }
+
+    fn connector(&self, name: &str) -> Arc<Connector> {
+        self.connectors
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(name.to_owned())
+            .or_insert_with(|| Arc::new(Connector::new(name)))
+            .clone()
+    }
+
+    /// The connectors in use this client may reach.
+    async fn offered(&self, state: &Arc<GatewayState>, client: &ClientRecord) -> Vec<InUse> {
+        self.in_use(state)
+            .await
+            .iter()
+            .filter(|c| client.allows(&c.name))
+            .cloned()
+            .collect()
+    }
+
+    /// Lists every connector in `which` again, in parallel, each bounded; then the names.
+    async fn refresh(self: &Arc<Self>, state: &Arc<GatewayState>, which: &[InUse]) {
+        let mut tasks = tokio::task::JoinSet::new();
+        for c in which {
+            let this = self.clone();
+            let state = state.clone();
+            let connector = self.connector(&c.name);
+            tasks.spawn(async move {
+                if let Err(failure) = this.list_connector(&state, &connector).await {
+                    this.absent(&state, &connector, &failure, "listing");
+                }
+            });
+        }
+        while tasks.join_next().await.is_some() {}
+        self.rebuild_names(state).await;
+    }
+
+    /// One connector's tools, prompts and resources (those its capabilities declare), kept as
+    /// its last good lists.
+    async fn list_connector(
+        self: &Arc<Self>,
+        state: &Arc<GatewayState>,
+        connector: &Arc<Connector>,
+    ) -> Result<(), Failure> {
+        let upstream = state
+            .upstream(&connector.name)
+            .await
+            .map_err(Failure::Resolve)?;
+        let bound = upstream.timeout().unwrap_or(LIST_TIMEOUT);
+        let listing = async {
+            self.session(state, connector, &upstream).await?;
+            let capabilities = connector.session().capabilities.unwrap_or_default();
+            let declares = |what: &str| capabilities.get(what).is_some_and(|v| !v.is_null());
+            let mut lists = Lists::default();
+            if declares("tools") {
+                lists.tools = Some(
+                    self.list(state, connector, &upstream, "tools/list", "tools")
+                        .await?,
+                );
+            }
+            if declares("prompts") {
+                lists.prompts = Some(
+                    self.list(state, connector, &upstream, "prompts/list", "prompts")
+                        .await?,
+                );
+            }
+            if declares("resources") {
+                lists.resources = Some(
+                    self.list(state, connector, &upstream, "resources/list", "resources")
+                        .await?,
+                );
+            }
+            Ok::<Lists, Failure>(lists)
+        };
+        let lists = tokio::time::timeout(bound, listing)
+            .await
+            .unwrap_or(Err(Failure::TimedOut(bound)))?;
+        *connector.lists.lock().unwrap_or_else(|p| p.into_inner()) = lists;
+        Ok(())
+    }
+
+    /// Every page of one list method.
+    async fn list(
+        &self,
+        state: &Arc<GatewayState>,
+        connector: &Arc<Connector>,
+        upstream: &Upstream,
+        method: &str,
+        key: &str,
+    ) -> Result<Vec<Value>, Failure> {
+        let mut items = Vec::new();
+        let mut cursor: Option<String> = None;
+        for _ in 0..MAX_PAGES {
+            let params = cursor.as_ref().map(|c| json!({ "cursor": c }));
+            let answer = self
+                .request(state, connector, upstream, method, params)
+                .await?;
+            if let Some(error) = answer.get("error") {
+                return Err(Failure::Protocol(format!("it refused {method}: {error}")));
+            }
+            let result = answer.get("result").cloned().unwrap_or_default();
+            items.extend(
+                result
+                    .get(key)
+                    .and_then(Value::as_array)
+                    .cloned()
+                    .unwrap_or_default(),
+            );
+            match result.get("nextCursor").and_then(Value::as_str) {
+                Some(next) if !next.is_empty() => cursor = Some(next.to_owned()),
+                _ => break,
+            }
+        }
+        Ok(items)
+    }
+
+    /// A connector could not be reached or listed: said in the log and on the health board,
+    /// and reconnected in the background when it is away.
+    fn absent(
+        self: &Arc<Self>,
+        state: &Arc<GatewayState>,
+        connector: &Arc<Connector>,
+        failure: &Failure,
+        doing: &str,
+    ) {
+        let message = failure.message(&connector.name, doing);
+        tracing::warn!(connector = connector.name, "{message}");
+        state.record(CallRecord {
+            connector: connector.name.clone(),
+            at: chrono::Utc::now(),
+            latency: Duration::ZERO,
+            transport: TransportKind::StreamableHttp,
+            http_status: failure.http_status(),
+            error: Some(message),
+        });
+        if failure.is_absent() {
+            self.reconnect(state, connector);
+        }
+    }
+
+    /// Keep trying to list `connector` in the background until it answers (or stops being in
+    /// use, or [`RECONNECT_FOR`] passes). One such task per connector.
+    fn reconnect(self: &Arc<Self>, state: &Arc<GatewayState>, connector: &Arc<Connector>) {
+        if connector.reconnecting.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let this = self.clone();
+        let state = state.clone();
+        let connector = connector.clone();
+        tokio::spawn(async move {
+            let started = Instant::now();
+            let mut delay = RECONNECT_FIRST;
+            loop {
+                tokio::time::sleep(delay).await;
+                let in_use = this.in_use(&state).await;
+                if !in_use.iter().any(|c| c.name == connector.name)
+                    || started.elapsed() > RECONNECT_FOR
+                {
+                    break;
+                }
+                match this.list_connector(&state, &connector).await {
+                    Ok(()) => {
+                        tracing::info!(connector = connector.name, "reconnected");
+                        this.rebuild_names(&state).await;
+                        break;
+                    }
+                    Err(e) => {
+                        tracing::debug!(
+                            connector = connector.name,
+                            "still away: {}",
+                            e.message(&connector.name, "initialize")
+                        );
+                        delay = (delay * 2).min(RECONNECT_MAX);
+                    }
+                }
+            }
+            connector.reconnecting.store(false, Ordering::SeqCst);
+        });
+    }
+
+    /// The names over every connector in use's last good lists (first listed wins a clash).
+    async fn rebuild_names(&self, state: &Arc<GatewayState>) {
+        let in_use = self.in_use(state).await;
+        let lists: Vec<(String, Lists)> = in_use
+            .iter()
+            .map(|c| (c.name.clone(), self.connector(&c.name).lists()))
+            .collect();
+        let pairs = |pick: fn(&Lists) -> &Option<Vec<Value>>| -> Vec<(String, String)> {
+            lists
+                .iter()
+                .flat_map(|(connector, l)| {
+                    pick(l)
+                        .iter()
+                        .flatten()
+                        .filter_map(|item| item.get("name").and_then(Value::as_str))
+                        .map(|n| (connector.clone(), n.to_owned()))
+                        .collect::<Vec<_>>()
+                })
+                .collect()
+        };
+        let tools = pairs(|l| &l.tools);
+        let prompts = pairs(|l| &l.prompts);
+        let mut resources = HashMap::new();
+        for (connector, l) in &lists {
+            for uri in l
+                .resources
+                .iter()
+                .flatten()
+                .filter_map(|r| r.get("uri").and_then(Value::as_str))
+            {
+                resources
+                    .entry(uri.to_owned())
+                    .or_insert_with(|| connector.clone());
+            }
+        }
+        let names = Names {
+            tools: ToolNames::new(tools.iter().map(|(c, t)| (c.as_str(), t.as_str()))),
+            prompts: ToolNames::new(prompts.iter().map(|(c, t)| (c.as_str(), t.as_str()))),
+            resources,
+        };
+        *self.names.write().unwrap_or_else(|p| p.into_inner()) = names;
+    }
+
+    async fn tools_list(
+        self: &Arc<Self>,
+        state: &Arc<GatewayState>,
+        client: &ClientRecord,
+    ) -> Value {
+        let offered = self.offered(state, client).await;
+        self.refresh(state, &offered).await;
+        let names = self.names.read().unwrap_or_else(|p| p.into_inner());
+        let mut tools = Vec::new();
+        for c in &offered {
+            for tool in self.connector(&c.name).lists().tools.unwrap_or_default() {
+                if let Some(t) = renamed(&names.tools, c, tool) {
+                    tools.push(t);
+                }
+            }
+        }
+        json!({ "tools": tools })
+    }
+
+    async fn prompts_list(
+        self: &Arc<Self>,
+        state: &Arc<GatewayState>,
+        client: &ClientRecord,
+    ) -> Value {
+        let offered = self.offered(state, client).await;
+        self.refresh(state, &offered).await;
+        let names = self.names.read().unwrap_or_else(|p| p.into_inner());
+        let mut prompts = Vec::new();
+        for c in &offered {
+            for prompt in self.connector(&c.name).lists().prompts.unwrap_or_default() {
+                if let Some(p) = renamed(&names.prompts, c, prompt) {
+                    prompts.push(p);
+                }
+            }
+        }
+        json!({ "prompts": prompts })
+    }
+
+    async fn resources_list(
+        self: &Arc<Self>,
+        state: &Arc<GatewayState>,
+        client: &ClientRecord,
+    ) -> Value {
+        let offered = self.offered(state, client).await;
+        self.refresh(state, &offered).await;
+        let names = self.names.read().unwrap_or_else(|p| p.into_inner());
+        let mut seen = HashSet::new();
+        let mut resources = Vec::new();
+        for c in &offered {
+            for resource in self
+                .connector(&c.name)
+                .lists()
+                .resources
+                .unwrap_or_default()
+            {
+                let Some(uri) = resource.get("uri").and_then(Value::as_str) else {
+                    continue;
+                };
+                // A URI two connectors offer is the first one's (the one reads go to).
+                if names.resources.get(uri) == Some(&c.name) && seen.insert(uri.to_owned()) {
+                    resources.push(with_title_prefix(resource, &c.title));
+                }
+            }
+        }
+        json!({ "resources": resources })
+    }
+
+    /// `tools/call`: the aggregate name back to its connector and tool; the connector's answer
+    /// as it is, or a tool error saying why there is none.
+    async fn tools_call(
+        self: &Arc<Self>,
+        state: &Arc<GatewayState>,
+        client: &ClientRecord,
+        params: Value,
+    ) -> Result<Value, Value> {
+        let Some(name) = params.get("name").and_then(Value::as_str) else {
+            return Err(rpc_error(INVALID_PARAMS, "tools/call needs params.name"));
+        };
+        let (connector, tool) = self
+            .resolve(state, client, name, |n| &n.tools)
+            .await
+            .ok_or_else(|| rpc_error(INVALID_PARAMS, &format!("Unknown tool: {name}")))?;
+        if !client.allows(&connector) {
+            return Err(rpc_error(INVALID_PARAMS, &format!("Unknown tool: {name} (the gateway client \"{}\" may not use the connector {connector})", client.label)));
+        }
+        let mut params = params;
+        params["name"] = Value::String(tool);
+        match self.forward(state, &connector, "tools/call", params).await {
+            Ok(answer) => answer,
+            Err(message) => Ok(json!({
+                "content": [{ "type": "text", "text": message }],
+                "isError": true,
+            })),
+        }
+    }
+
+    async fn prompts_get(
+        self: &Arc<Self>,
+        state: &Arc<GatewayState>,
+        client: &ClientRecord,
+        params: Value,
+    ) -> Result<Value, Value> {
+        let Some(name) = params.get("name").and_then(Value::as_str) else {
+            return Err(rpc_error(INVALID_PARAMS, "prompts/get needs params.name"));
+        };
+        let (connector, prompt) = self
+            .resolve(state, client, name, |n| &n.prompts)
+            .await
+            .filter(|(c, _)| client.allows(c))
+            .ok_or_else(|| rpc_error(INVALID_PARAMS, &format!("Unknown prompt: {name}")))?;
+        let mut params = params;
+        params["name"] = Value::String(prompt);
+        self.forward(state, &connector, "prompts/get", params)
+            .await
+            .unwrap_or_else(|message| Err(rpc_error(GATEWAY_ERROR, &message)))
+    }
+
+    async fn resources_read(
+        self: &Arc<Self>,
+        state: &Arc<GatewayState>,
+        client: &ClientRecord,
+        params: Value,
+    ) -> Result<Value, Value> {
+        let Some(uri) = params.get("uri").and_then(Value::as_str).map(str::to_owned) else {
+            return Err(rpc_error(INVALID_PARAMS, "resources/read needs params.uri"));
+        };
+        let lookup = |this: &Self| {
+            this.names
+                .read()
+                .unwrap_or_else(|p| p.into_inner())
+                .resources
+                .get(&uri)
+                .cloned()
+        };
+        let connector = match lookup(self) {
+            Some(c) => Some(c),
+            None => {
+                let offered = self.offered(state, client).await;
+                self.refresh(state, &offered).await;
+                lookup(self)
+            }
+        };
+        let Some(connector) = connector.filter(|c| client.allows(c)) else {
+            return Err(
+                json!({ "code": RESOURCE_NOT_FOUND, "message": format!("Resource not found: {uri}"), "data": { "uri": uri } }),
+            );
+        };
+        self.forward(state, &connector, "resources/read", params)
+            .await
+            .unwrap_or_else(|message| Err(rpc_error(GATEWAY_ERROR, &message)))
+    }
+
+    /// An aggregate name back to (connector, its own name); listed again once when unknown (the
+    /// gateway started after the client listed).
+    async fn resolve(
+        self: &Arc<Self>,
+        state: &Arc<GatewayState>,
+        client: &ClientRecord,
+        name: &str,
+        pick: fn(&Names) -> &ToolNames,
+    ) -> Option<(String, String)> {
+        let lookup = |this: &Self| {
+            pick(&this.names.read().unwrap_or_else(|p| p.into_inner()))
+                .resolve(name)
+                .map(|(c, t)| (c.to_owned(), t.to_owned()))
+        };
+        if let Some(found) = lookup(self) {
+            return Some(found);
+        }
+        let offered = self.offered(state, client).await;
+        self.refresh(state, &offered).await;
+        lookup(self)
+    }
+
+    /// A request to `connector` on the client's behalf, recorded on the health board.
+    /// `Ok(Ok(result))`, `Ok(Err(error))` (the connector's own JSON-RPC error), or `Err` with
+    /// what to tell the client.
+    async fn forward(
+        self: &Arc<Self>,
+        state: &Arc<GatewayState>,
+        name: &str,
+        method: &str,
+        params: Value,
+    ) -> Result<Result<Value, Value>, String> {
+        let connector = self.connector(name);
+        let started = Instant::now();
+        let outcome = match state.upstream(name).await {
+            Ok(upstream) => {
+                self.request(state, &connector, &upstream, method, Some(params))
+                    .await
+            }
+            Err(e) => Err(Failure::Resolve(e)),
+        };
+        let latency = started.elapsed();
+        let (record_error, result) = match outcome {
+            Ok(mut answer) => match answer.get_mut("error") {
+                Some(error) => {
+                    let error = error.take();
+                    let said = error
+                        .get("message")
+                        .and_then(Value::as_str)
+                        .unwrap_or("an error")
+                        .to_owned();
+                    (
+                        Some(format!("{method} answered a JSON-RPC error: {said}")),
+                        Ok(Err(error)),
+                    )
+                }
+                None => {
+                    let result = answer
+                        .get_mut("result")
+                        .map(Value::take)
+                        .unwrap_or_default();
+                    let failed = result.get("isError") == Some(&Value::Bool(true));
+                    (
+                        failed.then(|| format!("{method} answered isError")),
+                        Ok(Ok(result)),
+                    )
+                }
+            },
+            Err(failure) => {
+                let message = failure.message(name, method);
+                tracing::warn!(connector = name, method, "{message}");
+                if failure.is_absent() {
+                    self.reconnect(state, &connector);
+                }
+                state.record(CallRecord {
+                    connector: name.to_owned(),
+                    at: chrono::Utc::now(),
+                    latency,
+                    transport: TransportKind::StreamableHttp,
+                    http_status: failure.http_status(),
+                    error: Some(message.clone()),
+                });
+                return Err(message);
+            }
+        };
+        state.record(CallRecord {
+            connector: name.to_owned(),
+            at: chrono::Utc::now(),
+            latency,
+            transport: TransportKind::StreamableHttp,
+            http_status: Some(200),
+            error: record_error,
+        });
+        result
+    }
+
+    /// One request in the connector's session (begun when there is none). Replayed only when it
+    /// cannot have run: after a 401 (renewed once) and after a 404 for a lost session (begun
+    /// again once).
+    async fn request(
+        &self,
+        state: &Arc<GatewayState>,
+        connector: &Arc<Connector>,
+        upstream: &Upstream,
+        method: &str,
+        params: Option<Value>,
+    ) -> Result<Value, Failure> {
+        let bound = upstream.timeout().unwrap_or(state.options.default_timeout);
+        let mut renewed = false;
+        let mut restarted = false;
+        loop {
+            let session = self.session(state, connector, upstream).await?;
+            let id = json!(self.next_id.fetch_add(1, Ordering::Relaxed) + 1);
+            let mut message = json!({ "jsonrpc": "2.0", "id": id, "method": method });
+            if let Some(params) = &params {
+                message["params"] = params.clone();
+            }
+            match post(state, upstream, &session, &message, Some(&id), bound).await {
+                Ok(posted) => {
+                    return posted
+                        .answer
+                        .ok_or_else(|| Failure::Protocol("no response".into()))
+                }
+                Err(Failure::Unauthorized(rejected)) if !renewed => {
+                    renewed = true;
+                    upstream
+                        .on_unauthorized(rejected.as_ref())
+                        .await
+                        .map_err(|e| Failure::NeedsAuthorization(e.to_string()))?;
+                }
+                Err(Failure::Unauthorized(_)) => {
+                    return Err(Failure::NeedsAuthorization(format!(
+                        "{} refused the renewed credential too: authorize {} in Patchbay",
+                        connector.name, connector.name
+                    )))
+                }
+                Err(Failure::SessionGone) if !restarted => {
+                    restarted = true;
+                    tracing::info!(
+                        connector = connector.name,
+                        "the server lost the aggregate's session; beginning it again"
+                    );
+                    connector.forget(session.generation);
+                }
+                Err(failure) => return Err(failure),
+            }
+        }
+    }
+
+    /// The connector's session, begun (initialize, then `notifications/initialized`) when there
+    /// is none; one beginning at a time.
+    async fn session(
+        &self,
+        state: &Arc<GatewayState>,
+        connector: &Arc<Connector>,
+        upstream: &Upstream,
+    ) -> Result<Session, Failure> {
+        let current = connector.session();
+        if current.capabilities.is_some() {
+            return Ok(current);
+        }
+        let _one = connector.starting.lock().await;
+        let current = connector.session();
+        if current.capabilities.is_some() {
+            return Ok(current);
+        }
+        let bound = upstream.timeout().unwrap_or(state.options.default_timeout);
+        let id = json!(0);
+        let initialize = json!({
+            "jsonrpc": "2.0",
+            "id": id,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": UPSTREAM_VERSION,
+                "capabilities": {},
+                "clientInfo": { "name": "patchbay-gateway", "version": env!("CARGO_PKG_VERSION") },
+            }
+        });
+        let fresh = Session {
+            generation: current.generation,
+            ..Session::default()
+        };
+        let mut renewed = false;
+        let posted = loop {
+            match post(state, upstream, &fresh, &initialize, Some(&id), bound).await {
+                Ok(posted) => break posted,
+                Err(Failure::Unauthorized(rejected)) if !renewed => {
+                    renewed = true;
+                    upstream
+                        .on_unauthorized(rejected.as_ref())
+                        .await
+                        .map_err(|e| Failure::NeedsAuthorization(e.to_string()))?;
+                }
+                Err(Failure::Unauthorized(_)) => {
+                    return Err(Failure::NeedsAuthorization(format!(
+                        "{} refused the renewed credential too: authorize {} in Patchbay",
+                        connector.name, connector.name
+                    )))
+                }
+                Err(failure) => return Err(failure),
+            }
+        };
+        let answer = posted.answer.unwrap_or_default();
+        if let Some(error) = answer.get("error") {
+            return Err(Failure::Protocol(format!(
+                "it refused the initialize: {error}"
+            )));
+        }
+        let result = answer.get("result").cloned().unwrap_or_default();
+        let session = Session {
+            id: posted.session_id,
+            version: result
+                .get("protocolVersion")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            capabilities: Some(
+                result
+                    .get("capabilities")
+                    .cloned()
+                    .unwrap_or_else(|| json!({})),
+            ),
+            generation: current.generation + 1,
+        };
+        let initialized = json!({ "jsonrpc": "2.0", "method": "notifications/initialized" });
+        post(state, upstream, &session, &initialized, None, bound).await?;
+        *connector.session.lock().unwrap_or_else(|p| p.into_inner()) = session.clone();
+        tracing::debug!(connector = connector.name, "began the aggregate's session");
+        Ok(session)
+    }
+}
+
+/// A tool or prompt of connector `c` as the aggregate offers it: its aggregate name (when that
+/// name is its own: a hash clash keeps the first) and its description prefixed with the title.
+fn renamed(names: &ToolNames, c: &InUse, item: Value) -> Option<Value> {
+    let own = item.get("name").and_then(Value::as_str)?.to_owned();
+    let name = aggregate_tool_name(&c.name, &own);
+    if names.resolve(&name) != Some((c.name.as_str(), own.as_str())) {
+        return None;
+    }
+    let mut item = with_title_prefix(item, &c.title);
+    item["name"] = Value::String(name);
+    Some(item)
+}
+
+/// `description` as "TITLE: description" (just the title when it had none).
+fn with_title_prefix(mut item: Value, title: &str) -> Value {
+    let description = match item.get("description").and_then(Value::as_str) {
+        Some(d) if !d.trim().is_empty() => format!("{title}: {d}"),
+        _ => title.to_owned(),
+    };
+    if let Some(object) = item.as_object_mut() {
+        object.insert("description".into(), Value::String(description));
+    }
+    item
+}
+
+/// One POST to the connector in `session`, bounded by `bound` as a whole (answer included).
+async fn post(
+    state: &GatewayState,
+    upstream: &Upstream,
+    session: &Session,
+    message: &Value,
+    id: Option<&Value>,
+    bound: Duration,
+) -> Result<Posted, Failure> {
+    let bearer = upstream.bearer();
+    let mut request = state
+        .http
+        .post(upstream.url())
+        .header(header::CONTENT_TYPE, "application/json")
+        .header(header::ACCEPT, "application/json, text/event-stream");
+    let mut has_authorization = false;
+    for (name, value) in upstream.headers() {
+        has_authorization |= name.eq_ignore_ascii_case("authorization");
+        if let Ok(mut v) = HeaderValue::from_str(value.expose()) {
+            v.set_sensitive(true);
+            request = request.header(name.as_str(), v);
+        }
+    }
+    if let (Some(bearer), false) = (&bearer, has_authorization) {
+        if let Ok(mut v) = HeaderValue::from_str(&format!("Bearer {}", bearer.expose())) {
+            v.set_sensitive(true);
+            request = request.header(header::AUTHORIZATION, v);
+        }
+    }
+    if let Some(id) = &session.id {
+        request = request.header(SESSION_HEADER, id.as_str());
+    }
+    if let Some(version) = &session.version {
+        request = request.header(VERSION_HEADER, version.as_str());
+    }
+    let body = serde_json::to_vec(message).unwrap_or_default();
+    let exchange = async {
+        let response = request.body(body).send().await.map_err(|e| {
+            // Without the URL: an expanded `${VAR}` may sit in it.
+            let connect = e.is_connect();
+            let text = error_chain(&e.without_url());
+            match connect {
+                true => Failure::Unreached(text),
+                false => Failure::Dropped(text),
+            }
+        })?;
+        let status = response.status();
+        if status == StatusCode::UNAUTHORIZED {
+            return Err(Failure::Unauthorized(bearer));
+        }
+        if status == StatusCode::NOT_FOUND && session.id.is_some() {
+            return Err(Failure::SessionGone);
+        }
+        if !status.is_success() {
+            let text = response.text().await.unwrap_or_default();
+            return Err(Failure::Status {
+                status: status.as_u16(),
+                detail: detail_of(&text),
+            });
+        }
+        let session_id = response
+            .headers()
+            .get(SESSION_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let answer = match id {
+            None => None,
+            Some(id) => Some(read_answer(response, id).await?),
+        };
+        Ok(Posted { session_id, answer })
+    };
+    tokio::time::timeout(bound, exchange)
+        .await
+        .unwrap_or(Err(Failure::TimedOut(bound)))
+}
+
+/// The response to `id` in a JSON or SSE answer.
+async fn read_answer(mut response: reqwest::Response, id: &Value) -> Result<Value, Failure> {
+    let event_stream = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            v.trim_start()
+                .to_ascii_lowercase()
+                .starts_with("text/event-stream")
+        });
+    if !event_stream {
+        let bytes = response
+            .bytes()
+            .await
+            .map_err(|e| Failure::Dropped(error_chain(&e.without_url())))?;
+        let value: Value = serde_json::from_slice(&bytes)
+            .map_err(|e| Failure::Protocol(format!("the answer is not JSON ({e})")))?;
+        let messages = match value {
+            Value::Array(items) => items,
+            one => vec![one],
+        };
+        return messages
+            .into_iter()
+            .find(|m| answers(m, id))
+            .ok_or_else(|| {
+                Failure::Protocol("the answer holds no response to the request".into())
+            });
+    }
+    let mut events = SseParser::default();
+    loop {
+        let chunk = match response.chunk().await {
+            Ok(Some(chunk)) => chunk,
+            Ok(None) => {
+                return Err(Failure::Dropped(
+                    "the server ended its answer without the response".into(),
+                ))
+            }
+            Err(e) => return Err(Failure::Dropped(error_chain(&e.without_url()))),
+        };
+        for event in events.push(&chunk) {
+            if event.kind != "message" || event.data.is_empty() {
+                continue;
+            }
+            // Notifications and the server's own requests in the stream are not passed on.
+            if let Ok(message) = serde_json::from_str::<Value>(&event.data) {
+                if answers(&message, id) {
+                    return Ok(message);
+                }
+            }
+        }
+    }
+}
+
+fn answers(message: &Value, id: &Value) -> bool {
+    message.get("id") == Some(id)
+        && (message.get("result").is_some() || message.get("error").is_some())
+}
+
+/// An error body, short: a JSON-RPC error's message, or the text.
+fn detail_of(text: &str) -> String {
+    let said = serde_json::from_str::<Value>(text).ok().and_then(|v| {
+        v.pointer("/error/message")
+            .or_else(|| v.get("error_description"))
+            .or_else(|| v.get("error"))
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    });
+    let detail = said.unwrap_or_else(|| text.to_owned());
+    let detail = detail.trim();
+    match detail.char_indices().nth(300) {
+        Some((cut, _)) => format!("{}…", &detail[..cut]),
+        None if detail.is_empty() => "no detail".into(),
+        None => detail.to_owned(),
+    }
+}
+
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        let said = cause.to_string();
+        if !text.contains(&said) {
+            text.push_str(": ");
+            text.push_str(&said);
+        }
+        source = cause.source();
+    }
+    text
+}
+
+fn rpc_error(code: i64, message: &str) -> Value {
+    json!({ "code": code, "message": message })
+}
+
+fn rpc_error_response(status: StatusCode, id: Option<Value>, code: i64, message: &str) -> Response {
+    let body = json!({ "jsonrpc": "2.0", "id": id.unwrap_or(Value::Null), "error": rpc_error(code, message) });
+    json_response(status, &body, None)
+}
+
+fn json_response(status: StatusCode, body: &Value, session: Option<&str>) -> Response {
+    let mut headers = HeaderMap::new();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    if let Some(session) = session.and_then(|s| HeaderValue::from_str(s).ok()) {
+        headers.insert(SESSION_HEADER, session);
+    }
+    (status, headers, body.to_string()).into_response()
+}
+
+/// 128 random bits, hex: a session id a client cannot guess (it carries no authority anyway:
+/// every request carries the client secret).
+fn new_session_id() -> Result<String, getrandom::Error> {
+    let mut random = [0u8; 16];
+    getrandom::getrandom(&mut random)?;
+    Ok(random.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn in_use(name: &str, title: &str) -> InUse {
+        InUse {
+            name: name.into(),
+            title: title.into(),
+        }
+    }
+
+    #[test]
+    fn tools_are_renamed_and_their_descriptions_carry_the_title() {
+        let names = ToolNames::new([("github", "create_issue"), ("linear", "issues.create")]);
+        let github = in_use("github", "GitHub");
+        let tool = renamed(
+            &names,
+            &github,
+            json!({ "name": "create_issue", "description": "Open an issue", "inputSchema": { "type": "object" } }),
+        )
+        .unwrap();
+        assert_eq!(tool["name"], "github__create_issue");
+        assert_eq!(tool["description"], "GitHub: Open an issue");
+        assert_eq!(tool["inputSchema"]["type"], "object", "the rest is kept");
+        let linear = in_use("linear", "Linear");
+        let hashed = renamed(&names, &linear, json!({ "name": "issues.create" })).unwrap();
+        assert_eq!(hashed["name"], "linear__issues_create_d729a645");
+        assert_eq!(
+            hashed["description"], "Linear",
+            "no description: the title alone"
+        );
+        // A tool the names do not hold (not listed yet) is not offered.
+        assert!(renamed(&names, &github, json!({ "name": "delete_repo" })).is_none());
+    }
+
+    #[test]
+    fn answers_are_found_in_json_and_failures_say_what_to_do() {
+        let id = json!(3);
+        assert!(answers(
+            &json!({ "jsonrpc": "2.0", "id": 3, "result": {} }),
+            &id
+        ));
+        assert!(answers(
+            &json!({ "jsonrpc": "2.0", "id": 3, "error": { "code": 1 } }),
+            &id
+        ));
+        assert!(!answers(
+            &json!({ "jsonrpc": "2.0", "id": 3, "method": "ping" }),
+            &id
+        ));
+        assert!(!answers(
+            &json!({ "jsonrpc": "2.0", "id": 4, "result": {} }),
+            &id
+        ));
+        let away = Failure::Unreached("connection refused".into());
+        assert!(away.is_absent());
+        assert!(away
+            .message("demo", "tools/call")
+            .starts_with("demo is unavailable, retrying"));
+        let dropped = Failure::Dropped("reset".into());
+        assert!(!dropped.is_absent());
+        assert!(dropped
+            .message("demo", "tools/call")
+            .contains("may have run"));
+        assert_eq!(
+            detail_of(r#"{"error":{"code":1,"message":"boom"}}"#),
+            "boom"
+        );
+        assert_eq!(detail_of(""), "no detail");
+    }
+}
