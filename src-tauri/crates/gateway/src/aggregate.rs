@@ -1100,14 +1100,23 @@ fn renamed(names: &ToolNames, c: &InUse, item: Value) -> Option<Value> {
     Some(item)
 }
 
-/// `description` as "TITLE: description" (just the title when it had none).
+/// `description` as "TITLE: description" (just the title when it had none), and a `title` as
+/// "TITLE: title".
 fn with_title_prefix(mut item: Value, title: &str) -> Value {
     let description = match item.get("description").and_then(Value::as_str) {
         Some(d) if !d.trim().is_empty() => format!("{title}: {d}"),
         _ => title.to_owned(),
     };
+    let own_title = item
+        .get("title")
+        .and_then(Value::as_str)
+        .map(|t| format!("{title}: {t}"));
     if let Some(object) = item.as_object_mut() {
         object.insert("description".into(), Value::String(description));
+        // A display title too, so two connectors' "Greeting Tool"s can be told apart.
+        if let Some(own_title) = own_title {
+            object.insert("title".into(), Value::String(own_title));
+        }
     }
     item
 }
@@ -1326,11 +1335,12 @@ mod tests {
         let tool = renamed(
             &names,
             &github,
-            json!({ "name": "create_issue", "description": "Open an issue", "inputSchema": { "type": "object" } }),
+            json!({ "name": "create_issue", "title": "New issue", "description": "Open an issue", "inputSchema": { "type": "object" } }),
         )
         .unwrap();
         assert_eq!(tool["name"], "github__create_issue");
         assert_eq!(tool["description"], "GitHub: Open an issue");
+        assert_eq!(tool["title"], "GitHub: New issue");
         assert_eq!(tool["inputSchema"]["type"], "object", "the rest is kept");
         let linear = in_use("linear", "Linear");
         let hashed = renamed(&names, &linear, json!({ "name": "issues.create" })).unwrap();
