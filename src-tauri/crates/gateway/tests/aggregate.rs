@@ -1,0 +1,425 @@
+//! The aggregate endpoint (`/mcp`) in process against small MCP servers on 127.0.0.1 (axum) that
+//! count what they run, with a real vault (SQLite, an in-memory key store) and the core tests'
+//! rotating token endpoint: a 401 renews once and the call is replayed (it did not run), a call
+//! whose connection dropped after it was sent or that outlived `timeout_ms` is never sent again
+//! (it may have run), a server that lost the session gets a new one and the call (not processed)
+//! is replayed, and a connector whose listing hangs is bounded by its `timeout_ms` while the
+//! others' tools are listed.
+
+#[path = "../../core/tests/support/rotating_as.rs"]
+mod rotating_as;
+
+use axum::body::{Body, Bytes};
+use axum::http::{HeaderMap, Uri};
+use axum::response::Response;
+use patchbay_catalog::{CatalogItem, CatalogSource};
+use patchbay_core::{Patchbay, Paths, RefreshPolicy, Refresher, RetryPolicy};
+use patchbay_gateway::{Clients, Gateway, GatewayOptions, Upstreams};
+use patchbay_vault::{CredentialRow, Grant, MemoryStore, Secret, TokenSet};
+use rotating_as::RotatingAs;
+use serde_json::{json, Value};
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// What the servers saw.
+#[derive(Default)]
+struct Seen {
+    /// Access tokens refused (lapsed).
+    lapsed: HashSet<String>,
+    /// Sessions known (`s-N`); `forget` empties it, as a restart does.
+    sessions: HashSet<String>,
+    begun: usize,
+    /// `PATH tool` → how many times the call arrived (and ran).
+    ran: HashMap<String, usize>,
+    /// Requests refused with 401.
+    refused: usize,
+}
+
+/// One HTTP server; each path prefix (`/fx/mcp`, `/slow/mcp`, `/stuck/mcp`) is a connector.
+async fn servers() -> (String, Arc<Mutex<Seen>>) {
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let s = seen.clone();
+    let app = axum::Router::new().fallback(move |uri: Uri, headers: HeaderMap, body: Bytes| {
+        let seen = s.clone();
+        async move { answer(&seen, uri.path(), &headers, &body).await }
+    });
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (base, seen)
+}
+
+fn json_answer(value: Value, session: Option<&str>) -> Response {
+    let mut builder = Response::builder().header("content-type", "application/json");
+    if let Some(s) = session {
+        builder = builder.header("mcp-session-id", s);
+    }
+    builder.body(Body::from(value.to_string())).unwrap()
+}
+
+async fn answer(seen: &Mutex<Seen>, path: &str, headers: &HeaderMap, body: &[u8]) -> Response {
+    let token = headers
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .unwrap_or_default()
+        .to_owned();
+    let message: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+    let id = message["id"].clone();
+    let method = message["method"].as_str().unwrap_or("-").to_owned();
+    let session = headers
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
+    {
+        let mut seen = seen.lock().unwrap();
+        if (token.is_empty() && headers.get("x-api-key").is_none()) || seen.lapsed.contains(&token)
+        {
+            seen.refused += 1;
+            return Response::builder()
+                .status(401)
+                .header("www-authenticate", "Bearer")
+                .body(Body::empty())
+                .unwrap();
+        }
+        if method == "initialize" {
+            seen.begun += 1;
+            let new = format!("s-{}", seen.begun);
+            seen.sessions.insert(new.clone());
+            return json_answer(
+                json!({ "jsonrpc": "2.0", "id": id, "result": {
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": { "tools": {} },
+                    "serverInfo": { "name": "counting", "version": "1" } } }),
+                Some(&new),
+            );
+        }
+        if !seen.sessions.contains(&session) {
+            return Response::builder()
+                .status(404)
+                .body(Body::from(
+                    r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32001,"message":"Session not found"}}"#,
+                ))
+                .unwrap();
+        }
+        if method == "notifications/initialized" {
+            return Response::builder().status(202).body(Body::empty()).unwrap();
+        }
+    }
+    match method.as_str() {
+        "tools/list" => {
+            if path.starts_with("/stuck") {
+                tokio::time::sleep(Duration::from_secs(600)).await;
+            }
+            let tools: Vec<Value> = ["act", "drop", "hang"]
+                .iter()
+                .map(|n| json!({ "name": n, "description": format!("{n} once"), "inputSchema": { "type": "object" } }))
+                .collect();
+            json_answer(
+                json!({ "jsonrpc": "2.0", "id": id, "result": { "tools": tools } }),
+                None,
+            )
+        }
+        "tools/call" => {
+            let tool = message["params"]["name"].as_str().unwrap_or("-").to_owned();
+            *seen
+                .lock()
+                .unwrap()
+                .ran
+                .entry(format!("{path} {tool}"))
+                .or_default() += 1;
+            match tool.as_str() {
+                // The answer starts, then the connection breaks: the call ran.
+                "drop" => {
+                    let chunks: Vec<Result<Bytes, std::io::Error>> = vec![
+                        Ok(Bytes::from(": started\n\n")),
+                        Err(std::io::Error::other("cut")),
+                    ];
+                    Response::builder()
+                        .header("content-type", "text/event-stream")
+                        .body(Body::from_stream(Iter(chunks.into_iter())))
+                        .unwrap()
+                }
+                "hang" => {
+                    tokio::time::sleep(Duration::from_secs(600)).await;
+                    Response::new(Body::empty())
+                }
+                _ => json_answer(
+                    json!({ "jsonrpc": "2.0", "id": id, "result": {
+                        "content": [{ "type": "text", "text": format!("{tool} ran at {path}") }] } }),
+                    None,
+                ),
+            }
+        }
+        _ => json_answer(
+            json!({ "jsonrpc": "2.0", "id": id, "error": { "code": -32601, "message": "no" } }),
+            None,
+        ),
+    }
+}
+
+struct Iter<I>(I);
+
+impl<I: Iterator + Unpin> futures_core::Stream for Iter<I> {
+    type Item = I::Item;
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<I::Item>> {
+        std::task::Poll::Ready(self.0.next())
+    }
+}
+
+struct Rig {
+    _dir: tempfile::TempDir,
+    base: String,
+    secret: Secret,
+    seen: Arc<Mutex<Seen>>,
+    ras: RotatingAs,
+    http: reqwest::Client,
+    session: String,
+}
+
+impl Rig {
+    async fn rpc(&self, method: &str, params: Value) -> Value {
+        let answer = self
+            .http
+            .post(format!("{}/mcp", self.base))
+            .header("authorization", format!("Bearer {}", self.secret.expose()))
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-session-id", &self.session)
+            .json(&json!({ "jsonrpc": "2.0", "id": 9, "method": method, "params": params }))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), 200);
+        answer.json().await.unwrap()
+    }
+
+    async fn call(&self, tool: &str) -> Value {
+        self.rpc("tools/call", json!({ "name": tool, "arguments": {} }))
+            .await
+    }
+
+    fn ran(&self, path_and_tool: &str) -> usize {
+        self.seen
+            .lock()
+            .unwrap()
+            .ran
+            .get(path_and_tool)
+            .copied()
+            .unwrap_or(0)
+    }
+}
+
+fn text_of(answer: &Value) -> &str {
+    answer["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+}
+
+async fn rig() -> Rig {
+    let (base, seen) = servers().await;
+    let ras = RotatingAs::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("catalog.json");
+    let url = format!("{base}/fx/mcp");
+    std::fs::write(
+        &file,
+        json!({ "mcpServers": {
+            "fx": { "type": "http", "url": url, "title": "Fx" },
+            "slow": { "type": "http", "url": format!("{base}/slow/mcp"), "headers": { "X-Api-Key": "k" },
+                      "timeout_ms": 300, "retry": { "max": 3, "base_ms": 10, "jitter": 0.0 } },
+            "stuck": { "type": "http", "url": format!("{base}/stuck/mcp"), "headers": { "X-Api-Key": "k" },
+                       "timeout_ms": 400 }
+        } })
+        .to_string(),
+    )
+    .unwrap();
+    let paths = Paths {
+        config_dir: dir.path().join("config"),
+        data_dir: dir.path().join("data"),
+        default_catalog: CatalogSource::Embedded,
+        catalog_override: Some(file),
+        keychain_account: "test".into(),
+    };
+    let patchbay = Arc::new(Patchbay::with_store(paths, Arc::new(MemoryStore::new())).unwrap());
+    let key = match patchbay.catalog().get("fx") {
+        Some(CatalogItem::Server(e)) => e.credential_key(&|_| None).unwrap().unwrap(),
+        _ => panic!("fx is in the catalog"),
+    };
+    let now = patchbay.now();
+    patchbay
+        .vault()
+        .put_credential(
+            &CredentialRow {
+                credential_key: key.clone(),
+                server_name: "fx".into(),
+                server_url: Some(url.clone()),
+                expires_at: Some(now + chrono::Duration::minutes(30)),
+                has_refresh_token: true,
+                one_shot: false,
+                issuer: Some(ras.base.clone()),
+                client_id: Some("cid".into()),
+                scope: None,
+                updated_at: now,
+                rotated_by: None,
+                rotated_at: None,
+            },
+            &TokenSet {
+                access_token: Secret::new("at-fx-0"),
+                refresh_token: Some(Secret::new(ras.seed("fx"))),
+            },
+        )
+        .unwrap();
+    patchbay
+        .vault()
+        .put_grant(&Grant {
+            credential_key: key,
+            issuer: ras.base.clone(),
+            token_endpoint: ras.token_endpoint(),
+            token_auth_method: "none".into(),
+            client_id: "cid".into(),
+            client_secret: None,
+            client_registered: true,
+            redirect_uri: "http://localhost:3118/callback".into(),
+            resource: Some(url),
+            scopes: None,
+        })
+        .unwrap();
+    let refresher = Refresher::new(
+        patchbay.clone(),
+        None,
+        RefreshPolicy {
+            http_timeout: Duration::from_secs(5),
+            retry: RetryPolicy {
+                max_retries: 0,
+                ..RetryPolicy::default()
+            },
+            ..RefreshPolicy::default()
+        },
+    );
+    let (_, secret) = Clients::new(&patchbay.paths.data_dir)
+        .add("test", None, now)
+        .unwrap();
+    let gateway = Gateway::bind(
+        Upstreams::new(patchbay, Some(refresher)),
+        GatewayOptions {
+            port: 0,
+            record_health: false,
+            ..GatewayOptions::default()
+        },
+    )
+    .await
+    .unwrap();
+    let gateway_base = format!("http://127.0.0.1:{}", gateway.port());
+    tokio::spawn(gateway.serve(std::future::pending()));
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(30))
+        .build()
+        .unwrap();
+    let initialized = http
+        .post(format!("{gateway_base}/mcp"))
+        .header("authorization", format!("Bearer {}", secret.expose()))
+        .json(
+            &json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": { "name": "test", "version": "0" } } }),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(initialized.status(), 200);
+    let session = initialized.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    Rig {
+        _dir: dir,
+        base: gateway_base,
+        secret,
+        seen,
+        ras,
+        http,
+        session,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hanging_listing_is_bounded_and_the_others_are_listed() {
+    let rig = rig().await;
+    let started = Instant::now();
+    let listed = rig.rpc("tools/list", json!({})).await;
+    let took = started.elapsed();
+    let names: Vec<&str> = listed["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    for name in ["fx__act", "fx__drop", "slow__act", "slow__hang"] {
+        assert!(names.contains(&name), "{name}: {listed}");
+    }
+    assert!(!names.iter().any(|n| n.starts_with("stuck__")), "{listed}");
+    // `stuck` has timeout_ms 400: the listing waits that, not the gateway's 120 s.
+    assert!(took < Duration::from_secs(5), "took {took:?}");
+    let described = listed["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "fx__act")
+        .unwrap();
+    assert_eq!(described["description"], "Fx: act once");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_401_renews_once_and_the_call_runs_once() {
+    let rig = rig().await;
+    rig.rpc("tools/list", json!({})).await;
+    rig.seen.lock().unwrap().lapsed.insert("at-fx-0".into());
+    let called = rig.call("fx__act").await;
+    assert_eq!(text_of(&called), "act ran at /fx/mcp", "{called}");
+    assert_eq!(rig.ras.refreshes(), 1);
+    assert_eq!(rig.ran("/fx/mcp act"), 1);
+    assert_eq!(rig.seen.lock().unwrap().refused, 1);
+    // The renewed token serves the next call without another renewal.
+    let called = rig.call("fx__act").await;
+    assert_eq!(text_of(&called), "act ran at /fx/mcp", "{called}");
+    assert_eq!(rig.ras.refreshes(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_that_may_have_run_is_never_sent_again() {
+    let rig = rig().await;
+    rig.rpc("tools/list", json!({})).await;
+    // `slow` has retry {max: 3}: for connections never made only.
+    let dropped = rig.call("slow__drop").await;
+    assert_eq!(dropped["result"]["isError"], true, "{dropped}");
+    assert!(text_of(&dropped).contains("may have run"), "{dropped}");
+    assert_eq!(rig.ran("/slow/mcp drop"), 1);
+    let hung = rig.call("slow__hang").await;
+    assert_eq!(hung["result"]["isError"], true, "{hung}");
+    assert!(text_of(&hung).contains("within 300 ms"), "{hung}");
+    assert!(text_of(&hung).contains("may have run"), "{hung}");
+    assert_eq!(rig.ran("/slow/mcp hang"), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_session_is_begun_again_and_the_call_replayed_once() {
+    let rig = rig().await;
+    rig.rpc("tools/list", json!({})).await;
+    let begun = {
+        let mut seen = rig.seen.lock().unwrap();
+        seen.sessions.clear();
+        seen.begun
+    };
+    let called = rig.call("slow__act").await;
+    assert_eq!(text_of(&called), "act ran at /slow/mcp", "{called}");
+    assert_eq!(rig.ran("/slow/mcp act"), 1);
+    assert_eq!(rig.seen.lock().unwrap().begun, begun + 1);
+    // A name no connector offers is not a call.
+    let unknown = rig.call("slow__nothing").await;
+    assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+}
