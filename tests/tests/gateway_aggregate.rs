@@ -36,6 +36,7 @@ fn listening(port: u16) -> bool {
 /// sdk-oauth-expiring-server.mjs `--oauth` on free ports; killed on drop.
 struct OAuthServer {
     child: Child,
+    stdin: ChildStdin,
     logs: tempfile::TempDir,
     mcp_port: u16,
 }
@@ -45,7 +46,7 @@ impl OAuthServer {
         let (mcp_port, auth_port) = (free_port(), free_port());
         let logs = tempfile::tempdir().unwrap();
         let file = |name: &str| std::fs::File::create(logs.path().join(name)).unwrap();
-        let child = Command::new("node")
+        let mut child = Command::new("node")
             .current_dir(node_dir())
             .args(["sdk-oauth-expiring-server.mjs", "--oauth"])
             .env("MCP_PORT", mcp_port.to_string())
@@ -55,8 +56,10 @@ impl OAuthServer {
             .stderr(file("stderr"))
             .spawn()
             .expect("start node (scripts/setup.sh installs it and tests/node)");
+        let stdin = child.stdin.take().unwrap();
         let mut server = OAuthServer {
             child,
+            stdin,
             logs,
             mcp_port,
         };
@@ -82,6 +85,25 @@ impl OAuthServer {
 
     fn mcp_url(&self) -> String {
         format!("http://localhost:{}/mcp", self.mcp_port)
+    }
+
+    fn stdout_lines(&self, prefix: &str) -> usize {
+        std::fs::read_to_string(self.logs.path().join("stdout"))
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.starts_with(prefix))
+            .count()
+    }
+
+    /// Every access token issued so far lapses ("EXPIRE"); returns once the server says so.
+    fn expire_tokens(&mut self) {
+        let before = self.stdout_lines("EXPIRED");
+        writeln!(self.stdin, "EXPIRE").unwrap();
+        let deadline = Instant::now() + STEP;
+        while self.stdout_lines("EXPIRED") == before {
+            assert!(Instant::now() < deadline, "no EXPIRED:\n{}", self.output());
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 }
 
@@ -308,7 +330,7 @@ fn greet(tool: &str, who: &str) -> Value {
 #[test]
 fn the_sdk_client_sees_every_connector_as_one_server_and_an_absent_one_stays_listed() {
     require_keychain!();
-    let oauth = OAuthServer::start();
+    let mut oauth = OAuthServer::start();
     let demo = SdkServer::streamable_http();
     let demo_port = demo.port;
     let sandbox = Sandbox::new(true);
@@ -374,6 +396,23 @@ fn the_sdk_client_sees_every_connector_as_one_server_and_an_absent_one_stays_lis
     let called = client.ask(greet("demo__greet", "Grace"));
     assert_eq!(called["ok"], true, "{called}");
     assert_eq!(text_of(&called), "Hello, Grace!", "{called}");
+
+    // The access token lapses mid-session: the gateway renews it once and replays the call.
+    let refreshed = oauth.stdout_lines("REFRESHED");
+    oauth.expire_tokens();
+    let called = client.ask(greet("sdk__greet", "Lovelace"));
+    assert_eq!(
+        text_of(&called),
+        "Hello, Lovelace!",
+        "{called}\n{}",
+        gateway.output()
+    );
+    assert_eq!(
+        oauth.stdout_lines("REFRESHED"),
+        refreshed + 1,
+        "renewed once through the refresher: {}",
+        oauth.output()
+    );
 
     // Prompts are named like tools; resources keep their URIs (both servers offer the same
     // ones: listed once, read from the first connector).
@@ -453,6 +492,13 @@ fn the_sdk_client_sees_every_connector_as_one_server_and_an_absent_one_stays_lis
         gateway.output(),
         demo.output()
     );
+    assert!(
+        gateway
+            .output()
+            .contains("the server lost the aggregate's session; beginning it again"),
+        "{}",
+        gateway.output()
+    );
 
     // Every call reached the health board, the failed one as failed.
     let health = patchbay_check::HealthStore::open(&sandbox.path().join("health.sqlite")).unwrap();
@@ -462,7 +508,7 @@ fn the_sdk_client_sees_every_connector_as_one_server_and_an_absent_one_stays_lis
         let sdk_calls = health.records("sdk").unwrap_or_default();
         let done = demo_calls.iter().filter(|c| c.ok).count() >= 3
             && demo_calls.iter().any(|c| !c.ok)
-            && sdk_calls.iter().filter(|c| c.ok).count() >= 2;
+            && sdk_calls.iter().filter(|c| c.ok).count() >= 3;
         if done {
             break;
         }
