@@ -9,6 +9,9 @@
 //! a bound, with an MCP error that says to authorize. The SDK's client reports any stdout line
 //! that is not JSON-RPC, and none may come.
 //!
+//! The first runs the lean bridge `patchbay connect` execs into (`patchbay-bridge`, renewing
+//! through `patchbay connect --renew`); the second the bridge in `patchbay` itself.
+//!
 //! Without OAuth (the SDK's plain example): `patchbay connect URL` with mcp-remote's flags finds
 //! the connector by its URL, every stdout line is a JSON-RPC message, a line that is not JSON is
 //! answered with a parse error, and every request lands on the health board.
@@ -362,6 +365,12 @@ fn the_sdk_client_calls_tools_through_expiry_restart_and_a_lapsed_grant() {
     let (mut client, connected) =
         McpClient::spawn(&sandbox, &["--catalog", catalog_arg, "connect", "sdk"]);
     assert_eq!(connected["server"]["name"], "simple-streamable-http-server");
+    // `patchbay connect` handed the connector over to the lean bridge in its place.
+    #[cfg(target_os = "linux")]
+    {
+        let exe = std::fs::read_link(format!("/proc/{}/exe", connected["pid"])).unwrap();
+        assert!(exe.ends_with("patchbay-bridge"), "{}", exe.display());
+    }
 
     let listed = client.ask(json!({ "op": "list" }));
     let tools = listed["tools"]
@@ -470,6 +479,8 @@ fn a_url_finds_the_connector_stdout_is_json_rpc_only_and_calls_reach_the_health_
     let mut child = sandbox
         .command()
         .args(["--catalog", catalog.to_str().unwrap(), "connect", &url])
+        // The bridge in the `patchbay` process itself (where there is no lean bridge to exec).
+        .env("PATCHBAY_CONNECT_IN_PROCESS", "1")
         .args([
             "--header",
             "Authorization: Bearer ${AUTH}",

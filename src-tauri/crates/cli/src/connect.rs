@@ -1,11 +1,16 @@
 //! `patchbay connect NAME|URL`: the stdio bridge (`patchbay_gateway::stdio`) for MCP clients that
 //! only launch commands (Claude Desktop), a drop-in for `npx mcp-remote URL`. This file parses
-//! the arguments, sends diagnostics to stderr (stdout carries the protocol only) and starts the
-//! bridge with the refresher of record.
+//! the arguments, sends diagnostics to stderr (stdout carries the protocol only), resolves the
+//! connector, and then, on Unix, hands it over a pipe to `patchbay-bridge` (beside this binary),
+//! exec'd in this process's place so the long-lived bridge holds none of the catalog, clients or
+//! vault in memory; elsewhere, or without that binary, it bridges in this process.
+//! `connect --renew NAME` is the lean bridge's way back to the refresher of record.
 
 use anyhow::{Context, Result};
 use clap::Args;
-use patchbay_core::{Bridges, Patchbay, RefreshPolicy, Refresher};
+use patchbay_core::{Bridges, RefreshPolicy, Refresher};
+use patchbay_gateway::Upstreams;
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -14,6 +19,10 @@ pub struct ConnectArgs {
     /// The connector's name, or its URL (a client's `npx mcp-remote URL` line works with
     /// `patchbay connect URL`). Patchbay's own options go before it.
     pub target: String,
+    /// Internal: renew NAME's credential for a running bridge (the refused bearer on stdin, one
+    /// JSON line on stdout).
+    #[arg(long, hide = true)]
+    pub renew: bool,
     /// mcp-remote's own options (`--header`, `--resource`, `--transport`, a callback port, ...)
     /// are accepted and ignored: Patchbay sends the connector's own headers and credential.
     #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
@@ -21,9 +30,11 @@ pub struct ConnectArgs {
 }
 
 /// Diagnostics to stderr only, `info` unless RUST_LOG says otherwise.
-fn log_to_stderr() {
+pub fn log_to_stderr() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
-        tracing_subscriber::EnvFilter::new("warn,patchbay::connect=info,patchbay_gateway=info")
+        tracing_subscriber::EnvFilter::new(
+            "warn,patchbay::connect=info,patchbay_bridge=info,patchbay_gateway=info",
+        )
     });
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
@@ -32,36 +43,125 @@ fn log_to_stderr() {
         .try_init();
 }
 
-pub fn connect(patchbay: Patchbay, args: ConnectArgs) -> Result<ExitCode> {
+pub fn connect(
+    data_dir: Option<PathBuf>,
+    catalog: Option<PathBuf>,
+    args: ConnectArgs,
+) -> Result<ExitCode> {
     log_to_stderr();
-    let options: Vec<&str> = args
-        .ignored
-        .iter()
-        .map(String::as_str)
-        .filter(|a| a.starts_with("--"))
-        .collect();
-    if !args.ignored.is_empty() {
-        tracing::info!(
-            "ignoring mcp-remote's {} (Patchbay sends the connector's own headers and credential)",
-            if options.is_empty() {
-                "callback port".to_owned()
-            } else {
-                options.join(", ")
-            }
-        );
-    }
-    let patchbay = Arc::new(patchbay);
+    let patchbay = Arc::new(crate::open(data_dir.clone(), catalog.clone())?);
     let bridges = Arc::new(Bridges::new(patchbay.clone()));
     let refresher = Refresher::new(patchbay.clone(), Some(bridges), RefreshPolicy::default());
-    // One thread: one client, one upstream; the smallest footprint per server.
+    // One thread: one client, one upstream.
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    runtime.block_on(patchbay_gateway::stdio::serve(
-        patchbay,
-        Some(refresher),
-        &args.target,
-    ))?;
+    let upstream = Upstreams::new(patchbay.clone(), Some(refresher)).resolve(&args.target);
+    if args.renew {
+        let stdin = std::io::stdin().lock();
+        let stdout = patchbay_gateway::stdio::stdout_handle()?;
+        runtime.block_on(patchbay_gateway::stdio::renew_for_bridge(
+            upstream, stdin, stdout,
+        ))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    note_ignored(&args.ignored);
+    let upstream = upstream?;
+    patchbay_gateway::stdio::check_transport(&upstream)?;
+
+    #[cfg(unix)]
+    if std::env::var_os("PATCHBAY_CONNECT_IN_PROCESS").is_none() {
+        if let Some(bridge) = lean_bridge() {
+            let renew = renew_command(&data_dir, &catalog, upstream.name())?;
+            let health = patchbay_gateway::stdio::health_file(&patchbay);
+            let handoff = patchbay_gateway::stdio::Handoff::new(&upstream, renew, Some(health));
+            // Returns only when the exec failed: then bridge here.
+            let e = exec_lean_bridge(&bridge, &handoff);
+            tracing::warn!(
+                "cannot start {} ({e:#}); bridging in this process",
+                bridge.display()
+            );
+        }
+    }
+    runtime.block_on(patchbay_gateway::stdio::serve_upstream(&patchbay, upstream))?;
     Ok(ExitCode::SUCCESS)
+}
+
+fn note_ignored(ignored: &[String]) {
+    if ignored.is_empty() {
+        return;
+    }
+    let options: Vec<&str> = ignored
+        .iter()
+        .map(String::as_str)
+        .filter(|a| a.starts_with("--"))
+        .collect();
+    tracing::info!(
+        "ignoring mcp-remote's {} (Patchbay sends the connector's own headers and credential)",
+        if options.is_empty() {
+            "callback port".to_owned()
+        } else {
+            options.join(", ")
+        }
+    );
+}
+
+/// `patchbay-bridge` beside this binary, when it is there.
+#[cfg(unix)]
+fn lean_bridge() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    let bridge = exe.with_file_name(format!("patchbay-bridge{}", std::env::consts::EXE_SUFFIX));
+    bridge.is_file().then_some(bridge)
+}
+
+/// `patchbay [--data-dir D] [--catalog C] connect --renew NAME`, paths absolute.
+#[cfg(unix)]
+fn renew_command(
+    data_dir: &Option<PathBuf>,
+    catalog: &Option<PathBuf>,
+    name: &str,
+) -> Result<Vec<String>> {
+    let exe = std::env::current_exe().context("cannot find this program's path")?;
+    let mut command = vec![exe.display().to_string()];
+    for (flag, path) in [("--data-dir", data_dir), ("--catalog", catalog)] {
+        if let Some(path) = path {
+            command.push(flag.into());
+            command.push(std::path::absolute(path)?.display().to_string());
+        }
+    }
+    command.extend(["connect".into(), "--renew".into(), name.into()]);
+    Ok(command)
+}
+
+/// Writes `handoff` into a pipe whose read end survives the exec, then execs the lean bridge
+/// with that descriptor. Returns only on failure.
+#[cfg(unix)]
+fn exec_lean_bridge(
+    bridge: &std::path::Path,
+    handoff: &patchbay_gateway::stdio::Handoff,
+) -> anyhow::Error {
+    use std::io::Write;
+    use std::os::fd::AsRawFd;
+    use std::os::unix::process::CommandExt;
+    let attempt = || -> Result<std::convert::Infallible> {
+        let (reader, mut writer) = std::io::pipe().context("cannot make a pipe")?;
+        // Small (a few hundred bytes): fits the pipe's buffer, so writing before the exec
+        // cannot block.
+        let json = serde_json::to_vec(handoff)?;
+        writer.write_all(&json)?;
+        drop(writer);
+        rustix::io::fcntl_setfd(&reader, rustix::io::FdFlags::empty())
+            .context("cannot pass the pipe on")?;
+        let fd = reader.as_raw_fd();
+        let e = std::process::Command::new(bridge)
+            .arg("--handoff-fd")
+            .arg(fd.to_string())
+            .exec();
+        Err(e.into())
+    };
+    match attempt() {
+        Ok(never) => match never {},
+        Err(e) => e,
+    }
 }

@@ -505,7 +505,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Enable(args) => setup::enable(&open(cli.data_dir, cli.catalog)?, args, &mut out),
         Command::Disable(args) => setup::disable(&open(cli.data_dir, cli.catalog)?, args, &mut out),
         Command::Manage(args) => setup::manage(&open(cli.data_dir, cli.catalog)?, args, &mut out),
-        Command::Connect(args) => connect::connect(open(cli.data_dir, cli.catalog)?, args),
+        Command::Connect(args) => connect::connect(cli.data_dir, cli.catalog, args),
         Command::AddTo(args) => add_to::add_to(&open(cli.data_dir, cli.catalog)?, args, &mut out),
         Command::Switch(args) => add_to::switch(&open(cli.data_dir, cli.catalog)?, args, &mut out),
         Command::Gateway(args) => gateway::run(open(cli.data_dir, cli.catalog)?, args, &mut out),

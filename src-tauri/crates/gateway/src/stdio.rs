@@ -25,6 +25,9 @@
 //! The legacy HTTP+SSE transport is not bridged (a connector declared `sse` is refused with a
 //! clear error by [`check_transport`]).
 
+mod handoff;
+pub use handoff::{renew_for_bridge, run_handoff, Delegated, Handoff};
+
 use crate::upstream::{Upstream, UpstreamError, UpstreamTransport, Upstreams};
 use patchbay_check::{CallRecord, HealthError, HealthStore, TransportKind, HEALTH_FILE};
 use patchbay_core::{Patchbay, Refresher};
@@ -162,7 +165,17 @@ pub type CallHook = Arc<dyn Fn(&BridgedCall) + Send + Sync>;
 /// The call hook that records every request on the health board (`health.sqlite` in the data
 /// directory), as a check is recorded: the board fills from real use.
 pub fn health_hook(patchbay: &Patchbay) -> Result<CallHook, HealthError> {
-    let store = HealthStore::open(&patchbay.paths.data_dir.join(HEALTH_FILE))?;
+    health_hook_at(&health_file(patchbay))
+}
+
+/// The health board's file in `patchbay`'s data directory.
+pub fn health_file(patchbay: &Patchbay) -> std::path::PathBuf {
+    patchbay.paths.data_dir.join(HEALTH_FILE)
+}
+
+/// [`health_hook`] on the health board at `file`.
+pub fn health_hook_at(file: &std::path::Path) -> Result<CallHook, HealthError> {
+    let store = HealthStore::open(file)?;
     Ok(Arc::new(move |call: &BridgedCall| {
         let record = CallRecord {
             connector: call.connector.clone(),
@@ -191,7 +204,12 @@ pub async fn serve(
 ) -> Result<(), ServeError> {
     let upstream = Upstreams::new(patchbay.clone(), refresher).resolve(target)?;
     check_transport(&upstream)?;
-    let hook = match health_hook(&patchbay) {
+    serve_upstream(&patchbay, upstream).await
+}
+
+/// [`serve`] with the upstream already resolved.
+pub async fn serve_upstream(patchbay: &Patchbay, upstream: Upstream) -> Result<(), ServeError> {
+    let hook = match health_hook(patchbay) {
         Ok(hook) => Some(hook),
         Err(e) => {
             tracing::warn!("the health board cannot be opened ({e}); calls are not recorded");
@@ -958,10 +976,19 @@ impl<C: Credentials> Bridge<C> {
                         backoff = Duration::from_millis(250);
                         self.read_server_stream(response, &mut last_event_id).await;
                     }
-                    status => {
+                    // A refusal will not change by asking again (a 401 after a renewal among
+                    // them): requests still work without the stream.
+                    status if status.is_client_error() => {
                         tracing::warn!(
                             connector = self.name(),
-                            "the server's stream answered HTTP {status}"
+                            "the server's stream answered HTTP {status}; going on without it"
+                        );
+                        return;
+                    }
+                    status => {
+                        tracing::debug!(
+                            connector = self.name(),
+                            "the server's stream answered HTTP {status}; trying again"
                         );
                     }
                 },
