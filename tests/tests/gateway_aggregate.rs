@@ -6,7 +6,8 @@
 //! `StreamableHTTPClientTransport` with a gateway client's secret) seeing both as one server:
 //! tools and prompts named `<connector>__<name>`, resources merged, calls reaching each. Then
 //! `demo` stops: its tools stay listed and a call says "unavailable, retrying" within a bound;
-//! it starts again on the same port and the next call works. The gates hold for `/mcp` too.
+//! it starts again on the same port and the next call works. The gates hold for `/mcp` too, and
+//! Claude Code pointed at `/mcp` lists it Connected.
 
 use patchbay_e2e::sdk_servers::{free_port, node_dir, SdkServer};
 use patchbay_e2e::{require_keychain, Sandbox};
@@ -644,5 +645,71 @@ fn the_aggregate_keeps_the_gates_and_a_limited_client_to_its_connectors() {
     assert!(
         unknown["error"].as_str().unwrap().contains("Unknown tool"),
         "{unknown}"
+    );
+}
+
+#[test]
+fn claude_code_lists_the_aggregate_as_connected() {
+    let demo = SdkServer::streamable_http();
+    let sandbox = Sandbox::new(false);
+    let catalog = sandbox.write(
+        "catalog.json",
+        &json!({ "mcpServers": {
+            "demo": { "type": "http", "url": demo.url(), "headers": { "X-Api-Key": "k" } }
+        } })
+        .to_string(),
+    );
+    let gateway = Serving::start(&sandbox, &catalog);
+    let headers = add_client(&sandbox, "claude-code", gateway.port, &[]);
+
+    // Claude Code (its own home in the sandbox) with the entry `gateway client add --json`
+    // describes, as `claude mcp add --transport http patchbay URL --header ...` writes it.
+    let claude = sandbox.path().join("claude-home");
+    std::fs::create_dir_all(&claude).unwrap();
+    let entry = json!({ "type": "http", "url": gateway.url(), "headers": headers });
+    std::fs::write(
+        claude.join(".claude.json"),
+        json!({ "mcpServers": { "patchbay": entry } }).to_string(),
+    )
+    .unwrap();
+    let bin = tests_dir().join("node/node_modules/@anthropic-ai/claude-code/bin/claude.exe");
+    assert!(
+        bin.is_file(),
+        "{} is missing: run scripts/setup.sh",
+        bin.display()
+    );
+    let home = tempfile::tempdir().unwrap();
+    let logs = tempfile::tempdir().unwrap();
+    let file = |name: &str| std::fs::File::create(logs.path().join(name)).unwrap();
+    let read = |name: &str| std::fs::read_to_string(logs.path().join(name)).unwrap_or_default();
+    let mut child = Command::new(bin)
+        .args(["mcp", "list"])
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", home.path())
+        .env("CLAUDE_CONFIG_DIR", &claude)
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .env("DISABLE_TELEMETRY", "1")
+        .env("DISABLE_AUTOUPDATER", "1")
+        .current_dir(home.path())
+        .stdin(Stdio::null())
+        .stdout(file("stdout"))
+        .stderr(file("stderr"))
+        .spawn()
+        .expect("start claude");
+    let status = patchbay_e2e::wait_within(&mut child, STEP, "claude mcp list", || {
+        format!("stdout:\n{}\nstderr:\n{}", read("stdout"), read("stderr"))
+    });
+    assert!(status.success(), "{}{}", read("stdout"), read("stderr"));
+    let list = read("stdout");
+    let line = list
+        .lines()
+        .find(|l| l.starts_with("patchbay: "))
+        .unwrap_or_else(|| panic!("no patchbay in `claude mcp list`:\n{list}"));
+    assert_eq!(
+        line,
+        format!("patchbay: {} (HTTP) - ✔ Connected", gateway.url()),
+        "{list}\n{}",
+        gateway.output()
     );
 }
