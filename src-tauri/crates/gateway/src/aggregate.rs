@@ -505,12 +505,19 @@ impl Aggregate {
     async fn refresh(self: &Arc<Self>, state: &Arc<GatewayState>, which: &[InUse]) {
         let mut tasks = tokio::task::JoinSet::new();
         for c in which {
+            let connector = self.connector(&c.name);
+            // Away and being reconnected in the background: its last good lists serve, and a
+            // listing does not wait on it again (a hanging server would cost every listing its
+            // whole bound).
+            if connector.reconnecting.load(Ordering::SeqCst) {
+                continue;
+            }
             let this = self.clone();
             let state = state.clone();
-            let connector = self.connector(&c.name);
             tasks.spawn(async move {
+                let started = Instant::now();
                 if let Err(failure) = this.list_connector(&state, &connector).await {
-                    this.absent(&state, &connector, &failure, "listing");
+                    this.listing_failed(&state, &connector, &failure, started.elapsed());
                 }
             });
         }
@@ -597,26 +604,33 @@ impl Aggregate {
         Ok(items)
     }
 
-    /// A connector could not be reached or listed: said in the log and on the health board,
-    /// and reconnected in the background when it is away.
-    fn absent(
+    /// A connector could not be listed: said in the log and on the health board, and
+    /// reconnected in the background unless nothing will change by asking again (its
+    /// configuration, its credential, an answer that is not MCP). A listing may be sent again
+    /// whatever became of it: it acts on nothing.
+    fn listing_failed(
         self: &Arc<Self>,
         state: &Arc<GatewayState>,
         connector: &Arc<Connector>,
         failure: &Failure,
-        doing: &str,
+        latency: Duration,
     ) {
-        let message = failure.message(&connector.name, doing);
+        let message = failure.message(&connector.name, "a listing");
         tracing::warn!(connector = connector.name, "{message}");
         state.record(CallRecord {
             connector: connector.name.clone(),
             at: chrono::Utc::now(),
-            latency: Duration::ZERO,
+            latency,
             transport: TransportKind::StreamableHttp,
             http_status: failure.http_status(),
             error: Some(message),
         });
-        if failure.is_absent() {
+        let transient = failure.is_absent()
+            || matches!(
+                failure,
+                Failure::TimedOut(_) | Failure::Dropped(_) | Failure::SessionGone
+            );
+        if transient {
             self.reconnect(state, connector);
         }
     }
