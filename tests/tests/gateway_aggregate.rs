@@ -6,7 +6,8 @@
 //! `StreamableHTTPClientTransport` with a gateway client's secret) seeing both as one server:
 //! tools and prompts named `<connector>__<name>`, resources merged, calls reaching each. Then
 //! `demo` stops: its tools stay listed and a call says "unavailable, retrying" within a bound;
-//! it starts again on the same port and the next call works. The gates hold for `/mcp` too, and
+//! it starts again on the same port and the next call works; so does the next call after the
+//! gateway itself restarts mid-session. The gates hold for `/mcp` too, and
 //! Claude Code pointed at `/mcp` lists it Connected.
 
 use patchbay_e2e::sdk_servers::{free_port, node_dir, SdkServer};
@@ -124,7 +125,10 @@ struct Serving {
 
 impl Serving {
     fn start(sandbox: &Sandbox, catalog: &Path) -> Serving {
-        let port = free_port();
+        Serving::start_on(sandbox, catalog, free_port())
+    }
+
+    fn start_on(sandbox: &Sandbox, catalog: &Path, port: u16) -> Serving {
         let logs = tempfile::tempdir().unwrap();
         let file = |name: &str| std::fs::File::create(logs.path().join(name)).unwrap();
         let child = sandbox
@@ -501,13 +505,26 @@ fn the_sdk_client_sees_every_connector_as_one_server_and_an_absent_one_stays_lis
         gateway.output()
     );
 
+    // The gateway itself restarts (the app was restarted): the client's session goes on, and
+    // the names resolve again from fresh lists.
+    let port = gateway.port;
+    drop(gateway);
+    let gateway = Serving::start_on(&sandbox, &catalog, port);
+    let called = client.ask(greet("demo__greet", "anew"));
+    assert_eq!(
+        text_of(&called),
+        "Hello, anew!",
+        "{called}\n{}",
+        gateway.output()
+    );
+
     // Every call reached the health board, the failed one as failed.
     let health = patchbay_check::HealthStore::open(&sandbox.path().join("health.sqlite")).unwrap();
     let deadline = Instant::now() + STEP;
     loop {
         let demo_calls = health.records("demo").unwrap_or_default();
         let sdk_calls = health.records("sdk").unwrap_or_default();
-        let done = demo_calls.iter().filter(|c| c.ok).count() >= 3
+        let done = demo_calls.iter().filter(|c| c.ok).count() >= 4
             && demo_calls.iter().any(|c| !c.ok)
             && sdk_calls.iter().filter(|c| c.ok).count() >= 3;
         if done {
@@ -584,7 +601,8 @@ fn the_aggregate_keeps_the_gates_and_a_limited_client_to_its_connectors() {
         "{answer}"
     );
     assert!(answer.contains(r#""name":"patchbay""#), "{answer}");
-    // No server stream (405), an unknown session (404), an unknown method (-32601).
+    // No server stream (405); a session it never issued is served (a client whose gateway
+    // restarted goes on); an unknown method is -32601.
     let (status, _) = raw(
         gateway.port,
         "GET",
@@ -593,7 +611,7 @@ fn the_aggregate_keeps_the_gates_and_a_limited_client_to_its_connectors() {
         "",
     );
     assert_eq!(status, 405);
-    let (status, _) = raw(
+    let (status, answer) = raw(
         gateway.port,
         "POST",
         "/mcp",
@@ -603,7 +621,8 @@ fn the_aggregate_keeps_the_gates_and_a_limited_client_to_its_connectors() {
         ],
         r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#,
     );
-    assert_eq!(status, 404);
+    assert_eq!(status, 200, "{answer}");
+    assert!(answer.contains("alpha__greet"), "{answer}");
     let (status, answer) = raw(
         gateway.port,
         "POST",

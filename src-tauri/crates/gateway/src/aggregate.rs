@@ -318,22 +318,11 @@ impl Aggregate {
         if message.get("method").and_then(Value::as_str) == Some("initialize") {
             return self.initialize(&message);
         }
-        // A session the gateway does not know (it restarted, or the client deleted it): 404, so
-        // the client begins a new one as the transport says. No session id at all is accepted.
+        // A session the gateway does not know (it restarted since the client began it) is
+        // served and adopted: the aggregate keeps nothing per client session, so the client
+        // goes on unaware (as `/mcp/NAME` does across a restart of the gateway).
         if let Some(id) = &session {
-            let known = self
-                .sessions
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .contains_key(id);
-            if !known {
-                return rpc_error_response(
-                    StatusCode::NOT_FOUND,
-                    message.get("id").cloned(),
-                    GATEWAY_ERROR,
-                    "the session is not known to the aggregate endpoint (the gateway restarted?); initialize again",
-                );
-            }
+            self.remember(id);
         }
         let answers = match message {
             Value::Array(batch) => {
@@ -382,19 +371,7 @@ impl Aggregate {
                 )
             }
         };
-        {
-            let mut sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
-            if sessions.len() >= MAX_CLIENT_SESSIONS {
-                if let Some(oldest) = sessions
-                    .iter()
-                    .min_by_key(|(_, at)| **at)
-                    .map(|(k, _)| k.clone())
-                {
-                    sessions.remove(&oldest);
-                }
-            }
-            sessions.insert(session.clone(), Instant::now());
-        }
+        self.remember(&session);
         let answer = json!({
             "jsonrpc": "2.0",
             "id": id,
@@ -410,6 +387,25 @@ impl Aggregate {
             }
         });
         json_response(StatusCode::OK, &answer, Some(&session))
+    }
+
+    /// A client session id, kept so its DELETE is answered (the oldest forgotten past
+    /// [`MAX_CLIENT_SESSIONS`]).
+    fn remember(&self, id: &str) {
+        let mut sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
+        if sessions.contains_key(id) {
+            return;
+        }
+        if sessions.len() >= MAX_CLIENT_SESSIONS {
+            if let Some(oldest) = sessions
+                .iter()
+                .min_by_key(|(_, at)| **at)
+                .map(|(k, _)| k.clone())
+            {
+                sessions.remove(&oldest);
+            }
+        }
+        sessions.insert(id.to_owned(), Instant::now());
     }
 
     /// One JSON-RPC message from the client; the answer when it was a request.
