@@ -11,8 +11,11 @@
 use std::path::{Path, PathBuf};
 
 use patchbay_catalog::{expand, Transport};
-use patchbay_runtimes::clients::write::{self, Conflict, Target, WriteError, Written};
-use patchbay_runtimes::clients::{Client, ClientPaths};
+use patchbay_runtimes::clients::write::{self, Target, WriteError};
+use patchbay_runtimes::clients::ClientPaths;
+// What callers without a dependency on patchbay-runtimes (the app) name in these functions.
+pub use patchbay_runtimes::clients::write::{gateway_secrets, Change, Conflict, Written};
+pub use patchbay_runtimes::clients::Client;
 use patchbay_status::Origin;
 use patchbay_vault::Secret;
 
@@ -59,6 +62,15 @@ pub enum Route {
 }
 
 impl Route {
+    /// The gateway at `url` with the client's minted `secret` as `Authorization: Bearer …`.
+    pub fn gateway(url: String, secret: &Secret) -> Route {
+        let bearer = Secret::new(format!("Bearer {}", secret.expose()));
+        Route::Gateway {
+            url,
+            headers: vec![("Authorization".into(), bearer)],
+        }
+    }
+
     fn target(self, connector: &str) -> Target {
         match self {
             Route::Connect { command } => Target::Connect {
@@ -162,6 +174,57 @@ pub fn add_to_client(
         )));
     }
     write::add(client, &file, name, &route.target(name), conflict).map_err(write_error)
+}
+
+/// A client "Add to" writes, as the window offers it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ClientTarget {
+    /// The client's id (`cursor`, `vscode`, `claude-desktop`, `windsurf`).
+    pub client: &'static str,
+    pub display_name: &'static str,
+    /// The directory of its user config exists: the client is (or was) on this machine.
+    pub found: bool,
+    /// It can reach the gateway over HTTP; Claude Desktop's config only launches commands.
+    pub http: bool,
+    /// The file Add writes.
+    pub file: PathBuf,
+}
+
+/// The clients Add writes, each with whether it is on this machine (the window offers "Add to
+/// CLIENT" only for those).
+pub fn client_targets(patchbay: &Patchbay) -> Result<Vec<ClientTarget>, CoreError> {
+    Ok(targets_in(&client_paths(patchbay)?))
+}
+
+fn targets_in(paths: &ClientPaths) -> Vec<ClientTarget> {
+    CLIENTS
+        .iter()
+        .filter_map(|&(id, client)| {
+            let file = write::user_file(paths, client).ok()?;
+            Some(ClientTarget {
+                client: id,
+                display_name: client.display_name(),
+                found: file.parent().is_some_and(Path::is_dir),
+                http: client != Client::ClaudeDesktop,
+                file,
+            })
+        })
+        .collect()
+}
+
+/// Whether `file` (`client`'s config) has an entry `name` that is not Patchbay's: what Add
+/// refuses unless told to replace it. An unreadable file has none.
+pub fn has_foreign_entry(client: Client, file: &Path, name: &str) -> bool {
+    let config = patchbay_runtimes::clients::ConfigFile {
+        client,
+        scope: patchbay_runtimes::clients::ClientScope::User,
+        path: file.to_path_buf(),
+    };
+    patchbay_runtimes::clients::formats::read_file(&config).is_ok_and(|servers| {
+        servers
+            .iter()
+            .any(|s| s.name == name && write::patchbay_target(s).is_none())
+    })
 }
 
 /// What "Switch to Patchbay" did.
@@ -311,6 +374,62 @@ mod tests {
             err.contains("cursor, vscode, claude-desktop, windsurf"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn targets_are_found_by_their_config_directory_and_claude_desktop_is_stdio_only() {
+        let home = tempfile::tempdir().unwrap();
+        let paths =
+            ClientPaths::resolve(home.path(), patchbay_runtimes::clients::Os::Linux, &|_| {
+                None
+            });
+        std::fs::create_dir_all(home.path().join(".cursor")).unwrap();
+        std::fs::create_dir_all(home.path().join(".config/Claude")).unwrap();
+        let targets = targets_in(&paths);
+        let ids: Vec<_> = targets.iter().map(|t| t.client).collect();
+        assert_eq!(ids, ["cursor", "vscode", "claude-desktop", "windsurf"]);
+        let found: Vec<_> = targets
+            .iter()
+            .filter(|t| t.found)
+            .map(|t| t.client)
+            .collect();
+        assert_eq!(found, ["cursor", "claude-desktop"]);
+        let http: Vec<_> = targets
+            .iter()
+            .filter(|t| t.http)
+            .map(|t| t.client)
+            .collect();
+        assert_eq!(http, ["cursor", "vscode", "windsurf"]);
+        assert_eq!(targets[0].file, home.path().join(".cursor/mcp.json"));
+        assert_eq!(targets[0].display_name, "Cursor");
+    }
+
+    #[test]
+    fn a_foreign_entry_is_one_of_that_name_not_pointing_at_patchbay() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("mcp.json");
+        assert!(!has_foreign_entry(Client::Cursor, &file, "linear"));
+        std::fs::write(
+            &file,
+            r#"{"mcpServers": {"linear": {"command": "npx", "args": ["-y", "mcp-remote", "https://mcp.linear.app/sse"]}}}"#,
+        )
+        .unwrap();
+        assert!(has_foreign_entry(Client::Cursor, &file, "linear"));
+        assert!(!has_foreign_entry(Client::Cursor, &file, "github"));
+        let route = Route::Connect {
+            command: "/usr/bin/patchbay".into(),
+        };
+        write::add(
+            Client::Cursor,
+            &file,
+            "linear",
+            &route.target("linear"),
+            Conflict::Replace,
+        )
+        .unwrap();
+        assert!(!has_foreign_entry(Client::Cursor, &file, "linear"));
+        std::fs::write(&file, "{ not json").unwrap();
+        assert!(!has_foreign_entry(Client::Cursor, &file, "linear"));
     }
 
     #[test]
