@@ -19,6 +19,12 @@ fn main() {
             "enable_connector",
             "disable_connector",
             "manage_connector",
+            "client_targets",
+            "add_to_client",
+            "switch_client_entry",
+            "switch_candidates",
+            "gateway_clients",
+            "revoke_gateway_client",
         ]));
     if let Err(error) = tauri_build::try_build(attributes) {
         panic!("tauri-build failed: {error:#}");

@@ -2,8 +2,10 @@
 //! capabilities/). Each is one call into patchbay-core. They are async so that they run off the
 //! main thread, which the tray and the webview need.
 
+use crate::client_entries::{self, ClientWrite, GatewayClients};
 use crate::{error::IpcError, AppState};
 use patchbay_catalog::CredentialKey;
+use patchbay_core::client_config;
 use patchbay_core::{ConnectorCheck, HealthBoard, StartOptions, Started};
 use patchbay_status::StatusReport;
 use tauri::State;
@@ -146,4 +148,62 @@ pub async fn manage_connector(
 ) -> Result<StatusReport, IpcError> {
     state.core().manage(&name)?;
     Ok(state.refresh())
+}
+
+/// The clients "Add to" writes (Cursor, VS Code, Claude Desktop, Windsurf), each with whether it
+/// is on this machine and whether it speaks HTTP (the gateway).
+#[tauri::command]
+pub async fn client_targets(
+    state: State<'_, AppState>,
+) -> Result<Vec<client_config::ClientTarget>, IpcError> {
+    Ok(client_config::client_targets(state.core())?)
+}
+
+/// "Add to CLIENT": the connector `name` into the client's config, via `stdio` (`patchbay
+/// connect`) or `gateway` (a minted client secret); a foreign entry of that name is refused
+/// (kind `conflict`) unless `replace`.
+#[tauri::command]
+pub async fn add_to_client(
+    state: State<'_, AppState>,
+    client: String,
+    name: String,
+    via: String,
+    replace: bool,
+) -> Result<ClientWrite, IpcError> {
+    client_entries::add_to_client(state.core(), &client, &name, &via, replace)
+}
+
+/// "Switch CLIENT to Patchbay": the client's `npx mcp-remote URL` entry `server` runs
+/// `patchbay connect` instead.
+#[tauri::command]
+pub async fn switch_client_entry(
+    state: State<'_, AppState>,
+    client: String,
+    server: String,
+) -> Result<ClientWrite, IpcError> {
+    client_entries::switch_client_entry(state.core(), &client, &server)
+}
+
+/// The `npx mcp-remote URL` entries of the clients that can be switched, and the connector each
+/// reaches.
+#[tauri::command]
+pub async fn switch_candidates(
+    state: State<'_, AppState>,
+) -> Result<Vec<client_config::SwitchCandidate>, IpcError> {
+    Ok(client_config::switch_candidates(state.core())?)
+}
+
+/// The gateway's URL and its clients (labels, limits, when created; never a secret).
+#[tauri::command]
+pub async fn gateway_clients(state: State<'_, AppState>) -> Result<GatewayClients, IpcError> {
+    client_entries::gateway_clients(state.core())
+}
+
+/// Revoke a gateway client: its secret stops working; answers the list.
+#[tauri::command]
+pub async fn revoke_gateway_client(
+    state: State<'_, AppState>,
+    label: String,
+) -> Result<GatewayClients, IpcError> {
+    client_entries::revoke_gateway_client(state.core(), &label)
 }

@@ -10,6 +10,7 @@
 //! does. `patchbay://authorize/NAME` links (parsed by `patchbay_core::deeplink`) and the tray's
 //! "Authorize …" items open the window at that row and start the same flow as its button.
 
+mod client_entries;
 mod commands;
 mod error;
 mod notification;
@@ -316,6 +317,12 @@ pub fn run() {
             commands::enable_connector,
             commands::disable_connector,
             commands::manage_connector,
+            commands::client_targets,
+            commands::add_to_client,
+            commands::switch_client_entry,
+            commands::switch_candidates,
+            commands::gateway_clients,
+            commands::revoke_gateway_client,
         ])
         .setup(setup)
         .build(tauri::generate_context!("../tauri.conf.json"));
