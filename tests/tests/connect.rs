@@ -631,3 +631,49 @@ fn an_unknown_name_or_url_is_refused_on_stderr() {
         assert!(stderr.contains(says), "{stderr}");
     }
 }
+
+/// A connector on the legacy HTTP+SSE transport (the SDK's `simpleSseServer.js`): the SDK's
+/// stdio client lists and calls its tool through `patchbay connect`, and after the server
+/// restarts on the same port the next call works (the stream opened again, the session started
+/// again with the client's own handshake).
+#[test]
+fn a_legacy_sse_connector_is_bridged_and_survives_a_restart() {
+    let server = SdkServer::sse();
+    let port = server.port;
+    let sandbox = Sandbox::new(false);
+    let catalog = sandbox.write(
+        "catalog.json",
+        &json!({ "mcpServers": { "legacy": { "type": "sse", "url": server.url() } } }).to_string(),
+    );
+    let catalog_arg = catalog.to_str().unwrap();
+    let (mut client, connected) =
+        McpClient::spawn(&sandbox, &["--catalog", catalog_arg, "connect", "legacy"]);
+    assert!(connected["server"]["name"].is_string(), "{connected}");
+    let call = json!({ "op": "call", "name": "start-notification-stream", "arguments": { "interval": 10, "count": 2 } });
+
+    let listed = client.ask(json!({ "op": "list" }));
+    assert!(
+        listed["tools"]
+            .as_array()
+            .is_some_and(|t| t.contains(&json!("start-notification-stream"))),
+        "{listed}"
+    );
+    let called = client.ask(call.clone());
+    assert_eq!(called["ok"], true, "{called}\n{}", client.stderr());
+
+    drop(server);
+    let server = SdkServer::sse_on(port);
+    // The bridge notices the stream drop and starts a new session; the call after it works.
+    wait_for(
+        STARTUP,
+        "a new SSE session",
+        || server.output().contains("Established SSE stream"),
+        || format!("{}\n{}", server.output(), client.stderr()),
+    );
+    let again = client.ask(call);
+    assert_eq!(again["ok"], true, "{again}\n{}", client.stderr());
+
+    let (last, stderr) = client.close();
+    assert_eq!(last["protocol_errors"], json!([]), "{last}\n{stderr}");
+    assert!(stderr.contains("the session was started again"), "{stderr}");
+}

@@ -68,7 +68,6 @@ pub fn connect(
     }
     note_ignored(&args.ignored);
     let upstream = upstream?;
-    patchbay_gateway::stdio::check_transport(&upstream)?;
 
     #[cfg(unix)]
     if std::env::var_os("PATCHBAY_CONNECT_IN_PROCESS").is_none() {

@@ -22,10 +22,10 @@
 //!   it sets none), renewal and reconnection included; every request's outcome is handed to the
 //!   call hook (the health board).
 //!
-//! The legacy HTTP+SSE transport is not bridged (a connector declared `sse` is refused with a
-//! clear error by [`check_transport`]).
+//! A connector on the legacy HTTP+SSE transport is bridged by `sse` (its own promises there).
 
 mod handoff;
+mod sse;
 pub use handoff::{renew_for_bridge, run_handoff, Delegated, Handoff};
 
 use crate::upstream::{Upstream, UpstreamError, UpstreamTransport, Upstreams};
@@ -76,8 +76,6 @@ pub const TIMEOUT_ERROR: i64 = -32001;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StdioError {
-    #[error("the connector {name} speaks the legacy HTTP+SSE transport, which `patchbay connect` does not bridge yet; use its streamable HTTP endpoint if it has one")]
-    LegacySse { name: String },
     #[error("cannot build the HTTP client: {0}")]
     Client(String),
     #[error("cannot read the client's messages on stdin: {0}")]
@@ -129,16 +127,6 @@ impl Credentials for Upstream {
             .await
             .map(|_| ())
             .map_err(|e| e.to_string())
-    }
-}
-
-/// `Ok` unless the upstream speaks a transport the bridge does not.
-pub fn check_transport(upstream: &Upstream) -> Result<(), StdioError> {
-    match upstream.transport() {
-        UpstreamTransport::StreamableHttp => Ok(()),
-        UpstreamTransport::Sse => Err(StdioError::LegacySse {
-            name: upstream.name().to_owned(),
-        }),
     }
 }
 
@@ -203,7 +191,6 @@ pub async fn serve(
     target: &str,
 ) -> Result<(), ServeError> {
     let upstream = Upstreams::new(patchbay.clone(), refresher).resolve(target)?;
-    check_transport(&upstream)?;
     serve_upstream(&patchbay, upstream).await
 }
 
@@ -222,7 +209,15 @@ pub async fn serve_upstream(patchbay: &Patchbay, upstream: Upstream) -> Result<(
         upstream.url()
     );
     let stdout = stdout_handle().map_err(StdioError::Stdout)?;
-    run(Arc::new(upstream), hook, tokio::io::stdin(), stdout).await?;
+    let transport = upstream.transport();
+    run_for(
+        transport,
+        Arc::new(upstream),
+        hook,
+        tokio::io::stdin(),
+        stdout,
+    )
+    .await?;
     Ok(())
 }
 
@@ -233,6 +228,25 @@ pub enum ServeError {
     Upstream(#[from] UpstreamError),
     #[error(transparent)]
     Stdio(#[from] StdioError),
+}
+
+/// [`run`] for a connector on `transport`: streamable HTTP, or the legacy HTTP+SSE transport.
+pub async fn run_for<C, R, W>(
+    transport: UpstreamTransport,
+    credentials: Arc<C>,
+    on_call: Option<CallHook>,
+    input: R,
+    output: W,
+) -> Result<(), StdioError>
+where
+    C: Credentials,
+    R: AsyncRead + Unpin,
+    W: Write + Send + 'static,
+{
+    match transport {
+        UpstreamTransport::StreamableHttp => run(credentials, on_call, input, output).await,
+        UpstreamTransport::Sse => sse::run(credentials, on_call, input, output).await,
+    }
 }
 
 /// Runs the bridge until `input` ends: reads the client's messages from `input`, writes the

@@ -8,8 +8,8 @@
 //! The [`Handoff`] crosses a pipe between Patchbay's own processes (never a file, an argument or
 //! the environment); its secrets become [`Secret`]s on arrival.
 
-use super::{health_hook_at, run, stdout_handle, CallHook, Credentials, StdioError};
-use crate::upstream::{Upstream, UpstreamError};
+use super::{health_hook_at, run_for, stdout_handle, CallHook, Credentials, StdioError};
+use crate::upstream::{Upstream, UpstreamError, UpstreamTransport};
 use patchbay_vault::Secret;
 use serde::{Deserialize, Serialize};
 use std::io::{BufRead, Write};
@@ -32,6 +32,9 @@ pub struct Handoff {
     /// The command that renews the bearer: `patchbay [options] connect --renew NAME`.
     pub renew: Vec<String>,
     pub health_file: Option<PathBuf>,
+    /// The connector speaks the legacy HTTP+SSE transport.
+    #[serde(default)]
+    pub sse: bool,
 }
 
 impl std::fmt::Debug for Handoff {
@@ -59,6 +62,7 @@ impl Handoff {
             bearer: upstream.bearer().map(|b| b.expose().to_owned()),
             renew,
             health_file,
+            sse: upstream.transport() == UpstreamTransport::Sse,
         }
     }
 }
@@ -211,6 +215,10 @@ pub async fn run_handoff(handoff: Handoff) -> Result<(), StdioError> {
         handoff.url
     );
     let stdout = stdout_handle().map_err(StdioError::Stdout)?;
+    let transport = match handoff.sse {
+        true => UpstreamTransport::Sse,
+        false => UpstreamTransport::StreamableHttp,
+    };
     let credentials = Arc::new(Delegated::from(handoff));
-    run(credentials, hook, tokio::io::stdin(), stdout).await
+    run_for(transport, credentials, hook, tokio::io::stdin(), stdout).await
 }
