@@ -4,7 +4,8 @@
 //! authorize without hanging; a lost session (404) is started again by replaying the client's own
 //! handshake, its answer swallowed; a `tools/call` cut off is never sent again while a
 //! `tools/list` is; `timeout_ms` bounds a request; a refused connection is retried until the
-//! server listens. The credentials are the test's own ([`Credentials`]); the end-to-end test
+//! server listens; the lean bridge's handed-over credentials renew through its renew command.
+//! The credentials are the test's own ([`Credentials`]); the end-to-end test
 //! (tests/tests/connect.rs) runs the real ones.
 
 use patchbay_gateway::stdio::{self, BridgedCall, Credentials};
@@ -541,5 +542,103 @@ async fn a_refused_connection_is_retried_until_the_server_listens() {
     let answer = bridge.next().await;
     assert_eq!(answer["result"]["serverInfo"]["name"], "fake", "{answer}");
     assert_eq!(server.count("POST", "initialize"), 1);
+    bridge.finish().await;
+}
+
+/// The lean bridge's credentials: handed over, and renewed by running the renew command with the
+/// refused bearer on its stdin (here a shell standing in for `patchbay connect --renew NAME`).
+#[tokio::test]
+async fn the_lean_bridge_renews_through_its_renew_command() {
+    let server =
+        Server::start(
+            |request, _| match (request.rpc(), request.header("authorization")) {
+                ("tools/list", Some(bearer)) if bearer != "Bearer renewed-elsewhere" => {
+                    Answer::Status(401, json!({ "error": "invalid_token" }))
+                }
+                _ => normal(request, "s1"),
+            },
+        )
+        .await;
+    let handoff = |renew: &str| {
+        serde_json::from_value::<stdio::Handoff>(json!({
+            "connector": "demo",
+            "url": server.url(),
+            "timeout_ms": 20000,
+            "headers": [["X-Team", "seven"]],
+            "bearer": "handed-over",
+            "renew": ["sh", "-c", renew],
+            "health_file": null
+        }))
+        .unwrap()
+    };
+    // Answers with a new bearer only when given the refused one.
+    let renews = handoff(
+        r#"read refused; if [ "$refused" = handed-over ]; then echo '{"bearer":"renewed-elsewhere"}'; else echo '{"error":"wrong bearer"}'; fi"#,
+    );
+    let (input, bridge_input) = tokio::io::duplex(1 << 16);
+    let (tx, output) = mpsc::channel();
+    let credentials = Arc::new(stdio::Delegated::from(renews));
+    let done = tokio::spawn(stdio::run(
+        credentials,
+        None,
+        bridge_input,
+        Lines(tx, Vec::new()),
+    ));
+    let mut bridge = Bridge {
+        input,
+        output,
+        calls: Arc::default(),
+        done: tokio::spawn(async move {
+            done.await.unwrap().unwrap();
+        }),
+    };
+    bridge.handshake().await;
+    let listed = bridge.ask(1, "tools/list").await;
+    assert_eq!(listed["result"]["ok"], "tools/list", "{listed}");
+    bridge.finish().await;
+    let lists: Vec<Seen> = server
+        .seen()
+        .into_iter()
+        .filter(|s| s.rpc() == "tools/list")
+        .collect();
+    assert_eq!(lists.len(), 2);
+    assert_eq!(lists[0].header("authorization"), Some("Bearer handed-over"));
+    assert_eq!(
+        lists[1].header("authorization"),
+        Some("Bearer renewed-elsewhere")
+    );
+    assert_eq!(
+        lists[1].header("x-team"),
+        Some("seven"),
+        "the entry's headers kept"
+    );
+
+    // A renew command that refuses: its sentence reaches the client at once.
+    let refuses = handoff(
+        r#"read refused; echo '{"error":"demo refused Patchbay'"'"'s credential: authorize demo in Patchbay"}'"#,
+    );
+    let (input, bridge_input) = tokio::io::duplex(1 << 16);
+    let (tx, output) = mpsc::channel();
+    let done = tokio::spawn(stdio::run(
+        Arc::new(stdio::Delegated::from(refuses)),
+        None,
+        bridge_input,
+        Lines(tx, Vec::new()),
+    ));
+    let mut bridge = Bridge {
+        input,
+        output,
+        calls: Arc::default(),
+        done: tokio::spawn(async move {
+            done.await.unwrap().unwrap();
+        }),
+    };
+    bridge.handshake().await;
+    let refused = bridge.ask(1, "tools/list").await;
+    assert_eq!(
+        refused["error"]["message"],
+        "demo refused Patchbay's credential: authorize demo in Patchbay",
+        "{refused}"
+    );
     bridge.finish().await;
 }
