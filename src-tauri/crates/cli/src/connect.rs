@@ -106,12 +106,17 @@ fn note_ignored(ignored: &[String]) {
     );
 }
 
-/// `patchbay-bridge` beside this binary, when it is there.
+/// `patchbay-bridge` beside this binary (beside the file a link such as
+/// `/opt/homebrew/bin/patchbay` points to, or beside the link), when it is there.
 #[cfg(unix)]
 fn lean_bridge() -> Option<PathBuf> {
     let exe = std::env::current_exe().ok()?;
-    let bridge = exe.with_file_name(format!("patchbay-bridge{}", std::env::consts::EXE_SUFFIX));
-    bridge.is_file().then_some(bridge)
+    let name = format!("patchbay-bridge{}", std::env::consts::EXE_SUFFIX);
+    [std::fs::canonicalize(&exe).ok(), Some(exe)]
+        .into_iter()
+        .flatten()
+        .map(|e| e.with_file_name(&name))
+        .find(|bridge| bridge.is_file())
 }
 
 /// `patchbay [--data-dir D] [--catalog C] connect --renew NAME`, paths absolute.
