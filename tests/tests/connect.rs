@@ -5,8 +5,9 @@
 //! (tests/node/connect-client.mjs, `StdioClientTransport`) spawning `patchbay connect sdk` as an
 //! MCP host does: it lists and calls tools; the access token lapses mid-session and calls keep
 //! working (one refresh through the refresher of record); the server restarts mid-session and
-//! the next call works (the session re-initialized); the grant is gone and a call answers, within
-//! a bound, with an MCP error that says to authorize. The SDK's client reports any stdout line
+//! the next call works (the session re-initialized); the grant is gone, and then the credential
+//! is disconnected, and each time a call answers, within a bound, with an MCP error that says to
+//! authorize. The SDK's client reports any stdout line
 //! that is not JSON-RPC, and none may come.
 //!
 //! The first runs the lean bridge `patchbay connect` execs into (`patchbay-bridge`, renewing
@@ -435,6 +436,26 @@ fn the_sdk_client_calls_tools_through_expiry_restart_and_a_lapsed_grant() {
         "{lapsed}"
     );
     assert!(took < LAPSE_SAID_WITHIN, "said after {took:?}");
+
+    // The credential is dropped from Patchbay altogether: the next call says to authorize too.
+    let dropped = sandbox.run(&["disconnect", "sdk", "--catalog", catalog_arg]);
+    assert!(
+        dropped.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&dropped.stdout),
+        String::from_utf8_lossy(&dropped.stderr)
+    );
+    assert_eq!(stored_access_token(&sandbox, &catalog), None);
+    let started = Instant::now();
+    let gone = client.call_greet("Kurt");
+    assert_eq!(gone["ok"], false, "{gone}");
+    let message = gone["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("Patchbay holds no credential for it")
+            && message.contains("authorize sdk in Patchbay"),
+        "{gone}"
+    );
+    assert!(started.elapsed() < LAPSE_SAID_WITHIN);
 
     let (last, stderr) = client.close();
     eprintln!("the lapse was said in {took:?}; the bridge's stderr:\n{stderr}");
