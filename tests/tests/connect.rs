@@ -553,7 +553,7 @@ fn a_url_finds_the_connector_stdout_is_json_rpc_only_and_calls_reach_the_health_
         }
     }
     drop(stdin);
-    let status = patchbay_e2e::wait_within(&mut child, STEP, "patchbay connect", || String::new());
+    let status = patchbay_e2e::wait_within(&mut child, STEP, "patchbay connect", String::new);
     let mut stderr = String::new();
     std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
     assert!(status.success(), "{stderr}");
