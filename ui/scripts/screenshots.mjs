@@ -5,6 +5,9 @@
 // Issue 11: docs/screenshot-first-run.png (a fresh install: no connector in use),
 // docs/screenshot-gallery.png (Add connector over the whole shipped catalog) and
 // docs/screenshot-found.png (connectors found in clients, adopted credentials, Manage with Patchbay).
+// Issue 12: docs/screenshot-add-to-client.png (Linear's "Use in another client" menu open, through
+// the gateway, after Add to VS Code; its "Switch Cursor to Patchbay") and
+// docs/screenshot-gateway-clients.png (the Gateway clients section, one Revoke asking to confirm).
 // Usage: npm run screenshots  (builds first). Options: --scale=2 for a HiDPI capture,
 // --out=DIR to write somewhere else than docs/.
 
@@ -78,6 +81,46 @@ try {
       deviceScaleFactor,
     });
     if (prepare) await prepare(page);
+    await page.mouse.move(0, 0);
+    await page.screenshot({ path: docs + file });
+    if (page.errors.length) throw new Error(page.errors.join("\n"));
+    await page.context.close();
+    console.log(`wrote ${docs}${file}`);
+  }
+
+  // Issue 12: Use in another client, Switch to Patchbay, and the gateway's clients.
+  for (const [file, prepare] of [
+    [
+      "screenshot-add-to-client.png",
+      async (page) => {
+        const row = page.locator('li[data-connector="linear"]');
+        await row.locator("details[data-drawer=clients] summary").click();
+        await row.locator('[data-control=via][value=gateway]').check();
+        await row.locator('[data-control=add-client][data-client=vscode]').click();
+        await row.locator(".notice--info").waitFor();
+        await page.evaluate(() => {
+          const scroller = document.querySelector(".scroller");
+          const li = document.querySelector('li[data-connector="linear"]');
+          scroller.scrollTop += li.getBoundingClientRect().top - scroller.getBoundingClientRect().top - 14;
+        });
+      },
+    ],
+    [
+      "screenshot-gateway-clients.png",
+      async (page) => {
+        await page.waitForSelector("#gateway-clients:not([hidden]) li[data-gateway-client]");
+        await page.click('li[data-gateway-client="ci-runner"] [data-control=revoke]');
+        await page.evaluate(() => {
+          const scroller = document.querySelector(".scroller");
+          const section = document.querySelector("#gateway-clients");
+          scroller.scrollTop += section.getBoundingClientRect().top - scroller.getBoundingClientRect().top - 14;
+        });
+      },
+    ],
+  ]) {
+    const page = await openWindow(browser, server.url, "fixture=mixed", { viewport: { width: 900, height: 640 }, deviceScaleFactor });
+    await page.waitForSelector("#app[data-clients=loaded]");
+    await prepare(page);
     await page.mouse.move(0, 0);
     await page.screenshot({ path: docs + file });
     if (page.errors.length) throw new Error(page.errors.join("\n"));

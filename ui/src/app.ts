@@ -7,18 +7,23 @@ import { el } from "./format";
 import { icon } from "./icons";
 import type {
   BackendError,
+  ClientTarget,
+  ClientWrite,
   Connector,
   ConnectorCheck,
   ConnectorStateId,
   GalleryEntry,
   HealthBoard,
   HealthRow,
+  GatewayClients,
   StartedFlow,
   StatusReport,
+  SwitchCandidate,
 } from "./types";
 import {
   buildBanners,
   buildGalleryEntry,
+  buildGatewayRow,
   buildRow,
   buildSources,
   buildUnclaimedRow,
@@ -28,10 +33,13 @@ import {
   runtimeName,
   secretCommand,
   setDeleteButton,
+  setRevokeButton,
+  writtenText,
   summaryText,
   transportLabel,
   type GalleryUi,
   type PasteFlow,
+  type RowClients,
   type RowUi,
 } from "./view";
 
@@ -46,11 +54,12 @@ const TICK_MS = 30_000;
 const CLIENT_NAMES = "Claude Code, Codex, Claude Desktop, Cursor, VS Code, Windsurf and Gemini CLI";
 
 type FocusDesc =
-  | { kind: "row"; name: string; control: string | null; index: number }
+  /** `sel`: a selector for the focused control when several share its data-control. */
+  | { kind: "row"; name: string; control: string | null; index: number; sel?: string | null }
   | { kind: "unclaimed"; key: string; control: string | null; index: number };
 
 /** The drawers a row keeps open across re-renders, and the RowUi flag each one is kept in. */
-const DRAWERS = { refresh: "historyOpen", health: "healthOpen", tools: "toolsOpen" } as const;
+const DRAWERS = { refresh: "historyOpen", health: "healthOpen", tools: "toolsOpen", clients: "clientsOpen" } as const;
 type DrawerName = keyof typeof DRAWERS;
 
 function isDrawer(name: string | undefined): name is DrawerName {
@@ -106,6 +115,22 @@ export class ConnectorsWindow {
   private readonly galleryCount = el("p", "gallery__count");
   private readonly galleryList = el("ul", "group gallery__list");
   private readonly galleryNone = el("p", "gallery__none");
+
+  // Other MCP clients and the gateway (issue 12).
+  /** The clients found on this machine that "Add to" writes. */
+  private targets: ClientTarget[] = [];
+  /** The mcp-remote entries "Switch to Patchbay" can rewrite. */
+  private candidates: SwitchCandidate[] = [];
+  private gatewayInfo: GatewayClients | null = null;
+  private gatewayError: string | null = null;
+  /** Gateway clients whose Revoke waits for its confirmation, or is under way. */
+  private readonly revokePhase = new Map<string, { phase: "confirm" | "busy"; timer: number }>();
+  private revokeError: { label: string; message: string } | null = null;
+  private readonly gatewaySection = el("section", "gateway");
+  private readonly gatewayList = el("ul", "group ulist gateway__list");
+  private readonly gatewayCount = el("span", "section-count");
+  private readonly gatewayNote = el("p", "section-note");
+  private readonly gatewayProblem = el("div", "gateway__problem");
 
   constructor(
     private readonly root: HTMLElement,
@@ -190,8 +215,35 @@ export class ConnectorsWindow {
     this.unclaimedList.addEventListener("click", (e) => this.onUnclaimedClick(e));
     this.unclaimed.hidden = true;
 
+    const gh2 = el("h2", "section-title", "Gateway clients");
+    gh2.id = "gateway-title";
+    gh2.tabIndex = -1;
+    gh2.append(this.gatewayCount);
+    this.gatewaySection.id = "gateway-clients";
+    this.gatewaySection.setAttribute("aria-labelledby", "gateway-title");
+    this.gatewayNote.id = "gateway-note";
+    this.gatewaySection.append(gh2, this.gatewayNote, this.gatewayProblem, this.gatewayList);
+    this.gatewayList.setAttribute("role", "list");
+    this.gatewayList.setAttribute("aria-labelledby", "gateway-title");
+    this.gatewayList.addEventListener("click", (e) => this.onGatewayClick(e));
+    this.gatewayList.addEventListener("keydown", (e) => {
+      if (e.key !== "Escape") return;
+      const li = (e.target as HTMLElement).closest<HTMLLIElement>("li[data-gateway-client]");
+      if (li && this.revokePhase.get(li.dataset.gatewayClient!)?.phase === "confirm") {
+        e.preventDefault();
+        e.stopPropagation();
+        this.cancelRevoke(li.dataset.gatewayClient!);
+      }
+    });
+    // A click anywhere but on the confirm cancels a pending revoke.
+    document.addEventListener("click", (e) => {
+      const own = (e.target as Element | null)?.closest?.("li[data-gateway-client]")?.getAttribute("data-gateway-client");
+      for (const [label, p] of this.revokePhase) if (p.phase === "confirm" && label !== own) this.cancelRevoke(label);
+    });
+    this.gatewaySection.hidden = true;
+
     this.errorView.hidden = true;
-    this.scroller.append(connectors, this.gallery, this.unclaimed, this.errorView);
+    this.scroller.append(connectors, this.gallery, this.unclaimed, this.gatewaySection, this.errorView);
     this.root.append(this.header, this.scroller);
   }
 
@@ -214,6 +266,7 @@ export class ConnectorsWindow {
       const b = await board;
       if (b && seq === this.boardSeq) this.setBoard(b);
       this.render(r);
+      void this.loadClients();
     } catch (err) {
       this.showError(toBackendError(err));
     } finally {
@@ -297,9 +350,11 @@ export class ConnectorsWindow {
     this.renderRows(r, t);
     this.renderEmpty(r);
     this.renderUnclaimed(r, t);
+    this.renderGateway(r, t);
     if (this.galleryOpen) this.renderGallery(r);
     this.connectorsSection.hidden = this.galleryOpen;
     if (this.galleryOpen) this.unclaimed.hidden = true;
+    if (this.galleryOpen) this.gatewaySection.hidden = true;
 
     this.restoreFocus(focus);
     this.restoreAnchor(anchor);
@@ -341,6 +396,10 @@ export class ConnectorsWindow {
       if (ui) this.rowUi.set(c.name, ui);
       const state: RowUi = ui ?? NO_ROW;
       const health = this.health.get(c.name) ?? null;
+      const clients: RowClients = {
+        targets: this.targets,
+        switches: this.candidates.filter((x) => x.connector === c.name),
+      };
       // What is typed into the paste field, the drawer opened or closed and the forget option
       // ticked do not rebuild the row: the DOM already shows them (the field keeps its caret).
       const sig = JSON.stringify([
@@ -350,14 +409,18 @@ export class ConnectorsWindow {
           historyOpen: null,
           healthOpen: null,
           toolsOpen: null,
+          clientsOpen: null,
           flow: state.flow && { ...state.flow, draft: null },
           disconnect: state.disconnect && { ...state.disconnect, forget: null },
         },
         health,
+        clients,
       ]);
       let entry = this.rows.get(c.name);
       if (!entry || entry.sig !== sig) {
-        const fresh = buildRow(c, state, t, health);
+        const fresh = buildRow(c, state, t, health, clients);
+        // A highlight under way (focus-connector, Add) survives a re-render of its row.
+        if (entry?.el.classList.contains("row--highlight")) fresh.classList.add("row--highlight");
         if (entry) entry.el.replaceWith(fresh);
         entry = { el: fresh, sig };
         this.rows.set(c.name, entry);
@@ -708,7 +771,13 @@ export class ConnectorsWindow {
     const row = a.closest<HTMLLIElement>("li[data-connector]");
     if (row) {
       const index = [...this.list.children].indexOf(row);
-      return { kind: "row", name: row.dataset.connector!, control: a === row ? null : control, index };
+      let sel: string | null = null;
+      if (a !== row && control && a.dataset.client) {
+        sel = `[data-control="${control}"][data-client="${CSS.escape(a.dataset.client)}"]${a.dataset.entry ? `[data-entry="${CSS.escape(a.dataset.entry)}"]` : ""}`;
+      } else if (a !== row && control === "via" && a instanceof HTMLInputElement) {
+        sel = `[data-control="via"][value="${CSS.escape(a.value)}"]`;
+      }
+      return { kind: "row", name: row.dataset.connector!, control: a === row ? null : control, index, sel };
     }
     const urow = a.closest<HTMLLIElement>("li[data-unclaimed]");
     if (urow) {
@@ -733,7 +802,9 @@ export class ConnectorsWindow {
         return;
       }
       const target =
-        (f.control && row.querySelector<HTMLElement>(`[data-control="${f.control}"]`)) || row;
+        (f.sel && row.querySelector<HTMLElement>(f.sel)) ||
+        (f.control && row.querySelector<HTMLElement>(`[data-control="${f.control}"]`)) ||
+        row;
       if (target !== a) target.focus({ preventScroll: true });
       return;
     }
@@ -834,6 +905,8 @@ export class ConnectorsWindow {
     }
     // The raw answer scrolls with the arrow keys, Home and End, like any scrolled text.
     if (target.matches("pre") && e.key !== "Escape" && e.key !== "Tab") return;
+    // "Connect through": the arrow keys choose within the radio group.
+    if (target.matches("input[type=radio]") && e.key.startsWith("Arrow")) return;
     const rows = this.rowEls();
     const i = rows.indexOf(row);
     let next: HTMLLIElement | undefined;
@@ -938,6 +1011,17 @@ export class ConnectorsWindow {
       if (btn.getAttribute("aria-disabled") !== "true") void this.addToRuntime(name, btn.dataset.runtime ?? "", c.state);
       return;
     }
+    if (btn.dataset.control === "add-client" || btn.dataset.control === "replace-entry") {
+      if (btn.getAttribute("aria-disabled") !== "true") {
+        const replace = btn.dataset.control === "replace-entry";
+        void this.addToClient(name, btn.dataset.client ?? "", btn.dataset.via ?? "stdio", replace, c.state);
+      }
+      return;
+    }
+    if (btn.dataset.control === "switch-entry") {
+      if (btn.getAttribute("aria-disabled") !== "true") void this.switchEntry(name, btn.dataset.client ?? "", btn.dataset.entry ?? "", c.state);
+      return;
+    }
     if (btn.dataset.control === "manage") {
       if (btn.getAttribute("aria-disabled") !== "true") void this.manage(name, c.state);
       return;
@@ -986,6 +1070,11 @@ export class ConnectorsWindow {
 
   private onListChange(e: Event): void {
     const input = e.target as HTMLInputElement;
+    if (input.dataset.control === "via") {
+      const row = input.closest<HTMLLIElement>("li[data-connector]")?.dataset.connector;
+      if (row && input.checked) this.updateRowUi(row, { via: input.value === "gateway" ? "gateway" : "stdio" });
+      return;
+    }
     if (input.dataset.control !== "forget-registration") return;
     const name = input.closest<HTMLLIElement>("li[data-connector]")?.dataset.connector;
     const pending = name ? this.rowUi.get(name)?.disconnect : null;
@@ -1152,6 +1241,179 @@ export class ConnectorsWindow {
       const e = toBackendError(err);
       this.updateRowUi(name, { adding: null, notice: { tone: "error", text: e.message, kind: e.kind, forState: state } });
     }
+  }
+
+  // ---- other MCP clients and the gateway (issue 12) --------------------------------------
+
+  /** The clients found, the mcp-remote entries to switch and the gateway's clients. Each that
+   * cannot be read leaves its part out (the gateway section says why). */
+  private async loadClients(): Promise<void> {
+    const warn = (what: string) => (err: unknown) => {
+      console.warn(`${what} unavailable:`, toBackendError(err).message);
+      return null;
+    };
+    const [targets, candidates, gateway] = await Promise.all([
+      this.backend.clientTargets().catch(warn("client targets")),
+      this.backend.switchCandidates().catch(warn("switch candidates")),
+      this.backend.gatewayClients().then(
+        (g) => {
+          this.gatewayError = null;
+          return g;
+        },
+        (err) => {
+          this.gatewayError = toBackendError(err).message;
+          return null;
+        },
+      ),
+    ]);
+    this.targets = (targets ?? []).filter((t) => t.found);
+    this.candidates = candidates ?? [];
+    this.gatewayInfo = gateway;
+    if (this.report) this.render(this.report);
+    // For tests and screenshots: the clients' parts are in (or known to be missing).
+    this.root.dataset.clients = "loaded";
+  }
+
+  private async addToClient(name: string, client: string, via: string, replace: boolean, state: ConnectorStateId): Promise<void> {
+    this.updateRowUi(name, { addingClient: client, notice: null });
+    try {
+      const written = await this.backend.addToClient(client, name, via, replace);
+      this.showWritten(name, written, state);
+      this.updateRowUi(name, { addingClient: null });
+      void this.loadClients();
+    } catch (err) {
+      const e = toBackendError(err);
+      const clientName = this.targets.find((t) => t.client === client)?.display_name ?? client;
+      const notice = {
+        tone: "error" as const,
+        text: e.message,
+        kind: e.kind,
+        forState: state,
+        replace: e.kind === "conflict" ? { client, clientName, via } : null,
+      };
+      this.updateRowUi(name, { addingClient: null, notice });
+      if (e.kind === "conflict") this.rows.get(name)?.el.querySelector<HTMLElement>("[data-control=replace-entry]")?.focus();
+    }
+  }
+
+  private async switchEntry(name: string, client: string, entry: string, state: ConnectorStateId): Promise<void> {
+    this.updateRowUi(name, { switching: `${client}/${entry}`, notice: null });
+    try {
+      const written = await this.backend.switchClientEntry(client, entry);
+      this.showWritten(name, written, state);
+      this.updateRowUi(name, { switching: null });
+      // A client-only server is managed now: its row says so.
+      if (written.managed) this.render(await this.backend.getStatus());
+      await this.loadClients();
+      this.rows.get(name)?.el.focus({ preventScroll: true });
+    } catch (err) {
+      const e = toBackendError(err);
+      this.updateRowUi(name, { switching: null, notice: { tone: "error", text: e.message, kind: e.kind, forState: state } });
+    }
+  }
+
+  private showWritten(name: string, w: ClientWrite, state: ConnectorStateId): void {
+    const { text, detail } = writtenText(w);
+    this.updateRowUiQuietly(name, { notice: { tone: "info", text, detail, kind: w.change, forState: state } });
+    this.announce(text.replace(/`/g, ""));
+  }
+
+  private renderGateway(r: StatusReport, t: number): void {
+    const info = this.gatewayInfo;
+    const clients = info?.clients ?? [];
+    const labels = new Set(clients.map((g) => g.label));
+    for (const [label, p] of this.revokePhase) {
+      if (!labels.has(label)) {
+        window.clearTimeout(p.timer);
+        this.revokePhase.delete(label);
+      }
+    }
+    // Shown once the gateway's clients are known (or could not be read); not on the first run.
+    this.gatewaySection.hidden = !this.gatewayError && (!info || (r.connectors.length === 0 && clients.length === 0));
+    if (this.gatewaySection.hidden) return;
+    this.gatewayCount.textContent = clients.length > 0 ? String(clients.length) : "";
+    this.gatewayNote.replaceChildren();
+    if (info) {
+      this.gatewayNote.append(
+        "MCP clients that reach your connectors through the gateway at ",
+        el("code", "gateway__url", info.url),
+        ` (one connector: ${info.url}/NAME). Each sends a secret Patchbay minted into its config; Patchbay keeps only its hash, so a secret is never shown again.`,
+      );
+    }
+    this.gatewayProblem.replaceChildren();
+    if (this.gatewayError) {
+      const n = el("div", "notice notice--error");
+      n.setAttribute("role", "alert");
+      n.append(icon("warning", "icon notice__icon"), el("p", "notice__text", this.gatewayError));
+      this.gatewayProblem.append(n);
+    }
+    if (this.revokeError && labels.has(this.revokeError.label)) {
+      const n = el("div", "notice notice--error");
+      n.setAttribute("role", "alert");
+      n.append(icon("warning", "icon notice__icon"), el("p", "notice__text", this.revokeError.message));
+      this.gatewayProblem.append(n);
+    }
+    const titles = new Map(r.connectors.map((c) => [c.name, c.title || c.name]));
+    const focused = document.activeElement?.closest?.("li[data-gateway-client]")?.getAttribute("data-gateway-client") ?? null;
+    const focusIndex = focused ? clients.findIndex((g) => g.label === focused) : -1;
+    this.gatewayList.replaceChildren(
+      ...clients.map((g) => buildGatewayRow(g, this.revokePhase.get(g.label)?.phase ?? "idle", titles, t)),
+    );
+    if (clients.length === 0) {
+      const li = el("li", "gateway__none", "No gateway clients yet. “Use in another client” through the gateway creates one per client; so does patchbay gateway client add LABEL.");
+      this.gatewayList.append(li);
+    }
+    if (focused && focusIndex >= 0) {
+      this.gatewayList.querySelector<HTMLElement>(`li[data-gateway-client="${CSS.escape(focused)}"] [data-control=revoke]`)?.focus({ preventScroll: true });
+    }
+  }
+
+  private cancelRevoke(label: string): void {
+    const p = this.revokePhase.get(label);
+    if (!p || p.phase !== "confirm") return;
+    window.clearTimeout(p.timer);
+    this.revokePhase.delete(label);
+    const btn = this.gatewayList.querySelector<HTMLButtonElement>(`li[data-gateway-client="${CSS.escape(label)}"] [data-control=revoke]`);
+    if (btn) setRevokeButton(btn, "idle");
+  }
+
+  private onGatewayClick(e: MouseEvent): void {
+    const btn = (e.target as HTMLElement).closest<HTMLButtonElement>("button[data-control=revoke]");
+    const li = btn?.closest<HTMLLIElement>("li[data-gateway-client]");
+    if (!btn || !li) return;
+    const label = li.dataset.gatewayClient!;
+    const p = this.revokePhase.get(label);
+    if (p?.phase === "busy") return;
+    if (!p) {
+      const timer = window.setTimeout(() => this.cancelRevoke(label), CONFIRM_MS);
+      this.revokePhase.set(label, { phase: "confirm", timer });
+      setRevokeButton(btn, "confirm");
+      this.announce(`Press Confirm revoke: ${label} can no longer reach the gateway`);
+      return;
+    }
+    window.clearTimeout(p.timer);
+    this.revokePhase.set(label, { phase: "busy", timer: 0 });
+    setRevokeButton(btn, "busy");
+    this.revokeError = null;
+    const index = [...this.gatewayList.children].indexOf(li);
+    void this.backend.revokeGatewayClient(label).then(
+      (g) => {
+        this.revokePhase.delete(label);
+        this.gatewayInfo = g;
+        this.gatewayError = null;
+        this.announce(`Gateway client ${label} revoked`);
+        if (this.report) this.render(this.report);
+        const rest = this.gatewayList.querySelectorAll<HTMLElement>("[data-control=revoke]");
+        const next = rest[Math.min(index, rest.length - 1)];
+        (next ?? this.gatewaySection.querySelector<HTMLElement>("#gateway-title"))?.focus({ preventScroll: true });
+      },
+      (err) => {
+        this.revokePhase.delete(label);
+        this.revokeError = { label, message: toBackendError(err).message };
+        if (this.report) this.render(this.report);
+        this.gatewayList.querySelector<HTMLElement>(`li[data-gateway-client="${CSS.escape(label)}"] [data-control=revoke]`)?.focus();
+      },
+    );
   }
 
   private async refreshNow(name: string, state: ConnectorStateId): Promise<void> {

@@ -3,7 +3,17 @@
 
 import { invoke } from "@tauri-apps/api/core";
 import { listen } from "@tauri-apps/api/event";
-import type { BackendError, ConnectorCheck, HealthBoard, StartedFlow, StatusReport } from "./types";
+import type {
+  BackendError,
+  ClientTarget,
+  ClientWrite,
+  ConnectorCheck,
+  GatewayClients,
+  HealthBoard,
+  StartedFlow,
+  StatusReport,
+  SwitchCandidate,
+} from "./types";
 
 export interface Backend {
   getStatus(): Promise<StatusReport>;
@@ -42,6 +52,22 @@ export interface Backend {
   disableConnector(name: string): Promise<StatusReport>;
   /** "Manage with Patchbay": copies a client-only connector into the user catalog (secrets to the vault). */
   manageConnector(name: string): Promise<StatusReport>;
+  /** The clients "Add to" writes, and whether each is on this machine. */
+  clientTargets(): Promise<ClientTarget[]>;
+  /**
+   * "Add to CLIENT": the connector into that client's config, via `stdio` (`patchbay connect`)
+   * or `gateway` (a minted client secret). A same-name entry that is not Patchbay's rejects with
+   * kind `conflict` unless `replace`.
+   */
+  addToClient(client: string, name: string, via: string, replace: boolean): Promise<ClientWrite>;
+  /** "Switch CLIENT to Patchbay": its `npx mcp-remote URL` entry runs `patchbay connect` instead. */
+  switchClientEntry(client: string, server: string): Promise<ClientWrite>;
+  /** The mcp-remote entries that can be switched, and the connector each reaches. */
+  switchCandidates(): Promise<SwitchCandidate[]>;
+  /** The gateway's URL and its clients (never a secret). */
+  gatewayClients(): Promise<GatewayClients>;
+  /** Revokes a gateway client (its secret stops working); answers the list. */
+  revokeGatewayClient(label: string): Promise<GatewayClients>;
   onStatusChanged(cb: (report: StatusReport) => void): Promise<() => void>;
   /** The periodic check recorded results: fetch the board again (no payload). */
   onHealthChanged(cb: () => void): Promise<() => void>;
@@ -89,6 +115,12 @@ function tauriBackend(): Backend {
     enableConnector: (name) => invoke<StatusReport>("enable_connector", { name }),
     disableConnector: (name) => invoke<StatusReport>("disable_connector", { name }),
     manageConnector: (name) => invoke<StatusReport>("manage_connector", { name }),
+    clientTargets: () => invoke<ClientTarget[]>("client_targets"),
+    addToClient: (client, name, via, replace) => invoke<ClientWrite>("add_to_client", { client, name, via, replace }),
+    switchClientEntry: (client, server) => invoke<ClientWrite>("switch_client_entry", { client, server }),
+    switchCandidates: () => invoke<SwitchCandidate[]>("switch_candidates"),
+    gatewayClients: () => invoke<GatewayClients>("gateway_clients"),
+    revokeGatewayClient: (label) => invoke<GatewayClients>("revoke_gateway_client", { label }),
     onStatusChanged: (cb) => listen<StatusReport>("status-changed", (e) => cb(e.payload)),
     onHealthChanged: (cb) => listen<null>("health-changed", () => cb()),
     onFocusConnector: (cb) => listen<string>("focus-connector", (e) => cb(e.payload)),

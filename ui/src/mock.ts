@@ -37,12 +37,27 @@
 // a connector back into the gallery as `disabled: true` (Hidden). manage_connector turns an
 // `origin: "client"` connector into a user catalog one. `fail=enable_connector` (and the other
 // two) makes every call reject.
+//
+// Other clients and the gateway (issue 12): ui/src/fixtures/clients/<fixture>.json holds the
+// client targets, same-name entries that are not Patchbay's (`foreign`), the mcp-remote entries
+// that can be switched and the gateway's clients (no file: no client found, nothing to switch,
+// no gateway client). add_to_client writes: a foreign entry rejects with kind `conflict` unless
+// `replace`; the first write to a file reports a backup; via gateway mints the gateway client
+// named for the client (`cursor`) unless it has one; Claude Desktop via gateway is refused.
+// switch_client_entry switches a candidate (refused when no connector has its URL) and drops it
+// from switch_candidates. revoke_gateway_client removes the client. `clients=none`: no client is
+// found. `fail=add_to_client|switch_client_entry|gateway_clients|revoke_gateway_client` (every
+// call rejects).
 
 import { now, setClock } from "./clock";
 import type { Backend } from "./backend";
 import type {
   BackendError,
   CheckErrorSummary,
+  ClientTarget,
+  ClientWrite,
+  GatewayClients,
+  SwitchCandidate,
   Connector,
   ConnectorCheck,
   GalleryEntry,
@@ -60,6 +75,30 @@ const boards = import.meta.glob<HealthBoard>("./fixtures/health/*.json", { impor
 const scriptedChecks = import.meta.glob<Record<string, Partial<ConnectorCheck>>>("./fixtures/checks/*.json", {
   import: "default",
 });
+
+/** ui/src/fixtures/clients/<fixture>.json */
+interface ClientsFixture {
+  targets: ClientTarget[];
+  /** client id -> entry name -> what it is (`stdio: npx -y pkg`): same-name entries not Patchbay's. */
+  foreign: Record<string, Record<string, string>>;
+  candidates: SwitchCandidate[];
+  gateway: GatewayClients;
+}
+
+const clientFixtures = import.meta.glob<ClientsFixture>("./fixtures/clients/*.json", { import: "default" });
+
+const DEFAULT_TARGETS: ClientTarget[] = [
+  { client: "cursor", display_name: "Cursor", found: false, http: true, file: "/home/me/.cursor/mcp.json" },
+  { client: "vscode", display_name: "VS Code", found: false, http: true, file: "/home/me/.config/Code/User/mcp.json" },
+  {
+    client: "claude-desktop",
+    display_name: "Claude Desktop",
+    found: false,
+    http: false,
+    file: "/home/me/.config/Claude/claude_desktop_config.json",
+  },
+  { client: "windsurf", display_name: "Windsurf", found: false, http: true, file: "/home/me/.codeium/windsurf/mcp_config.json" },
+];
 
 type Handler = (args: Record<string, unknown>) => unknown;
 
@@ -107,6 +146,20 @@ export async function createMockBackend(params: URLSearchParams): Promise<Backen
   const checkScripts: Record<string, Partial<ConnectorCheck>> = loadChecks ? clone(await loadChecks()) : {};
   const checkFail = new Set((params.get("checkfail") ?? "").split(",").filter(Boolean));
 
+  const loadClients = clientFixtures[`./fixtures/clients/${name}.json`];
+  const clients: ClientsFixture = loadClients
+    ? clone(await loadClients())
+    : {
+        targets: clone(DEFAULT_TARGETS),
+        foreign: {},
+        candidates: [],
+        gateway: { url: "http://127.0.0.1:3119/mcp", port: 3119, file: "/home/me/.local/share/patchbay/gateway-clients.json", clients: [] },
+      };
+  if (params.get("clients") === "none") for (const t of clients.targets) t.found = false;
+  /** client id -> entry name -> "stdio" | "gateway": Patchbay's own entries written so far. */
+  const ours = new Map<string, Map<string, string>>();
+  const backedUp = new Set<string>();
+
   const nowParam = params.get("now");
   if (nowParam !== "real") {
     let fixed = Date.parse(nowParam ?? report.generated_at);
@@ -142,6 +195,21 @@ export async function createMockBackend(params: URLSearchParams): Promise<Backen
   };
   for (const cmd of ["enable_connector", "disable_connector", "manage_connector"]) {
     if (failing.has(cmd)) always.set(cmd, catalogDown);
+  }
+  if (failing.has("add_to_client") || failing.has("switch_client_entry")) {
+    const denied = {
+      kind: "invalid",
+      message: "cannot write /home/me/.cursor/mcp.json: Permission denied (os error 13); nothing was changed",
+    };
+    for (const cmd of ["add_to_client", "switch_client_entry"]) if (failing.has(cmd)) always.set(cmd, denied);
+  }
+  for (const cmd of ["gateway_clients", "revoke_gateway_client"]) {
+    if (failing.has(cmd)) {
+      always.set(cmd, {
+        kind: "gateway_clients",
+        message: "/home/me/.local/share/patchbay/gateway-clients.json is not a gateway clients file: expected value at line 1 column 1",
+      });
+    }
   }
   if (failing.has("write_back_transport")) {
     always.set("write_back_transport", {
@@ -392,6 +460,97 @@ export async function createMockBackend(params: URLSearchParams): Promise<Backen
         );
         mock.emitStatus(report);
         return clone(report);
+      }),
+    clientTargets: () => call("client_targets", {}, () => clone(clients.targets)),
+    addToClient: (client, connector, via, replace) =>
+      call("add_to_client", { client, name: connector, via, replace }, () => {
+        const target = clients.targets.find((t) => t.client === client);
+        if (!target) throw { kind: "invalid_input", message: `unknown client "${client}"; expected one of cursor, vscode, claude-desktop, windsurf` };
+        const c = report.connectors.find((x) => x.name === connector);
+        if (!c) throw { kind: "invalid", message: `no connector in use is named ${connector}` };
+        if (c.transport === "stdio") {
+          throw { kind: "invalid", message: `${connector} is a local (stdio) server; Patchbay fronts remote servers only` };
+        }
+        if (via === "gateway" && !target.http) throw { kind: "invalid", message: `${target.display_name} cannot use an HTTP server` };
+        // An mcp-remote entry of that name is not Patchbay's either.
+        const remote = clients.candidates.find((x) => x.client === client && x.entry === connector);
+        const foreign = clients.foreign[client]?.[connector] ?? (remote ? `stdio: npx -y mcp-remote ${remote.url}` : undefined);
+        if (foreign && !replace) {
+          throw {
+            kind: "conflict",
+            message: `${target.file}: ${target.display_name} already has a server named "${connector}" that is not Patchbay's (${foreign}); nothing was changed (replace it to point it at Patchbay)`,
+          };
+        }
+        const written = ours.get(client) ?? new Map<string, string>();
+        ours.set(client, written);
+        const change: ClientWrite["change"] = foreign ? "replaced" : written.get(connector) === via ? "unchanged" : written.has(connector) ? "replaced" : "added";
+        if (foreign) delete clients.foreign[client]?.[connector];
+        if (remote) clients.candidates = clients.candidates.filter((x) => x !== remote);
+        written.set(connector, via);
+        let backup: string | null = null;
+        if (change !== "unchanged" && !backedUp.has(target.file)) {
+          backedUp.add(target.file);
+          backup = `${target.file}.patchbay-backup`;
+        }
+        let minted: string | null = null;
+        if (via === "gateway" && !clients.gateway.clients.some((g) => g.label === client)) {
+          clients.gateway.clients.push({ label: client, only: null, created_at: new Date(now()).toISOString() });
+          minted = client;
+        }
+        const result: ClientWrite = {
+          client,
+          client_name: target.display_name,
+          name: connector,
+          connector,
+          file: target.file,
+          change,
+          backup,
+          via: via === "gateway" ? "gateway" : "stdio",
+          gateway_client: minted,
+          managed: false,
+        };
+        return result;
+      }),
+    switchClientEntry: (client, server) =>
+      call("switch_client_entry", { client, server }, () => {
+        const target = clients.targets.find((t) => t.client === client);
+        const candidate = clients.candidates.find((x) => x.client === client && x.entry === server);
+        if (!target || !candidate) throw { kind: "invalid", message: `${target?.file ?? client}: ${target?.display_name ?? client} has no server named "${server}"` };
+        if (!candidate.connector) {
+          throw { kind: "invalid", message: `no connector in use has the URL ${candidate.url} that "${server}" bridges` };
+        }
+        clients.candidates = clients.candidates.filter((x) => x !== candidate);
+        const written = ours.get(client) ?? new Map<string, string>();
+        ours.set(client, written);
+        written.set(server, "stdio");
+        let backup: string | null = null;
+        if (!backedUp.has(target.file)) {
+          backedUp.add(target.file);
+          backup = `${target.file}.patchbay-backup`;
+        }
+        const result: ClientWrite = {
+          client,
+          client_name: target.display_name,
+          name: server,
+          connector: candidate.connector,
+          file: target.file,
+          change: "replaced",
+          backup,
+          via: "stdio",
+          gateway_client: null,
+          managed: false,
+        };
+        return result;
+      }),
+    switchCandidates: () => call("switch_candidates", {}, () => clone(clients.candidates)),
+    gatewayClients: () => call("gateway_clients", {}, () => clone(clients.gateway)),
+    revokeGatewayClient: (label) =>
+      call("revoke_gateway_client", { label }, () => {
+        if (!clients.gateway.clients.some((g) => g.label === label)) {
+          throw { kind: "gateway_clients", message: `no gateway client is labelled "${label}"` };
+        }
+        clients.gateway.clients = clients.gateway.clients.filter((g) => g.label !== label);
+        return clone(clients.gateway);
       }),
     onStatusChanged: async (cb) => {
       statusListeners.add(cb);

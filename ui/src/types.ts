@@ -346,3 +346,66 @@ export interface HealthBoard {
   generated_at: string;
   connectors: HealthRow[];
 }
+
+// ---- other MCP clients and the gateway (issue 12) ------------------------------------------
+
+/** A client "Add to" writes (`client_targets`), as client_config::ClientTarget serializes it. */
+export interface ClientTarget {
+  /** `cursor`, `vscode`, `claude-desktop`, `windsurf`. */
+  client: string;
+  display_name: string;
+  /** Its config directory exists: the window offers "Add to" only then. */
+  found: boolean;
+  /** It can reach the gateway over HTTP (Claude Desktop: stdio only). */
+  http: boolean;
+  /** The file Add writes. */
+  file: string;
+}
+
+/** What `add_to_client` and `switch_client_entry` answer. */
+export interface ClientWrite {
+  client: string;
+  client_name: string;
+  /** The entry's name in the client's config. */
+  name: string;
+  connector: string;
+  file: string;
+  change: "added" | "replaced" | "unchanged";
+  /** The file as it was, saved by this write (the first write to it only). */
+  backup: string | null;
+  via: "stdio" | "gateway";
+  /** The gateway client minted for this write, when one was. */
+  gateway_client: string | null;
+  /** A client-only server that is now in the user catalog (Switch). */
+  managed: boolean;
+}
+
+/** An `npx mcp-remote URL` entry "Switch to Patchbay" can rewrite (`switch_candidates`, and
+ * `patchbay switch --list --json`). */
+export interface SwitchCandidate {
+  client: string;
+  entry: string;
+  url: string;
+  /** The connector in use with that URL; null: none, the switch is refused. */
+  connector: string | null;
+  file: string;
+}
+
+/** A gateway client: never its secret (Patchbay keeps only a hash). `patchbay gateway client
+ * list --json` sends the same fields. */
+export interface GatewayClient {
+  label: string;
+  /** The only connectors it may reach; null: every connector in use. */
+  only: string[] | null;
+  created_at: string;
+}
+
+/** What `gateway_clients` and `revoke_gateway_client` answer. */
+export interface GatewayClients {
+  /** The aggregate endpoint (`/mcp/NAME` reaches one connector). */
+  url: string;
+  port: number;
+  /** The registry of hashes. */
+  file: string;
+  clients: GatewayClient[];
+}

@@ -7,7 +7,10 @@ import type {
   CatalogSource,
   CheckAttempt,
   CheckRecord,
+  ClientTarget,
+  ClientWrite,
   Connector,
+  GatewayClient,
   GalleryEntry,
   ConnectorCheck,
   ConnectorStateId,
@@ -15,6 +18,7 @@ import type {
   HealthRow,
   RefreshEntry,
   StatusReport,
+  SwitchCandidate,
   ToolInfo,
   UnclaimedCredential,
 } from "./types";
@@ -57,6 +61,8 @@ export interface RowNotice {
   link?: string | null;
   /** The row's state when the notice was raised; a state change clears it. */
   forState: ConnectorStateId;
+  /** An Add refused for a same-name entry that is not Patchbay's: offer "Replace" for it. */
+  replace?: { client: string; clientName: string; via: string } | null;
 }
 
 /** An authorization that finishes by pasting the redirected address (or the code). */
@@ -113,6 +119,183 @@ export interface RowUi {
   managing?: boolean;
   /** A "Remove from my connectors" is under way. */
   removing?: boolean;
+  /** The "Add to another client" drawer is open (kept across re-renders of the row). */
+  clientsOpen?: boolean;
+  /** How "Add to" connects the client: `stdio` (default) or `gateway`. */
+  via?: "stdio" | "gateway";
+  /** The client an "Add to" is under way for. */
+  addingClient?: string | null;
+  /** The `client/entry` a "Switch to Patchbay" is under way for. */
+  switching?: string | null;
+}
+
+// ---- other MCP clients (issue 12) ----------------------------------------------------------
+
+/** What a row needs to offer "Add to CLIENT" and "Switch CLIENT to Patchbay". */
+export interface RowClients {
+  /** The clients found on this machine (`client_targets` with `found`). */
+  targets: ClientTarget[];
+  /** The mcp-remote entries that reach this connector. */
+  switches: SwitchCandidate[];
+}
+
+export const NO_CLIENTS: RowClients = { targets: [], switches: [] };
+
+/** Patchbay fronts remote servers only: `patchbay connect` and the gateway refuse stdio ones. */
+export function canAddToClients(c: Connector): boolean {
+  return c.transport !== "stdio" && c.transport !== "unknown";
+}
+
+/** A client's name from its id, as the targets name it. */
+export function clientName(id: string, targets: ClientTarget[]): string {
+  return targets.find((t) => t.client === id)?.display_name ?? id;
+}
+
+/** The result line of an Add or a Switch, and what else happened (backup, gateway client). */
+export function writtenText(w: ClientWrite): { text: string; detail: string } {
+  const text =
+    w.change === "added"
+      ? `Added ${w.name} to ${w.client_name} (\`${w.file}\`).`
+      : w.change === "replaced"
+        ? `${w.client_name}’s “${w.name}” now goes through Patchbay (\`${w.file}\`).`
+        : `${w.client_name} already has ${w.name} through Patchbay (\`${w.file}\`).`;
+  const more: string[] = [];
+  if (w.name !== w.connector) more.push(`“${w.name}” reaches the connector ${w.connector}.`);
+  if (w.managed) more.push(`${w.connector} is now managed by Patchbay.`);
+  more.push(w.via === "gateway" ? "It connects through the gateway with its own secret." : "It runs patchbay connect.");
+  if (w.gateway_client) more.push(`Gateway client “${w.gateway_client}” created for it.`);
+  if (w.backup) more.push(`The file as it was is saved in ${w.backup}.`);
+  if (w.change !== "unchanged") more.push(`Restart ${w.client_name} (or reload its MCP servers) to pick it up.`);
+  return { text, detail: more.join(" ") };
+}
+
+/** The "Add to another client" drawer: how to connect, then one button per client found. */
+function buildClientsDrawer(c: Connector, ui: RowUi, targets: ClientTarget[], id: string): HTMLElement {
+  const via = ui.via ?? "stdio";
+  const drawer = el("details", "drawer clients");
+  drawer.id = `${id}-clients`;
+  drawer.dataset.drawer = "clients";
+  drawer.open = ui.clientsOpen === true;
+  const summary = el("summary", "drawer__line");
+  summary.dataset.control = "clients";
+  summary.append(icon("client", "icon drawer__icon"));
+  const text = el("span", "drawer__text", "Use in another client");
+  text.id = `${id}-clients-text`;
+  const toggle = el("span", "drawer__toggle");
+  toggle.append(targets.map((t) => t.display_name).join(", "), icon("chevron", "icon drawer__chevron"));
+  summary.append(text, el("span", "drawer__sep", " · "), toggle);
+  drawer.append(summary);
+
+  const body = el("div", "clients__body");
+  const group = el("fieldset", "clients__via");
+  group.append(el("legend", "clients__legend", "Connect through"));
+  const options: [string, string, string][] = [
+    ["stdio", "patchbay connect", "The client starts Patchbay's bridge (stdio). Works in every client, with or without the app running."],
+    ["gateway", "The gateway (HTTP)", "The client connects to the app's gateway with a secret Patchbay mints for it. The app (or patchbay gateway serve) must be running."],
+  ];
+  for (const [value, label, hint] of options) {
+    const option = el("label", "clients__option");
+    option.title = hint;
+    const radio = el("input");
+    radio.type = "radio";
+    radio.name = `${id}-via`;
+    radio.value = value;
+    radio.dataset.control = "via";
+    radio.checked = via === value;
+    option.append(radio, el("span", "", label));
+    group.append(option);
+  }
+  body.append(group);
+  const actions = el("div", "row__actions clients__actions");
+  for (const t of targets) {
+    const stdioOnly = via === "gateway" && !t.http;
+    const busy = ui.addingClient === t.client;
+    const btn = el("button", "btn", busy ? `Adding to ${t.display_name}…` : `Add to ${t.display_name}`);
+    btn.type = "button";
+    btn.dataset.control = "add-client";
+    btn.dataset.client = t.client;
+    btn.dataset.via = stdioOnly ? "stdio" : via;
+    btn.title = `Writes ${c.name} into ${t.file}${stdioOnly ? " (through patchbay connect: it launches commands only)" : ""}`;
+    btn.setAttribute("aria-describedby", `${id}-title`);
+    if (ui.addingClient) btn.setAttribute("aria-disabled", "true");
+    actions.append(btn);
+  }
+  body.append(actions);
+  if (via === "gateway" && targets.some((t) => !t.http)) {
+    const names = targets.filter((t) => !t.http).map((t) => t.display_name).join(", ");
+    body.append(el("p", "clients__note", `${names} only launches commands: it gets patchbay connect.`));
+  }
+  drawer.append(body);
+  return drawer;
+}
+
+/** "Switch CLIENT to Patchbay" for each mcp-remote entry that reaches this connector. */
+function buildSwitchActions(ui: RowUi, switches: SwitchCandidate[], targets: ClientTarget[], id: string): HTMLElement {
+  const actions = el("div", "row__actions row__switch");
+  for (const s of switches) {
+    const key = `${s.client}/${s.entry}`;
+    const name = clientName(s.client, targets);
+    const busy = ui.switching === key;
+    const btn = el("button", "btn", busy ? `Switching ${name}…` : `Switch ${name} to Patchbay`);
+    btn.type = "button";
+    btn.dataset.control = "switch-entry";
+    btn.dataset.client = s.client;
+    btn.dataset.entry = s.entry;
+    btn.title = `“${s.entry}” in ${s.file} runs npx mcp-remote ${s.url} (its own token, its own node process). Switching makes it run patchbay connect, the credential in Patchbay's keeping.`;
+    btn.setAttribute("aria-describedby", `${id}-title`);
+    if (ui.switching) btn.setAttribute("aria-disabled", "true");
+    actions.append(btn);
+  }
+  return actions;
+}
+
+// ---- gateway clients (issue 12) -----------------------------------------------------------
+
+/** "All connectors in use" or "Only GitHub, Sentry" (titles where the report knows them). */
+export function gatewayScope(g: GatewayClient, titles: Map<string, string>): string {
+  if (!g.only) return "All connectors in use";
+  if (g.only.length === 0) return "No connector";
+  return `Only ${g.only.map((n) => titles.get(n) ?? n).join(", ")}`;
+}
+
+export function buildGatewayRow(
+  g: GatewayClient,
+  phase: "idle" | "confirm" | "busy",
+  titles: Map<string, string>,
+  nowMs: number,
+): HTMLLIElement {
+  const id = idFor("g", g.label);
+  const li = el("li", "urow grow");
+  li.setAttribute("role", "listitem");
+  li.dataset.gatewayClient = g.label;
+  const main = el("div", "urow__main");
+  const head = el("div", "row__head");
+  const title = el("span", "row__title", g.label);
+  title.id = `${id}-title`;
+  head.append(title);
+  main.append(head);
+  const meta = el("p", "row__meta");
+  meta.append(gatewayScope(g, titles));
+  const created = parseTime(g.created_at);
+  if (created !== null) meta.append(" · created ", timeText("ago", created, nowMs, "row__time"));
+  main.append(meta);
+  const side = el("div", "row__side");
+  const btn = el("button", "btn btn--danger");
+  btn.type = "button";
+  btn.dataset.control = "revoke";
+  btn.setAttribute("aria-describedby", `${id}-title`);
+  setRevokeButton(btn, phase);
+  side.append(btn);
+  li.append(main, side);
+  return li;
+}
+
+export function setRevokeButton(btn: HTMLButtonElement, phase: "idle" | "confirm" | "busy"): void {
+  btn.dataset.phase = phase;
+  btn.classList.toggle("btn--danger-confirm", phase === "confirm");
+  btn.textContent = phase === "idle" ? "Revoke" : phase === "confirm" ? "Confirm revoke" : "Revoking…";
+  if (phase === "busy") btn.setAttribute("aria-disabled", "true");
+  else btn.removeAttribute("aria-disabled");
 }
 
 // ---- where a connector comes from (issue 11) --------------------------------------------
@@ -248,7 +431,13 @@ export function refreshTimes(root: ParentNode, nowMs: number): void {
   }
 }
 
-export function buildRow(c: Connector, ui: RowUi, nowMs: number, health: HealthRow | null = null): HTMLLIElement {
+export function buildRow(
+  c: Connector,
+  ui: RowUi,
+  nowMs: number,
+  health: HealthRow | null = null,
+  clients: RowClients = NO_CLIENTS,
+): HTMLLIElement {
   const id = idFor("c", c.name);
   const degraded = health?.degraded ?? null;
   const li = el(
@@ -386,6 +575,10 @@ export function buildRow(c: Connector, ui: RowUi, nowMs: number, health: HealthR
     describedBy.push(note.id);
   }
 
+  if (canAddToClients(c) && clients.targets.length > 0) {
+    main.append(buildClientsDrawer(c, ui, clients.targets, id));
+  }
+
   if (ui.check) main.append(buildCheckResult(c, ui, ui.check.result, id, nowMs));
   if (ui.notice) main.append(buildNotice(ui.notice, id));
   if (ui.flow) main.append(buildPasteFlow(c, ui.flow, id));
@@ -449,6 +642,8 @@ export function buildRow(c: Connector, ui: RowUi, nowMs: number, health: HealthR
     }
     side.append(actions);
   }
+
+  if (clients.switches.length > 0) side.append(buildSwitchActions(ui, clients.switches, clients.targets, id));
 
   const secondary = buildSecondaryActions(c, ui, id);
   const above = side.querySelector<HTMLElement>(":scope > .row__actions:last-of-type");
@@ -1074,6 +1269,17 @@ function buildNotice(n: RowNotice, id: string): HTMLDivElement {
   body.append(text);
   if (n.detail) body.append(el("p", "notice__detail", n.detail));
   if (n.link) body.append(buildLinkLine(n.link, `${id}-notice-link`));
+  if (n.replace) {
+    const line = el("div", "row__actions notice__actions");
+    const btn = el("button", "btn", `Replace ${n.replace.clientName}’s entry`);
+    btn.type = "button";
+    btn.dataset.control = "replace-entry";
+    btn.dataset.client = n.replace.client;
+    btn.dataset.via = n.replace.via;
+    btn.title = "Point that entry at Patchbay instead (the file as it was is kept as a backup)";
+    line.append(btn);
+    body.append(line);
+  }
   box.append(body);
   const close = el("button", "notice__close");
   close.type = "button";

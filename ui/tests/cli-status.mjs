@@ -64,6 +64,42 @@ export function cliStatus(bin, { clean = false } = {}) {
   }
 }
 
+/**
+ * What the CLI prints for the window's other lists (issue 12), in a home like cliStatus's:
+ * `switch --list --json` (SwitchCandidate[]) and `gateway client list --json` (GatewayClient[])
+ * after two clients were added, one limited with --only.
+ */
+export function cliClients(bin) {
+  const home = mkdtempSync(join(tmpdir(), "patchbay-ui-clients-"));
+  try {
+    const project = join(home, "src/app");
+    mkdirSync(project, { recursive: true });
+    writeClients(home, project);
+    const env = {
+      PATH: process.env.PATH ?? "/usr/bin:/bin",
+      HOME: home,
+      XDG_CONFIG_HOME: join(home, ".config"),
+      XDG_DATA_HOME: join(home, ".local/share"),
+      XDG_CACHE_HOME: join(home, ".cache"),
+      XDG_RUNTIME_DIR: join(home, "run"),
+      PATCHBAY_DATA_DIR: join(home, "patchbay"),
+      PATCHBAY_DEFAULT_CATALOG: join(REPO, "catalog/mcp.json"),
+      DBUS_SESSION_BUS_ADDRESS: "disabled:",
+    };
+    mkdirSync(env.XDG_RUNTIME_DIR, { recursive: true, mode: 0o700 });
+    const run = (args) => execFileSync(bin, args, { cwd: project, env, encoding: "utf8", timeout: 30_000, stdio: ["ignore", "pipe", "pipe"] });
+    run(["enable", "linear"]);
+    run(["gateway", "client", "add", "cursor"]);
+    run(["gateway", "client", "add", "ci-runner", "--only", "linear"]);
+    return {
+      switch_candidates: JSON.parse(run(["switch", "--list", "--json"])),
+      gateway_clients: JSON.parse(run(["gateway", "client", "list", "--json"])),
+    };
+  } finally {
+    rmSync(home, { recursive: true, force: true });
+  }
+}
+
 /** Realistic configs of several clients, one server in two of them. */
 function writeClients(home, project) {
   put(join(home, ".claude.json"), {

@@ -1400,6 +1400,9 @@ describe("keyboard", () => {
     assert.equal(await focusedRow(page), "github");
     await page.keyboard.press("Tab");
     assert.equal(await focusedRow(page), "github");
+    // Its "Use in another client" drawer (issue 12) first, then the buttons beside.
+    assert.equal(await page.evaluate(() => document.activeElement.dataset.control), "clients");
+    await page.keyboard.press("Tab");
     assert.equal(await page.evaluate(() => document.activeElement.textContent), "Copy command");
     await page.keyboard.press("Tab");
     assert.equal(await page.evaluate(() => document.activeElement.textContent), "Test");

@@ -11,7 +11,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import ts from "typescript";
-import { cliStatus, patchbayBin } from "./cli-status.mjs";
+import { cliClients, cliStatus, patchbayBin } from "./cli-status.mjs";
 
 const TYPES = fileURLToPath(new URL("../src/types.ts", import.meta.url));
 const program = ts.createProgram([TYPES], { strict: true, noEmit: true, target: ts.ScriptTarget.ES2022 });
@@ -118,4 +118,30 @@ test("a live `patchbay status --json` fits src/types.ts", (t) => {
     [],
     `${bin} status --json does not fit src/types.ts (type the new fields; or, if the binary is older than the source, rebuild it: cargo build -p patchbay-cli)`,
   );
+});
+
+// Issue 12: the lists the window shares with the CLI (switch_candidates, gateway_clients' entries).
+function checkClients(out) {
+  const problems = [];
+  walk(out.switch_candidates, checker.createArrayType(declared("SwitchCandidate")), "switch_candidates", problems);
+  walk(out.gateway_clients, checker.createArrayType(declared("GatewayClient")), "gateway_clients", problems);
+  return problems;
+}
+
+test("the committed `switch --list --json` and `gateway client list --json` fit src/types.ts", () => {
+  const out = JSON.parse(readFileSync(new URL("./fixtures/cli-clients.json", import.meta.url), "utf8"));
+  assert.ok(out.switch_candidates.length > 0 && out.gateway_clients.some((g) => g.only), "a candidate and a limited client");
+  assert.deepEqual(checkClients(out), []);
+  // the walker catches a field the types lack here too
+  out.gateway_clients[0].secret_sha256 = "00";
+  assert.ok(checkClients(out).some((p) => p.startsWith("gateway_clients[0].secret_sha256")));
+});
+
+test("a live `switch --list --json` and `gateway client list --json` fit src/types.ts", (t) => {
+  const bin = patchbayBin();
+  if (!bin) {
+    t.skip("no patchbay binary (cargo build -p patchbay-cli, or set PATCHBAY_BIN)");
+    return;
+  }
+  assert.deepEqual(checkClients(cliClients(bin)), []);
 });
