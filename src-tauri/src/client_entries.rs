@@ -4,7 +4,7 @@
 //! patchbay_gateway::Clients, answered as data the window shows (never a secret: a minted
 //! gateway secret goes into the client's config file only).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use patchbay_core::client_config::{self, Change, Client, Conflict, Route, Written};
 use patchbay_core::Patchbay;
@@ -230,7 +230,11 @@ pub fn switch_client_entry(
 
 /// The gateway's clients, newest last.
 pub fn gateway_clients(patchbay: &Patchbay) -> Result<GatewayClients, IpcError> {
-    let clients = Clients::new(&patchbay.paths.data_dir);
+    gateway_clients_in(&patchbay.paths.data_dir)
+}
+
+fn gateway_clients_in(data_dir: &Path) -> Result<GatewayClients, IpcError> {
+    let clients = Clients::new(data_dir);
     let list = clients.list().map_err(gateway_error)?;
     Ok(GatewayClients {
         url: format!("http://127.0.0.1:{DEFAULT_PORT}/mcp"),
@@ -250,8 +254,59 @@ pub fn gateway_clients(patchbay: &Patchbay) -> Result<GatewayClients, IpcError> 
 /// Revoke the gateway client `label` (its secret stops working at the gateway's next
 /// request), then answer the list.
 pub fn revoke_gateway_client(patchbay: &Patchbay, label: &str) -> Result<GatewayClients, IpcError> {
-    Clients::new(&patchbay.paths.data_dir)
+    revoke_in(&patchbay.paths.data_dir, label)
+}
+
+fn revoke_in(data_dir: &Path, label: &str) -> Result<GatewayClients, IpcError> {
+    Clients::new(data_dir)
         .revoke(label)
         .map_err(gateway_error)?;
-    gateway_clients(patchbay)
+    gateway_clients_in(data_dir)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_window_gets_labels_limits_and_times_but_no_secret_or_hash() {
+        let dir = std::env::temp_dir().join(format!("patchbay-app-gw-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir); // a run that failed before left it
+        let clients = Clients::new(&dir);
+        // A fixed time of the type the registry takes (chrono is not this crate's dependency).
+        let now = serde_json::from_value::<patchbay_gateway::ClientRecord>(serde_json::json!({
+            "label": "t", "secret_sha256": "00", "created_at": "2026-12-01T10:00:00Z"
+        }))
+        .unwrap()
+        .created_at;
+        let (_, secret) = clients.add("cursor", None, now).unwrap();
+        let (limited, _) = clients
+            .add("ci-runner", Some(vec!["linear".into()]), now)
+            .unwrap();
+
+        let listed = gateway_clients_in(&dir).unwrap();
+        assert_eq!(listed.url, format!("http://127.0.0.1:{DEFAULT_PORT}/mcp"));
+        let json = serde_json::to_string(&listed).unwrap();
+        assert!(!json.contains(secret.expose()), "{json}");
+        assert!(!json.contains(&limited.secret_sha256), "{json}");
+        let labels: Vec<_> = listed.clients.iter().map(|c| c.label.as_str()).collect();
+        assert_eq!(labels, ["cursor", "ci-runner"]);
+        assert_eq!(listed.clients[1].only, Some(vec!["linear".to_owned()]));
+        assert_eq!(listed.clients[1].created_at, now.to_rfc3339());
+
+        let after = revoke_in(&dir, "cursor").unwrap();
+        assert_eq!(after.clients.len(), 1);
+        assert!(clients.authenticate(secret.expose()).unwrap().is_none());
+        let error = revoke_in(&dir, "cursor").unwrap_err();
+        assert_eq!(error.kind, "gateway_clients");
+        assert!(error.message.contains("cursor"), "{}", error.message);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn via_is_stdio_or_gateway() {
+        assert!(!parse_via("stdio").unwrap());
+        assert!(parse_via("gateway").unwrap());
+        assert_eq!(parse_via("http").unwrap_err().kind, "invalid_input");
+    }
 }
