@@ -24,7 +24,7 @@
 use crate::clients::ClientRecord;
 use crate::names::{aggregate_tool_name, ToolNames};
 use crate::server::GatewayState;
-use crate::stdio::SseParser;
+use crate::stdio::{error_chain, SseParser};
 use crate::upstream::{Upstream, UpstreamError};
 use axum::body::Bytes;
 use axum::extract::{Request, State};
@@ -424,8 +424,12 @@ impl Aggregate {
         let params = message.get("params").cloned().unwrap_or(Value::Null);
         let outcome = match method {
             "ping" | "logging/setLevel" => Ok(json!({})),
-            "tools/list" => Ok(self.tools_list(state, client).await),
-            "prompts/list" => Ok(self.prompts_list(state, client).await),
+            "tools/list" => Ok(self
+                .renamed_list(state, client, "tools", |l| l.tools, |n| &n.tools)
+                .await),
+            "prompts/list" => Ok(self
+                .renamed_list(state, client, "prompts", |l| l.prompts, |n| &n.prompts)
+                .await),
             "resources/list" => Ok(self.resources_list(state, client).await),
             // Templates are not offered: a templated URI cannot be traced back to a connector.
             "resources/templates/list" => Ok(json!({ "resourceTemplates": [] })),
@@ -714,42 +718,38 @@ impl Aggregate {
         *self.names.write().unwrap_or_else(|p| p.into_inner()) = names;
     }
 
-    async fn tools_list(
+    /// The connectors `client` may use, listed again first (each bounded).
+    async fn offered_refreshed(
         self: &Arc<Self>,
         state: &Arc<GatewayState>,
         client: &ClientRecord,
-    ) -> Value {
+    ) -> Vec<InUse> {
         let offered = self.offered(state, client).await;
         self.refresh(state, &offered).await;
-        let names = self.names.read().unwrap_or_else(|p| p.into_inner());
-        let mut tools = Vec::new();
-        for c in &offered {
-            for tool in self.connector(&c.name).lists().tools.unwrap_or_default() {
-                if let Some(t) = renamed(&names.tools, c, tool) {
-                    tools.push(t);
-                }
-            }
-        }
-        json!({ "tools": tools })
+        offered
     }
 
-    async fn prompts_list(
+    /// `tools/list` or `prompts/list` (`key`): every offered connector's items from `list`,
+    /// under their aggregate names from `names_of`.
+    async fn renamed_list(
         self: &Arc<Self>,
         state: &Arc<GatewayState>,
         client: &ClientRecord,
+        key: &str,
+        list: fn(Lists) -> Option<Vec<Value>>,
+        names_of: fn(&Names) -> &ToolNames,
     ) -> Value {
-        let offered = self.offered(state, client).await;
-        self.refresh(state, &offered).await;
+        let offered = self.offered_refreshed(state, client).await;
         let names = self.names.read().unwrap_or_else(|p| p.into_inner());
-        let mut prompts = Vec::new();
+        let mut items = Vec::new();
         for c in &offered {
-            for prompt in self.connector(&c.name).lists().prompts.unwrap_or_default() {
-                if let Some(p) = renamed(&names.prompts, c, prompt) {
-                    prompts.push(p);
+            for item in list(self.connector(&c.name).lists()).unwrap_or_default() {
+                if let Some(item) = renamed(names_of(&names), c, item) {
+                    items.push(item);
                 }
             }
         }
-        json!({ "prompts": prompts })
+        json!({ key: items })
     }
 
     async fn resources_list(
@@ -757,8 +757,7 @@ impl Aggregate {
         state: &Arc<GatewayState>,
         client: &ClientRecord,
     ) -> Value {
-        let offered = self.offered(state, client).await;
-        self.refresh(state, &offered).await;
+        let offered = self.offered_refreshed(state, client).await;
         let names = self.names.read().unwrap_or_else(|p| p.into_inner());
         let mut seen = HashSet::new();
         let mut resources = Vec::new();
@@ -851,8 +850,7 @@ impl Aggregate {
         let connector = match lookup(self) {
             Some(c) => Some(c),
             None => {
-                let offered = self.offered(state, client).await;
-                self.refresh(state, &offered).await;
+                self.offered_refreshed(state, client).await;
                 lookup(self)
             }
         };
@@ -883,8 +881,7 @@ impl Aggregate {
         if let Some(found) = lookup(self) {
             return Some(found);
         }
-        let offered = self.offered(state, client).await;
-        self.refresh(state, &offered).await;
+        self.offered_refreshed(state, client).await;
         lookup(self)
     }
 
@@ -908,7 +905,7 @@ impl Aggregate {
             Err(e) => Err(Failure::Resolve(e)),
         };
         let latency = started.elapsed();
-        let (record_error, result) = match outcome {
+        let (http_status, record_error, result) = match outcome {
             Ok(mut answer) => match answer.get_mut("error") {
                 Some(error) => {
                     let error = error.take();
@@ -918,6 +915,7 @@ impl Aggregate {
                         .unwrap_or("an error")
                         .to_owned();
                     (
+                        Some(200),
                         Some(format!("{method} answered a JSON-RPC error: {said}")),
                         Ok(Err(error)),
                     )
@@ -929,6 +927,7 @@ impl Aggregate {
                         .unwrap_or_default();
                     let failed = result.get("isError") == Some(&Value::Bool(true));
                     (
+                        Some(200),
                         failed.then(|| format!("{method} answered isError")),
                         Ok(Ok(result)),
                     )
@@ -940,15 +939,7 @@ impl Aggregate {
                 if failure.is_absent() {
                     self.reconnect(state, &connector);
                 }
-                state.record(CallRecord {
-                    connector: name.to_owned(),
-                    at: chrono::Utc::now(),
-                    latency,
-                    transport: TransportKind::StreamableHttp,
-                    http_status: failure.http_status(),
-                    error: Some(message.clone()),
-                });
-                return Err(message);
+                (failure.http_status(), Some(message.clone()), Err(message))
             }
         };
         state.record(CallRecord {
@@ -956,7 +947,7 @@ impl Aggregate {
             at: chrono::Utc::now(),
             latency,
             transport: TransportKind::StreamableHttp,
-            http_status: Some(200),
+            http_status,
             error: record_error,
         });
         result
@@ -1282,20 +1273,6 @@ fn detail_of(text: &str) -> String {
         None if detail.is_empty() => "no detail".into(),
         None => detail.to_owned(),
     }
-}
-
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(cause) = source {
-        let said = cause.to_string();
-        if !text.contains(&said) {
-            text.push_str(": ");
-            text.push_str(&said);
-        }
-        source = cause.source();
-    }
-    text
 }
 
 fn rpc_error(code: i64, message: &str) -> Value {

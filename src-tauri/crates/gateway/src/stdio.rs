@@ -262,14 +262,12 @@ where
     R: AsyncRead + Unpin,
     W: Write + Send + 'static,
 {
-    let timeout = credentials.timeout().unwrap_or(DEFAULT_REQUEST_TIMEOUT);
-    let http = reqwest::Client::builder()
-        .connect_timeout(CONNECT_TIMEOUT.min(timeout))
-        .user_agent(concat!("Patchbay/", env!("CARGO_PKG_VERSION")))
-        .build()
-        .map_err(|e| StdioError::Client(e.to_string()))?;
-    let (out, lines_out) = mpsc::unbounded_channel();
-    let writer = tokio::task::spawn_blocking(move || write_lines(output, lines_out));
+    let BridgeIo {
+        timeout,
+        http,
+        out,
+        writer,
+    } = BridgeIo::start(credentials.as_ref(), output)?;
     let bridge = Arc::new(Bridge {
         credentials,
         http,
@@ -281,6 +279,68 @@ where
         closing: AtomicBool::new(false),
     });
 
+    let read = read_client(input, &bridge.out, |message, kind| {
+        bridge.clone().forward(message, kind)
+    })
+    .await;
+    // The client is gone (or piped its last message) and what it asked has finished: say
+    // goodbye upstream.
+    bridge.close().await;
+    let _ = bridge.out.send(Out::End);
+    let _ = writer.await;
+    read
+}
+
+/// What both bridges start with: the request bound, an HTTP client whose connect timeout it
+/// bounds, and the stdout writer (where lines go, and its thread).
+struct BridgeIo {
+    timeout: Duration,
+    http: reqwest::Client,
+    out: mpsc::UnboundedSender<Out>,
+    writer: JoinHandle<()>,
+}
+
+impl BridgeIo {
+    fn start<C: Credentials, W: Write + Send + 'static>(
+        credentials: &C,
+        output: W,
+    ) -> Result<Self, StdioError> {
+        let timeout = credentials.timeout().unwrap_or(DEFAULT_REQUEST_TIMEOUT);
+        let http = reqwest::Client::builder()
+            .connect_timeout(CONNECT_TIMEOUT.min(timeout))
+            .user_agent(concat!("Patchbay/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| StdioError::Client(e.to_string()))?;
+        let (out, lines_out) = mpsc::unbounded_channel();
+        let writer = tokio::task::spawn_blocking(move || write_lines(output, lines_out));
+        Ok(Self {
+            timeout,
+            http,
+            out,
+            writer,
+        })
+    }
+}
+
+/// One message to the client: serde_json writes no raw newline, so one message is one line.
+fn emit_to(out: &mpsc::UnboundedSender<Out>, message: &Value) {
+    let line = serde_json::to_string(message).expect("a JSON value serializes");
+    let _ = out.send(Out::Line(line));
+}
+
+/// Reads the client's messages from `input` until it ends and hands each to `forward`; a line
+/// that is not JSON is answered with a parse error. Returns once every forwarded request has
+/// finished (each is bounded by the request timeout).
+async fn read_client<R, F, Fut>(
+    input: R,
+    out: &mpsc::UnboundedSender<Out>,
+    forward: F,
+) -> Result<(), StdioError>
+where
+    R: AsyncRead + Unpin,
+    F: Fn(Value, Kind) -> Fut,
+    Fut: Future<Output = ()> + Send + 'static,
+{
     let mut lines = BufReader::new(input).lines();
     let mut in_flight = JoinSet::new();
     let read = loop {
@@ -297,11 +357,14 @@ where
             Ok(m) => m,
             Err(e) => {
                 tracing::warn!("a line on stdin is not JSON ({e}); answered with a parse error");
-                bridge.emit(&json!({
-                    "jsonrpc": "2.0",
-                    "id": null,
-                    "error": { "code": -32700, "message": format!("Parse error: {e}") }
-                }));
+                emit_to(
+                    out,
+                    &json!({
+                        "jsonrpc": "2.0",
+                        "id": null,
+                        "error": { "code": -32700, "message": format!("Parse error: {e}") }
+                    }),
+                );
                 continue;
             }
         };
@@ -309,19 +372,13 @@ where
         // The handshake goes in order: nothing else may overtake it (the session id comes from
         // the initialize's answer). Everything after runs concurrently, as the client sends it.
         if kind.is_handshake() {
-            bridge.clone().forward(message, kind).await;
+            forward(message, kind).await;
         } else {
-            in_flight.spawn(bridge.clone().forward(message, kind));
+            in_flight.spawn(forward(message, kind));
         }
         while in_flight.try_join_next().is_some() {}
     };
-
-    // The client is gone (or piped its last message): let what it asked finish (each is bounded
-    // by the request timeout), then say goodbye upstream.
     while in_flight.join_next().await.is_some() {}
-    bridge.close().await;
-    let _ = bridge.out.send(Out::End);
-    let _ = writer.await;
     read
 }
 
@@ -548,9 +605,7 @@ impl<C: Credentials> Bridge<C> {
     }
 
     fn emit(&self, message: &Value) {
-        // serde_json writes no raw newline: one message, one line.
-        let line = serde_json::to_string(message).expect("a JSON value serializes");
-        let _ = self.out.send(Out::Line(line));
+        emit_to(&self.out, message);
     }
 
     fn sent(&self) -> Sent {
@@ -1069,8 +1124,9 @@ fn sending_failed(e: &reqwest::Error) -> PostError {
     }
 }
 
-/// reqwest's message and its causes ("error sending request: connection refused").
-fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+/// reqwest's message and its causes ("error sending request: connection refused"), each cause
+/// once.
+pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
     let mut text = e.to_string();
     let mut source = e.source();
     while let Some(cause) = source {

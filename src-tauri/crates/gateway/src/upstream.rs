@@ -267,17 +267,7 @@ impl Upstream {
     /// Every header to send: the entry's, then `Authorization: Bearer` for an OAuth connector
     /// holding a token (an entry's own `Authorization` wins).
     pub fn request_headers(&self) -> Vec<(String, Secret)> {
-        let mut headers = self.headers.clone();
-        let has_authorization = headers
-            .iter()
-            .any(|(k, _)| k.eq_ignore_ascii_case("authorization"));
-        if let (Some(bearer), false) = (self.bearer(), has_authorization) {
-            headers.push((
-                "Authorization".to_owned(),
-                Secret::new(format!("Bearer {}", bearer.expose())),
-            ));
-        }
-        headers
+        with_bearer(self.headers.clone(), self.bearer())
     }
 
     /// The upstream answered 401 to a request that carried `rejected` (the bearer it was sent
@@ -372,6 +362,24 @@ fn normalize_url(url: &str) -> String {
         }
         Err(_) => url.trim().trim_end_matches('/').to_owned(),
     }
+}
+
+/// `headers` (an entry's own), then `Authorization: Bearer` when there is a bearer and the entry
+/// sends no `Authorization` of its own (the entry's wins).
+pub(crate) fn with_bearer(
+    mut headers: Vec<(String, Secret)>,
+    bearer: Option<Secret>,
+) -> Vec<(String, Secret)> {
+    let has_authorization = headers
+        .iter()
+        .any(|(k, _)| k.eq_ignore_ascii_case("authorization"));
+    if let (Some(bearer), false) = (bearer, has_authorization) {
+        headers.push((
+            "Authorization".to_owned(),
+            Secret::new(format!("Bearer {}", bearer.expose())),
+        ));
+    }
+    headers
 }
 
 #[cfg(test)]

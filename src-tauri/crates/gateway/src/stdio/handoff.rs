@@ -9,7 +9,7 @@
 //! the environment); its secrets become [`Secret`]s on arrival.
 
 use super::{health_hook_at, run_for, stdout_handle, CallHook, Credentials, StdioError};
-use crate::upstream::{Upstream, UpstreamError, UpstreamTransport};
+use crate::upstream::{with_bearer, Upstream, UpstreamError, UpstreamTransport};
 use patchbay_vault::Secret;
 use serde::{Deserialize, Serialize};
 use std::io::{BufRead, Write};
@@ -110,17 +110,7 @@ impl Credentials for Delegated {
     /// As [`Upstream::request_headers`]: the entry's, then the bearer unless the entry sends its
     /// own `Authorization`.
     fn headers(&self) -> Vec<(String, Secret)> {
-        let mut headers = self.headers.clone();
-        let has_authorization = headers
-            .iter()
-            .any(|(k, _)| k.eq_ignore_ascii_case("authorization"));
-        if let (Some(bearer), false) = (self.bearer(), has_authorization) {
-            headers.push((
-                "Authorization".to_owned(),
-                Secret::new(format!("Bearer {}", bearer.expose())),
-            ));
-        }
-        headers
+        with_bearer(self.headers.clone(), self.bearer())
     }
 
     fn bearer(&self) -> Option<Secret> {

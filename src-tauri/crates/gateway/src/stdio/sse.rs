@@ -8,8 +8,8 @@
 //! dropped is answered with an error (its answer would have come on the lost stream).
 
 use super::{
-    BridgedCall, CallHook, Credentials, Kind, Out, SseParser, StdioError, BRIDGE_ERROR,
-    CONNECT_TIMEOUT, TIMEOUT_ERROR,
+    emit_to, read_client, BridgeIo, BridgedCall, CallHook, Credentials, Kind, Out, SseParser,
+    StdioError, BRIDGE_ERROR, TIMEOUT_ERROR,
 };
 use patchbay_vault::Secret;
 use reqwest::header::{HeaderValue, ACCEPT, CONTENT_TYPE};
@@ -19,9 +19,8 @@ use std::collections::{HashMap, HashSet};
 use std::io::Write;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
+use tokio::io::AsyncRead;
 use tokio::sync::{mpsc, oneshot, watch};
-use tokio::task::JoinSet;
 
 const STREAM_BACKOFF_MAX: Duration = Duration::from_secs(5);
 
@@ -72,16 +71,12 @@ where
     R: AsyncRead + Unpin,
     W: Write + Send + 'static,
 {
-    let timeout = credentials
-        .timeout()
-        .unwrap_or(super::DEFAULT_REQUEST_TIMEOUT);
-    let http = reqwest::Client::builder()
-        .connect_timeout(CONNECT_TIMEOUT.min(timeout))
-        .user_agent(concat!("Patchbay/", env!("CARGO_PKG_VERSION")))
-        .build()
-        .map_err(|e| StdioError::Client(e.to_string()))?;
-    let (out, lines_out) = mpsc::unbounded_channel();
-    let writer = tokio::task::spawn_blocking(move || super::write_lines(output, lines_out));
+    let BridgeIo {
+        timeout,
+        http,
+        out,
+        writer,
+    } = BridgeIo::start(credentials.as_ref(), output)?;
     // Set with send_replace: a value sent while no request waits must still be there for the
     // next one (`send` drops it when nobody listens).
     let (endpoint, _) = watch::channel(None);
@@ -96,35 +91,10 @@ where
     });
     let stream = tokio::spawn(bridge.clone().stream());
 
-    let mut lines = BufReader::new(input).lines();
-    let mut in_flight = JoinSet::new();
-    let read = loop {
-        let line = match lines.next_line().await {
-            Ok(Some(line)) => line,
-            Ok(None) => break Ok(()),
-            Err(e) => break Err(StdioError::Stdin(e)),
-        };
-        let line = line.trim();
-        if line.is_empty() {
-            continue;
-        }
-        let message: Value = match serde_json::from_str(line) {
-            Ok(m) => m,
-            Err(e) => {
-                bridge.emit(&json!({ "jsonrpc": "2.0", "id": null, "error": { "code": -32700, "message": format!("Parse error: {e}") } }));
-                continue;
-            }
-        };
-        let kind = Kind::of(&message);
-        if kind.is_handshake() {
-            bridge.clone().forward(message, kind).await;
-        } else {
-            in_flight.spawn(bridge.clone().forward(message, kind));
-        }
-        while in_flight.try_join_next().is_some() {}
-    };
-    // Each request's task ends with its answer or its bound.
-    while in_flight.join_next().await.is_some() {}
+    let read = read_client(input, &bridge.out, |message, kind| {
+        bridge.clone().forward(message, kind)
+    })
+    .await;
     stream.abort();
     let _ = bridge.out.send(Out::End);
     let _ = writer.await;
@@ -141,8 +111,7 @@ impl<C: Credentials> Bridge<C> {
     }
 
     fn emit(&self, message: &Value) {
-        let line = serde_json::to_string(message).expect("a JSON value serializes");
-        let _ = self.out.send(Out::Line(line));
+        emit_to(&self.out, message);
     }
 
     fn request(&self, method: Method, url: &str) -> (reqwest::RequestBuilder, Option<Secret>) {
