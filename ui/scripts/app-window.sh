@@ -5,7 +5,11 @@
 #   2. a home whose Cursor config has a server no catalog has: the gallery's Add on Linear
 #      (enable_connector), "Manage with Patchbay" on the Cursor server (manage_connector) and
 #      "Remove from my connectors" on Linear (disable_connector) go through the app's real IPC,
-#      checked in the user catalog file after each step.
+#      checked in the user catalog file after each step;
+#   3. (issue 12) a home whose Cursor reaches Linear through `npx mcp-remote` and that has VS Code:
+#      "Switch Cursor to Patchbay" (switch_client_entry), "Use in another client" through the
+#      gateway: Add to VS Code (add_to_client, a gateway client minted), and the Gateway clients'
+#      Revoke, Confirm revoke (revoke_gateway_client), each checked in the file it writes.
 # Needs a built app (cargo build -p patchbay-app --locked, after npm --prefix ui run build),
 # xvfb-run, xdotool, ImageMagick's import, dbus-run-session and gnome-keyring.
 # Usage: bash ui/scripts/app-window.sh [--no-capture]
@@ -54,7 +58,7 @@ stop_app() {
   wait "$APP_PID" 2>/dev/null || true
 }
 
-# Polls the user catalog until the Python expression $2 over it (`c`) holds, for up to 10 s.
+# Polls the JSON file $1 until the Python expression $2 over it (`c`) holds, for up to 10 s.
 expect_catalog() {
   local file=$1 cond=$2 what=$3
   for _ in $(seq 1 50); do
@@ -64,7 +68,7 @@ expect_catalog() {
     fi
     sleep 0.2
   done
-  fail "$what: the user catalog says $(cat "$file" 2>/dev/null || echo nothing)"
+  fail "$what: $file says $(cat "$file" 2>/dev/null || echo nothing)"
 }
 
 key() { xdotool key --delay 120 "$@"; sleep 0.4; }
@@ -89,11 +93,36 @@ xdotool type --delay 60 linear
 # Tab: Linear's Add; Enter: enable_connector, and Linear's Authorize has the focus
 key Tab Return
 expect_catalog "$CATALOG" "c['linear'].get('enabled') is True" "Add wrote \"enabled\": true for linear"
-# Down: team-tracker's row; Tab Tab: its Authorize, then Manage with Patchbay
-key Down Tab Tab Return
+# Down: team-tracker's row; Tab Tab Tab: its "Use in another client" (Cursor is here), its
+# Authorize, then Manage with Patchbay
+key Down Tab Tab Tab Return
 expect_catalog "$CATALOG" "c['team-tracker']['url'] == 'https://tracker.internal.example/mcp'" "Manage with Patchbay copied team-tracker"
-# Up: Linear's row; Tab: its notice's close, Authorize, Add to Claude Code, Add to Codex, Test, Remove
-key Up Tab Tab Tab Tab Tab Tab Return
+# Up: Linear's row; Tab: its "Use in another client", its notice's close, Authorize, Add to Claude
+# Code, Add to Codex, Test, Remove
+key Up Tab Tab Tab Tab Tab Tab Tab Return
 expect_catalog "$CATALOG" "c['linear'].get('enabled') is False" "Remove wrote \"enabled\": false for linear"
+stop_app
+
+# 3. other clients (issue 12): Cursor runs Linear through mcp-remote; VS Code is installed
+H=$WORK/clients
+mkdir -p "$H/.cursor" "$H/.config/Code/User"
+echo '{"mcpServers": {"linear": {"command": "npx", "args": ["-y", "mcp-remote", "https://mcp.linear.app/mcp"]}}}' >"$H/.cursor/mcp.json"
+start_app "$H"
+# Tab Tab: Linear's row (the only one); then "Use in another client", Authorize, Add to Claude
+# Code, Add to Codex, Switch Cursor to Patchbay
+key Tab Tab Tab Tab Tab Tab Tab Return
+expect_catalog "$H/.cursor/mcp.json" "c['mcpServers']['linear']['args'][-2:] == ['connect', 'linear'] and 'mcp-remote' not in json.dumps(c)" "Switch made Cursor's linear run patchbay connect"
+[ -f "$H/.cursor/mcp.json.patchbay-backup" ] || fail "Switch kept no backup of Cursor's file"
+# The row has the focus: Tab to "Use in another client", open it; Tab to "Connect through", Right:
+# the gateway; Tab Tab: Add to Cursor, Add to VS Code
+key Tab Return Tab Right Tab Tab Return
+expect_catalog "$H/.config/Code/User/mcp.json" "c['servers']['linear']['url'] == 'http://127.0.0.1:3119/mcp/linear' and c['servers']['linear']['headers']['Authorization'].startswith('Bearer pbgw_')" "Add to VS Code through the gateway wrote its URL and secret header"
+GW=$H/.local/share/patchbay/gateway-clients.json
+expect_catalog "$GW" "[x['label'] for x in c['clients']] == ['vscode']" "Add minted the gateway client vscode"
+# From Add to VS Code: the result's close, Authorize, Add to Claude Code, Add to Codex, Test, then
+# the Gateway clients' Revoke; Return twice: Revoke, Confirm revoke
+key Tab Tab Tab Tab Tab Tab Return
+key Return
+expect_catalog "$GW" "c['clients'] == []" "Revoke, Confirm revoke removed the gateway client vscode"
 stop_app
 echo "app-window: passed"
