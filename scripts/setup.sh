@@ -11,7 +11,8 @@ cd "$(dirname "$0")/.."
 BUILD_PACKAGES=(build-essential pkg-config curl file libwebkit2gtk-4.1-dev libayatana-appindicator3-dev
   librsvg2-dev libxdo-dev libssl-dev)
 TEST_PACKAGES=(xvfb xauth x11-utils xdotool imagemagick dbus dbus-x11 gnome-keyring libsecret-tools keyutils
-  webkit2gtk-driver xdg-utils desktop-file-utils at-spi2-core fonts-dejavu-core chromium)
+  webkit2gtk-driver xdg-utils desktop-file-utils at-spi2-core fonts-dejavu-core chromium
+  python3-dbus python3-gi)
 NODE_PACKAGES=()
 command -v node >/dev/null 2>&1 || NODE_PACKAGES+=(nodejs)
 command -v npm >/dev/null 2>&1 || NODE_PACKAGES+=(npm)

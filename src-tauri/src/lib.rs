@@ -9,6 +9,7 @@
 //! expiry passes (the 30 s tick). Every surface shows `Bridges::status()`, as the CLI's `status`
 //! does. `patchbay://authorize/NAME` links (parsed by `patchbay_core::deeplink`) and the tray's
 //! "Authorize …" items open the window at that row and start the same flow as its button.
+//! Where no panel shows the tray (no StatusNotifier host), the window opens at start (`tray`).
 
 mod client_entries;
 mod commands;
@@ -157,7 +158,14 @@ fn setup(app: &mut tauri::App) -> Result<(), Box<dyn std::error::Error>> {
         store_watch: Mutex::new(None),
         last: Mutex::new(Some(report.clone())),
     });
-    tray::create(&handle, &report)?;
+    // Never invisible: a tray that cannot be created, or that no panel shows, opens the window.
+    match tray::create(&handle, &report) {
+        Ok(_) => tray::ensure_visible(&handle),
+        Err(error) => tray::no_tray(
+            &handle,
+            &format!("the tray icon cannot be created ({error})"),
+        ),
+    }
     // A tray app opens no window at startup, unless asked (a launcher entry, end-to-end tests)
     // or started by the OS for a link (Linux, Windows: the link is an argument; a second launch
     // forwards its arguments through the single-instance plugin, see `run`).

@@ -3,6 +3,13 @@
 //! Connectors window; the other lines open the window at their row), then "Open Connectors" and
 //! "Quit". Left-click opens the window on Windows and macOS; on Linux (AppIndicator) every click
 //! shows the menu.
+//!
+//! Never invisible: on Linux the icon reaches the panel over D-Bus (a StatusNotifierItem
+//! registered with org.kde.StatusNotifierWatcher, its menu over com.canonical.dbusmenu). When no
+//! StatusNotifier host is on the session bus (stock GNOME without the AppIndicator extension), or
+//! the tray cannot be created at all, [`ensure_visible`] / [`no_tray`] say so once (a log line and
+//! a desktop notification) and open the Connectors window; the needs-a-human notifications never
+//! depend on the tray. macOS (menu bar) and Windows (notification area) always have a tray.
 
 use crate::window;
 use patchbay_core::badge;
@@ -73,12 +80,25 @@ pub fn create<R: Runtime>(app: &AppHandle<R>, report: &StatusReport) -> tauri::R
         .show_menu_on_left_click(false)
         .on_menu_event(|app, event| {
             let id = event.id().as_ref();
+            // Said in the log, so a click is traceable (the tray end-to-end test reads it).
             match id {
-                OPEN => window::show_connectors(app, None),
-                QUIT => app.exit(0),
+                OPEN => {
+                    tracing::info!("tray menu: open the Connectors window");
+                    window::show_connectors(app, None)
+                }
+                QUIT => {
+                    tracing::info!("tray menu: quit");
+                    app.exit(0)
+                }
                 _ => match TrayItem::parse_id(id) {
-                    Some((name, true)) => window::authorize(app, name),
-                    Some((name, false)) => window::show_connectors(app, Some(name)),
+                    Some((name, true)) => {
+                        tracing::info!(connector = name, "tray menu: authorize at the row");
+                        window::authorize(app, name)
+                    }
+                    Some((name, false)) => {
+                        tracing::info!(connector = name, "tray menu: open the window at the row");
+                        window::show_connectors(app, Some(name))
+                    }
                     None => {}
                 },
             }
@@ -113,5 +133,113 @@ pub fn update<R: Runtime>(app: &AppHandle<R>, report: &StatusReport) {
     })();
     if let Err(error) = result {
         tracing::warn!("cannot update the tray icon: {error}");
+    }
+}
+
+/// What a missing tray costs the user, said once in the log and in a desktop notification; the
+/// window opens instead.
+const NO_TRAY_TITLE: &str = "Patchbay has no tray icon here";
+const NO_TRAY_BODY: &str = "This desktop shows no tray icons, so the Connectors window is open instead. \
+On GNOME, the \"AppIndicator and KStatusNotifierItem Support\" extension shows them. Problems still \
+raise notifications; start Patchbay again to bring the window back.";
+
+/// The tray is not shown (`why`): say so once and open the Connectors window.
+pub fn no_tray<R: Runtime>(app: &AppHandle<R>, why: &str) {
+    tracing::warn!(
+        "no tray icon: {why}; opening the Connectors window instead (on GNOME, install the \
+         \"AppIndicator and KStatusNotifierItem Support\" extension)"
+    );
+    window::show_connectors(app, None);
+    // Waiting for a notification server must not hold anything up.
+    let spawned = std::thread::Builder::new()
+        .name("no-tray-notice".into())
+        .spawn(|| {
+            let shown = notify_rust::Notification::new()
+                .appname("Patchbay")
+                .summary(NO_TRAY_TITLE)
+                .body(NO_TRAY_BODY)
+                .show();
+            if let Err(error) = shown {
+                tracing::warn!("cannot show a notification: {error}");
+            }
+        });
+    if let Err(error) = spawned {
+        tracing::warn!("cannot show a notification: {error}");
+    }
+}
+
+/// Check, off the main thread, that something shows the tray icon; when nothing does, [`no_tray`].
+/// A panel starting at login with Patchbay gets [`host::GRACE`] to appear.
+pub fn ensure_visible<R: Runtime>(app: &AppHandle<R>) {
+    #[cfg(all(unix, not(target_os = "macos")))]
+    {
+        let app = app.clone();
+        let spawned = std::thread::Builder::new()
+            .name("tray-host".into())
+            .spawn(move || match host::wait(host::GRACE) {
+                Ok(()) => tracing::info!("tray host: a StatusNotifier host shows the tray icon"),
+                Err(why) => no_tray(&app, &why),
+            });
+        if let Err(error) = spawned {
+            tracing::warn!("cannot look for a tray host: {error}");
+        }
+    }
+    #[cfg(not(all(unix, not(target_os = "macos"))))]
+    let _ = app;
+}
+
+/// Whether a StatusNotifier host (a panel that shows AppIndicator / KStatusNotifierItem icons)
+/// is on the session bus: org.kde.StatusNotifierWatcher is owned and says a host registered.
+#[cfg(all(unix, not(target_os = "macos")))]
+mod host {
+    use std::time::{Duration, Instant};
+    use zbus::blocking::{connection, fdo::DBusProxy, Connection, Proxy};
+
+    const WATCHER: &str = "org.kde.StatusNotifierWatcher";
+    const WATCHER_PATH: &str = "/StatusNotifierWatcher";
+    /// How long a panel may take to come up after Patchbay (both start at login).
+    pub const GRACE: Duration = Duration::from_secs(3);
+    const POLL: Duration = Duration::from_millis(200);
+    /// Every call on the bus is bounded.
+    const CALL_TIMEOUT: Duration = Duration::from_secs(2);
+
+    /// `Ok` as soon as a host is present; after `grace`, why there is none.
+    pub fn wait(grace: Duration) -> Result<(), String> {
+        let connection = connection::Builder::session()
+            .map(|b| b.method_timeout(CALL_TIMEOUT))
+            .and_then(|b| b.build())
+            .map_err(|e| format!("no D-Bus session bus ({e})"))?;
+        let deadline = Instant::now() + grace;
+        loop {
+            let why = match present(&connection) {
+                Ok(()) => return Ok(()),
+                Err(why) => why,
+            };
+            if Instant::now() >= deadline {
+                return Err(why);
+            }
+            std::thread::sleep(POLL);
+        }
+    }
+
+    fn present(connection: &Connection) -> Result<(), String> {
+        let bus = DBusProxy::new(connection).map_err(|e| e.to_string())?;
+        let name = WATCHER
+            .try_into()
+            .map_err(|e: zbus::names::Error| e.to_string())?;
+        if !bus.name_has_owner(name).map_err(|e| e.to_string())? {
+            return Err(format!(
+                "no StatusNotifier host on the session bus ({WATCHER} has no owner)"
+            ));
+        }
+        let watcher =
+            Proxy::new(connection, WATCHER, WATCHER_PATH, WATCHER).map_err(|e| e.to_string())?;
+        match watcher.get_property::<bool>("IsStatusNotifierHostRegistered") {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(format!(
+                "no StatusNotifier host on the session bus ({WATCHER} has no host registered)"
+            )),
+            Err(error) => Err(format!("{WATCHER} did not answer ({error})")),
+        }
     }
 }

@@ -1,0 +1,844 @@
+//! The tray as a desktop's panel sees it. The real app (target/debug/patchbay-app) runs under the
+//! test's X display in a private D-Bus session of its own (a dbus-daemon and a gnome-keyring per
+//! test, so no real panel is there and the tests do not see each other), with its data, catalogs
+//! and home in a temp dir.
+//!
+//! - With a stand-in panel (tests/python/tray_panel.py: an org.kde.StatusNotifierWatcher and a host
+//!   reading the item's properties, icon and com.canonical.dbusmenu menu, following their change
+//!   signals): the item registers; its icon is, pixel for pixel, the badge patchbay-core renders for
+//!   the report `patchbay status --json` gives in the same environment; the menu is core's
+//!   TrayModel for that report (headline, "Authorize Notion…", the rows, Open Connectors, Quit);
+//!   clicking a row over dbusmenu opens the window at that row and starts nothing (BROWSER records
+//!   any call); a secret stored with the CLI while the app runs changes the icon and the menu
+//!   within a bound (the latency is printed); Quit quits.
+//! - With no StatusNotifier host on the bus: the app says so once, opens the Connectors window at
+//!   start, and still raises a desktop notification when a connector comes to need a human.
+//!
+//! Needs the real keychain (PATCHBAY_TEST_KEYCHAIN=1), an X display, dbus-daemon,
+//! gnome-keyring-daemon, xdotool and Debian's python3-dbus / python3-gi (scripts/setup.sh).
+//! `PATCHBAY_TRAY_MENU_OUT=DIR` also writes the menu the panel read (menu.json) and its icon
+//! (icon.rgba) for tests/support/tray-menu-screenshot.sh.
+
+use patchbay_core::badge;
+use patchbay_core::tray_model::TrayModel;
+use patchbay_e2e::require_keychain;
+use patchbay_status::StatusReport;
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Output, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::time::{Duration, Instant};
+
+/// The size the app renders the badge at (tray.rs ICON_SIZE).
+const ICON_SIZE: u32 = 64;
+/// The app's start-up (WebKitGTK, the keychain) on a loaded 2-core machine.
+const START: Duration = Duration::from_secs(60);
+/// A change of state reaching the panel. The issue asks for a second; CI machines are shared, so
+/// the test allows more and prints what it measured.
+const UPDATE: Duration = Duration::from_secs(5);
+/// A click reaching the app, a window being mapped, a notification arriving.
+const REACT: Duration = Duration::from_secs(20);
+/// "Patchbay — Connectors", as a regular expression for xdotool (which reads WM_NAME, set only
+/// in a UTF-8 locale: the app runs with LANG=C.UTF-8).
+const WINDOW_TITLE: &str = "^Patchbay .* Connectors$";
+
+/// How a panel learns that the menu changed: dbusmenu's signals, or (libayatana-appindicator,
+/// given a new menu) the item registering with the watcher again.
+const MENU_NEWS: [&str; 3] = ["LayoutUpdated", "ItemsPropertiesUpdated", "registered"];
+
+/// The two tests each run a WebKitGTK app on the same display; one at a time keeps the bounds
+/// meaningful on a 2-core machine.
+static ONE_APP_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// A user catalog: one OAuth connector (Authorize Notion…), one missing a `${VAR}` in its
+/// environment (Ready once stored), one missing its host (Needs authorization once stored).
+const CATALOG: &str = r#"{
+  "mcpServers": {
+    "notion": { "title": "Notion", "type": "streamable-http", "url": "https://mcp.notion.com/mcp" },
+    "search": { "title": "Search", "type": "stdio", "command": "true",
+                "env": { "SEARCH_KEY": "${PANEL_TEST_SEARCH_KEY}" } },
+    "wiki": { "title": "Wiki", "type": "streamable-http", "url": "https://${PANEL_TEST_WIKI_HOST}/mcp" }
+  }
+}"#;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("repo")
+        .to_path_buf()
+}
+
+/// The tray app beside the CLI that `cargo test --workspace` (or `cargo build -p patchbay-app`)
+/// built.
+fn app_bin() -> PathBuf {
+    let bin = patchbay_e2e::patchbay_bin().with_file_name("patchbay-app");
+    assert!(
+        bin.is_file(),
+        "{} is missing: build it with `cargo build -p patchbay-app --locked` (after `npm --prefix ui run build`)",
+        bin.display()
+    );
+    bin
+}
+
+fn python() -> &'static str {
+    // Debian's python3-dbus and python3-gi live in the system interpreter, not in a pyenv one.
+    if Path::new("/usr/bin/python3").is_file() {
+        "/usr/bin/python3"
+    } else {
+        "python3"
+    }
+}
+
+/// Skips (with a notice) when there is no display for the app's window.
+fn display_available() -> bool {
+    if std::env::var_os("DISPLAY").is_some_and(|d| !d.is_empty()) {
+        return true;
+    }
+    eprintln!("skipped: needs an X display (scripts/test.sh runs the tests under xvfb-run)");
+    false
+}
+
+fn poll<T>(limit: Duration, what: &str, mut probe: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(value) = probe() {
+            return value;
+        }
+        assert!(Instant::now() < deadline, "{what}: not within {limit:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Kills and reaps a child when dropped (the test's own children, by PID).
+struct Reaped(Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Everything a process of the session in `dir` on the bus at `address` sees: the bus, the home,
+/// the data dir, the catalogs, a BROWSER that records instead of browsing.
+fn environment(dir: &Path, address: &str, cmd: &mut Command) {
+    let p = |rel: &str| dir.join(rel);
+    cmd.env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("DISPLAY", std::env::var_os("DISPLAY").unwrap_or_default())
+        .env(
+            "XAUTHORITY",
+            std::env::var_os("XAUTHORITY").unwrap_or_default(),
+        )
+        // GTK sets the window's WM_NAME (what xdotool reads) only in a UTF-8 locale.
+        .env("LANG", "C.UTF-8")
+        .env("DBUS_SESSION_BUS_ADDRESS", address)
+        .env("HOME", p("home"))
+        .env("XDG_RUNTIME_DIR", p("runtime"))
+        .env("XDG_DATA_HOME", p("data"))
+        .env("XDG_CONFIG_HOME", p("config"))
+        .env("XDG_CACHE_HOME", p("cache"))
+        .env("PATCHBAY_DATA_DIR", p("patchbay"))
+        .env("PATCHBAY_DEFAULT_CATALOG", p("default-catalog.json"))
+        .env("CLAUDE_CONFIG_DIR", p("home/.claude"))
+        .env("CODEX_HOME", p("home/.codex"))
+        .env("BROWSER", p("browser.sh"))
+        // No accessibility bus or dconf activated on the private bus.
+        .env("NO_AT_BRIDGE", "1")
+        .env("GSETTINGS_BACKEND", "memory")
+        .env("RUST_LOG", "info");
+}
+
+/// A desktop session of the test's own: a session bus with an unlocked gnome-keyring on it, and
+/// a home, XDG dirs, Patchbay data dir and catalogs in one temp dir. Nothing else is on its bus.
+struct Session {
+    dir: tempfile::TempDir,
+    address: String,
+    // Dropped in reverse order of start: the keyring before its bus.
+    _keyring: Reaped,
+    _bus: Reaped,
+}
+
+impl Session {
+    fn start() -> Session {
+        let dir = tempfile::tempdir().expect("tempdir");
+        for sub in ["home", "runtime", "data", "config", "cache", "patchbay"] {
+            std::fs::create_dir_all(dir.path().join(sub)).expect("mkdir");
+        }
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(
+            dir.path().join("runtime"),
+            std::fs::Permissions::from_mode(0o700),
+        )
+        .expect("chmod");
+        let socket = dir.path().join("bus");
+        let address = format!("unix:path={}", socket.display());
+        let bus = Command::new("dbus-daemon")
+            .args(["--session", "--nofork", "--nopidfile"])
+            .arg(format!("--address={address}"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("dbus-daemon (apt: dbus)");
+        let bus = Reaped(bus);
+        poll(Duration::from_secs(10), "the session bus", || {
+            socket.exists().then_some(())
+        });
+        let mut keyring = Command::new("gnome-keyring-daemon");
+        keyring
+            .args(["--foreground", "--unlock", "--components=secrets"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        environment(dir.path(), &address, &mut keyring);
+        let mut keyring = keyring
+            .spawn()
+            .expect("gnome-keyring-daemon (apt: gnome-keyring)");
+        // A login keyring needs a non-empty password; stdin is closed after it.
+        keyring
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(b"ci")
+            .expect("password");
+        let session = Session {
+            dir,
+            address,
+            _keyring: Reaped(keyring),
+            _bus: bus,
+        };
+        poll(Duration::from_secs(20), "gnome-keyring on the bus", || {
+            session
+                .name_has_owner("org.freedesktop.secrets")
+                .then_some(())
+        });
+        std::fs::write(session.path("patchbay/mcp.json"), CATALOG).expect("catalog");
+        std::fs::write(session.path("default-catalog.json"), "{}").expect("catalog");
+        session
+    }
+
+    fn path(&self, rel: &str) -> PathBuf {
+        self.dir.path().join(rel)
+    }
+
+    fn environment(&self, cmd: &mut Command) {
+        environment(self.dir.path(), &self.address, cmd);
+    }
+
+    fn name_has_owner(&self, name: &str) -> bool {
+        let output = Command::new("dbus-send")
+            .arg(format!("--bus={}", self.address))
+            .args([
+                "--print-reply",
+                "--reply-timeout=2000",
+                "--dest=org.freedesktop.DBus",
+                "/org/freedesktop/DBus",
+                "org.freedesktop.DBus.NameHasOwner",
+            ])
+            .arg(format!("string:{name}"))
+            .output()
+            .expect("dbus-send");
+        String::from_utf8_lossy(&output.stdout).contains("boolean true")
+    }
+
+    /// A BROWSER that records each call instead of opening anything.
+    fn record_browser(&self) -> PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        let calls = self.path("browser-calls");
+        let script = self.path("browser.sh");
+        std::fs::write(
+            &script,
+            format!("#!/bin/sh\necho \"$@\" >> '{}'\n", calls.display()),
+        )
+        .expect("browser script");
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        calls
+    }
+
+    fn cli(&self, args: &[&str], stdin: Option<&str>) -> Output {
+        let mut cmd = Command::new(patchbay_e2e::patchbay_bin());
+        self.environment(&mut cmd);
+        cmd.args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().expect("patchbay");
+        let mut input = child.stdin.take().expect("stdin");
+        if let Some(text) = stdin {
+            input.write_all(text.as_bytes()).expect("stdin");
+        }
+        drop(input);
+        let output = child.wait_with_output().expect("patchbay");
+        assert!(
+            output.status.code().is_some_and(|c| c <= 1),
+            "patchbay {args:?}: {}\n{}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr)
+        );
+        output
+    }
+
+    /// The report the CLI computes in this session: what the app's tray must show.
+    fn report(&self) -> StatusReport {
+        let output = self.cli(&["status", "--json"], None);
+        serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
+            panic!(
+                "status --json does not parse as a StatusReport ({e}): {}",
+                String::from_utf8_lossy(&output.stdout)
+            )
+        })
+    }
+
+    fn set_secret(&self, name: &str, value: &str) {
+        let output = self.cli(&["secret", "set", name], Some(value));
+        assert!(
+            output.status.success(),
+            "secret set {name}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+}
+
+/// The stand-in panel (tests/python/tray_panel.py), its JSON lines on a channel.
+struct Panel {
+    lines: Receiver<Value>,
+    stdin: ChildStdin,
+    /// Everything it printed so far, for failure messages.
+    seen: Vec<Value>,
+    _child: Reaped,
+}
+
+impl Panel {
+    fn start(session: &Session, args: &[&str]) -> Panel {
+        let mut cmd = Command::new(python());
+        session.environment(&mut cmd);
+        cmd.arg(repo().join("tests/python/tray_panel.py"))
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
+        let mut child = cmd
+            .spawn()
+            .expect("the stand-in panel (apt: python3-dbus python3-gi)");
+        let stdout = child.stdout.take().expect("stdout");
+        let stdin = child.stdin.take().expect("stdin");
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                match serde_json::from_str::<Value>(&line) {
+                    Ok(value) => {
+                        if tx.send(value).is_err() {
+                            break;
+                        }
+                    }
+                    Err(e) => eprintln!("panel: not JSON ({e}): {line}"),
+                }
+            }
+        });
+        let mut panel = Panel {
+            lines,
+            stdin,
+            seen: Vec::new(),
+            _child: Reaped(child),
+        };
+        panel.expect(
+            "the stand-in panel to start",
+            Duration::from_secs(20),
+            |v| v["event"] == "ready",
+        );
+        panel
+    }
+
+    /// The next line (after those already seen) that `wanted`, within `limit`.
+    fn expect(&mut self, what: &str, limit: Duration, wanted: impl Fn(&Value) -> bool) -> Value {
+        let deadline = Instant::now() + limit;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(value) => {
+                    if value["event"] == "error" {
+                        eprintln!("panel: {value}");
+                    }
+                    self.seen.push(value.clone());
+                    if wanted(&value) {
+                        return value;
+                    }
+                }
+                Err(RecvTimeoutError::Timeout) => panic!(
+                    "{what}: not within {limit:?}; the panel's last lines: {}",
+                    self.tail()
+                ),
+                Err(RecvTimeoutError::Disconnected) => {
+                    panic!("{what}: the panel exited; its last lines: {}", self.tail())
+                }
+            }
+        }
+    }
+
+    fn tail(&self) -> String {
+        self.seen
+            .iter()
+            .rev()
+            .take(6)
+            .rev()
+            .map(|v| {
+                let mut v = v.clone();
+                if let Some(icon) = v.get_mut("icon").and_then(|i| i.get_mut("rgba")) {
+                    *icon = json!("…");
+                }
+                v.to_string()
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    /// The signals and registrations the panel saw since line `since`.
+    fn news_since(&self, since: usize) -> Vec<String> {
+        self.seen[since..]
+            .iter()
+            .filter_map(|v| match v["event"].as_str() {
+                Some("signal") => v["name"].as_str().map(str::to_owned),
+                Some("registered") => Some("registered".to_owned()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn send(&mut self, command: Value) {
+        writeln!(self.stdin, "{command}").expect("panel stdin");
+        self.stdin.flush().expect("panel stdin");
+    }
+
+    /// Click a menu item as a panel does (AboutToShow, then Event "clicked").
+    fn click(&mut self, id: i64) {
+        self.send(json!({"cmd": "click", "id": id}));
+        self.expect("the click to be sent", REACT, |v| {
+            v["event"] == "clicked" && v["id"] == id
+        });
+    }
+}
+
+/// The tray app, running in a session.
+struct App {
+    log: PathBuf,
+    child: Reaped,
+}
+
+impl App {
+    fn start(session: &Session) -> App {
+        let log = session.path("app.log");
+        let mut cmd = Command::new(app_bin());
+        session.environment(&mut cmd);
+        let file = std::fs::File::create(&log).expect("log");
+        cmd.stdin(Stdio::null())
+            .stdout(file.try_clone().expect("log"))
+            .stderr(file);
+        App {
+            log,
+            child: Reaped(cmd.spawn().expect("patchbay-app")),
+        }
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.0.id()
+    }
+
+    fn log(&self) -> String {
+        // Without the terminal colours tracing writes.
+        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let mut plain = String::with_capacity(text.len());
+        let mut chars = text.chars();
+        while let Some(c) = chars.next() {
+            if c == '\u{1b}' {
+                for c in chars.by_ref() {
+                    if c.is_ascii_alphabetic() {
+                        break;
+                    }
+                }
+            } else {
+                plain.push(c);
+            }
+        }
+        plain
+    }
+
+    fn expect_log(&mut self, needle: &str, limit: Duration) {
+        poll(limit, &format!("the app's log to say {needle:?}"), || {
+            if let Ok(Some(status)) = self.child.0.try_wait() {
+                panic!("the app exited ({status}):\n{}", self.log());
+            }
+            self.log().contains(needle).then_some(())
+        });
+    }
+
+    /// The app's Connectors windows on the display (found by its PID and title).
+    fn windows(&self) -> Vec<String> {
+        let output = Command::new("xdotool")
+            .args(["search", "--all", "--pid"])
+            .arg(self.pid().to_string())
+            .args(["--name", WINDOW_TITLE])
+            .output()
+            .expect("xdotool");
+        String::from_utf8_lossy(&output.stdout)
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+
+    fn expect_window(&mut self, limit: Duration) -> String {
+        let started = Instant::now();
+        let id = poll(limit, "the Connectors window", || {
+            if let Ok(Some(status)) = self.child.0.try_wait() {
+                panic!("the app exited ({status}):\n{}", self.log());
+            }
+            self.windows().into_iter().next()
+        });
+        eprintln!(
+            "the Connectors window ({id}) appeared after {:?}",
+            started.elapsed()
+        );
+        id
+    }
+}
+
+impl Drop for App {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!(
+                "--- the app's log ---\n{}--- end of the app's log ---",
+                self.log()
+            );
+        }
+    }
+}
+
+/// One line of the menu as a panel shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Line {
+    Separator,
+    Item { label: String, enabled: bool },
+}
+
+/// The menu the app must export for `report`: core's TrayModel, laid out as tray.rs does.
+fn expected_menu(report: &StatusReport) -> Vec<Line> {
+    let model = TrayModel::of(report);
+    let item = |label: &str, enabled: bool| Line::Item {
+        label: label.to_owned(),
+        enabled,
+    };
+    let mut lines = vec![item(&model.headline, false), Line::Separator];
+    lines.extend(model.items.iter().map(|i| item(&i.label, true)));
+    if !model.items.is_empty() {
+        lines.push(Line::Separator);
+    }
+    lines.push(item("Open Connectors", true));
+    lines.push(item("Quit", true));
+    lines
+}
+
+/// The panel's menu (the root's visible children), with each line's dbusmenu id.
+fn panel_menu(snapshot: &Value) -> Vec<(i64, Line)> {
+    snapshot["menu"]["layout"]["children"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no menu in {}", snapshot["menu"]))
+        .iter()
+        .filter(|c| c["visible"] != false)
+        .map(|c| {
+            let line = if c["type"] == "separator" {
+                Line::Separator
+            } else {
+                Line::Item {
+                    label: c["label"].as_str().unwrap_or_default().to_owned(),
+                    enabled: c["enabled"] != false,
+                }
+            };
+            (c["id"].as_i64().expect("menu id"), line)
+        })
+        .collect()
+}
+
+fn menu_lines(snapshot: &Value) -> Vec<Line> {
+    panel_menu(snapshot).into_iter().map(|(_, l)| l).collect()
+}
+
+/// The dbusmenu id of the item labelled `label`.
+fn menu_id(snapshot: &Value, label: &str) -> i64 {
+    panel_menu(snapshot)
+        .into_iter()
+        .find(|(_, l)| matches!(l, Line::Item { label: l, .. } if l == label))
+        .unwrap_or_else(|| panic!("no {label:?} in {:?}", menu_lines(snapshot)))
+        .0
+}
+
+/// The icon the panel read, as RGBA.
+fn panel_icon(snapshot: &Value) -> (u32, u32, Vec<u8>) {
+    let icon = &snapshot["icon"];
+    let hex = icon["rgba"]
+        .as_str()
+        .unwrap_or_else(|| panic!("the panel could not read the icon: {icon}"));
+    let rgba = (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).expect("hex"))
+        .collect();
+    let dim = |k: &str| icon[k].as_u64().expect("dimension") as u32;
+    (dim("width"), dim("height"), rgba)
+}
+
+/// Whether the panel's snapshot shows exactly what core computes for `report`.
+fn shows(snapshot: &Value, report: &StatusReport) -> bool {
+    if snapshot.get("menu").is_none() || snapshot["icon"].get("rgba").is_none() {
+        return false;
+    }
+    let badge = badge::render_report(report, ICON_SIZE);
+    let (w, h, rgba) = panel_icon(snapshot);
+    (w, h) == (badge.width, badge.height)
+        && rgba == badge.rgba
+        && menu_lines(snapshot) == expected_menu(report)
+}
+
+/// Asserts the panel's snapshot is core's badge and menu for `report`, saying what differs.
+fn assert_shows(snapshot: &Value, report: &StatusReport) {
+    assert_eq!(
+        menu_lines(snapshot),
+        expected_menu(report),
+        "the panel's menu is not core's TrayModel"
+    );
+    let badge = badge::render_report(report, ICON_SIZE);
+    let (w, h, rgba) = panel_icon(snapshot);
+    assert_eq!((w, h), (badge.width, badge.height), "icon size");
+    let differing = rgba
+        .chunks(4)
+        .zip(badge.rgba.chunks(4))
+        .filter(|(a, b)| a != b)
+        .count();
+    assert_eq!(
+        differing,
+        0,
+        "{differing} of {} icon pixels differ from core's badge ({})",
+        w * h,
+        snapshot["icon"]["source"]
+    );
+    // And the badge says what it should: the tile in the worst state's tint.
+    let tile = |x: u32, y: u32| {
+        let i = ((y * w + x) * 4) as usize;
+        [rgba[i], rgba[i + 1], rgba[i + 2]]
+    };
+    assert_eq!(
+        tile(w * 18 / 100, h * 80 / 100),
+        badge::tint_for(report.worst, report.degraded),
+        "the tile's tint"
+    );
+}
+
+/// The stand-in panel shows the tray as core computes it, a click opens the row's window and
+/// starts nothing, a secret stored by the CLI changes the icon and the menu within a bound.
+#[test]
+fn a_panel_sees_the_badge_and_menu_and_their_updates() {
+    require_keychain!();
+    if !display_available() {
+        return;
+    }
+    let _one = ONE_APP_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let session = Session::start();
+    let browser_calls = session.record_browser();
+    let mut panel = Panel::start(&session, &["--notifications"]);
+    let mut app = App::start(&session);
+
+    let registered = panel.expect("the tray item to register", START, |v| {
+        v["event"] == "registered"
+    });
+    eprintln!("registered: {registered}");
+    let mut snapshot = panel.expect("the panel to read the item", REACT, |v| {
+        v["event"] == "snapshot"
+    });
+    let report = session.report();
+    assert_eq!(report.need_attention, 3, "{:?}", report.connectors);
+    // The first snapshot may predate a report the app pushed right after start (the import of
+    // held tokens): take the panel's latest view once it matches, within a bound.
+    if !shows(&snapshot, &report) {
+        panel.send(json!({"cmd": "snapshot"}));
+        snapshot = panel.expect("the panel to show the current report", UPDATE, |v| {
+            v["event"] == "snapshot" && shows(v, &report)
+        });
+    }
+    let props = &snapshot["properties"];
+    assert_eq!(props["Status"], "Active", "{props}");
+    assert_eq!(props["Category"], "ApplicationStatus", "{props}");
+    assert!(
+        snapshot["icon"]["source"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("file:") || s == "IconPixmap"),
+        "{}",
+        snapshot["icon"]["source"]
+    );
+    assert_shows(&snapshot, &report);
+    let labels = menu_lines(&snapshot);
+    eprintln!("the panel's menu: {labels:?}");
+    assert!(labels.contains(&Line::Item {
+        label: "Authorize Notion…".into(),
+        enabled: true
+    }));
+    write_menu_for_docs(&snapshot);
+
+    // A panel is present: the app found it and opened no window.
+    app.expect_log(
+        "tray host: a StatusNotifier host shows the tray icon",
+        REACT,
+    );
+    assert!(
+        app.windows().is_empty(),
+        "a window opened at start although a panel shows the tray"
+    );
+
+    // A row's line opens the window at that row, and starts nothing.
+    panel.click(menu_id(&snapshot, "Search — Missing configuration"));
+    app.expect_log(
+        "tray menu: open the window at the row connector=\"search\"",
+        REACT,
+    );
+    app.expect_window(REACT);
+    panel.click(menu_id(&snapshot, "Open Connectors"));
+    app.expect_log("tray menu: open the Connectors window", REACT);
+    assert_eq!(app.windows().len(), 1, "one Connectors window");
+    assert!(
+        !browser_calls.exists(),
+        "a click on the tray opened a browser: {}",
+        std::fs::read_to_string(&browser_calls).unwrap_or_default()
+    );
+    assert!(
+        !app.log().contains("tray menu: authorize"),
+        "a click that is not Authorize started an authorization:\n{}",
+        app.log()
+    );
+
+    // A secret stored by the CLI while the app runs: Search turns Ready, the count drops.
+    let before = panel.seen.len();
+    let asked = Instant::now();
+    session.set_secret("PANEL_TEST_SEARCH_KEY", "k-123");
+    let stored = Instant::now();
+    let report = session.report();
+    assert_eq!(report.need_attention, 2, "{:?}", report.connectors);
+    let updated = panel.expect(
+        "the icon and menu to follow the stored secret",
+        UPDATE,
+        |v| v["event"] == "snapshot" && shows(v, &report),
+    );
+    let reached = Instant::now();
+    assert_shows(&updated, &report);
+    let news = panel.news_since(before);
+    assert!(
+        news.iter().any(|n| n == "NewIcon"),
+        "a new icon reaches a panel as NewIcon; it saw {news:?}"
+    );
+    assert!(
+        news.iter().any(|n| MENU_NEWS.contains(&n.as_str())),
+        "a new menu reaches a panel as LayoutUpdated, ItemsPropertiesUpdated or the item registering again; it saw {news:?}"
+    );
+    eprintln!(
+        "latency: the panel showed the new icon and menu {:?} after `patchbay secret set` returned ({:?} after it started)",
+        reached - stored,
+        reached - asked
+    );
+
+    // Wiki's host stored: Missing configuration becomes Needs authorization. The count and the
+    // icon stay; the menu line changes, and the user is told once.
+    let before = panel.seen.len();
+    let stored = Instant::now();
+    session.set_secret("PANEL_TEST_WIKI_HOST", "wiki.example.com");
+    let report = session.report();
+    let updated = panel.expect("the menu to follow the stored host", UPDATE, |v| {
+        v["event"] == "snapshot" && shows(v, &report)
+    });
+    let news = panel.news_since(before);
+    assert!(
+        news.iter().any(|n| MENU_NEWS.contains(&n.as_str())),
+        "a new menu reaches a panel; it saw {news:?}"
+    );
+    eprintln!(
+        "latency: the menu changed {:?} after the second `patchbay secret set` began",
+        stored.elapsed()
+    );
+    assert!(menu_lines(&updated).contains(&Line::Item {
+        label: "Authorize Wiki…".into(),
+        enabled: true
+    }));
+    panel.expect("a notification that Wiki needs authorizing", REACT, |v| {
+        v["event"] == "notify" && v["summary"] == "Wiki needs authorizing"
+    });
+
+    // Quit quits.
+    panel.click(menu_id(&updated, "Quit"));
+    let status = poll(REACT, "the app to quit", || {
+        app.child.0.try_wait().ok().flatten()
+    });
+    assert!(status.success(), "Quit: {status}\n{}", app.log());
+    assert!(!browser_calls.exists(), "a browser was opened");
+}
+
+/// No StatusNotifier host on the bus: the app says so once, opens the window at start, and a
+/// connector coming to need a human still raises a desktop notification.
+#[test]
+fn without_a_tray_host_the_window_opens_and_notifications_still_come() {
+    require_keychain!();
+    if !display_available() {
+        return;
+    }
+    let _one = ONE_APP_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let session = Session::start();
+    let browser_calls = session.record_browser();
+    // A desktop with a notification server and no tray host (stock GNOME).
+    let mut desktop = Panel::start(&session, &["--no-watcher"]);
+    assert!(!session.name_has_owner("org.kde.StatusNotifierWatcher"));
+    let started = Instant::now();
+    let mut app = App::start(&session);
+    app.expect_window(START);
+    eprintln!(
+        "no tray host: the window opened {:?} after the app started",
+        started.elapsed()
+    );
+    let why = "no tray icon: no StatusNotifier host on the session bus (org.kde.StatusNotifierWatcher has no owner)";
+    app.expect_log(why, REACT);
+    desktop.expect("the no-tray notification", REACT, |v| {
+        v["event"] == "notify" && v["summary"] == "Patchbay has no tray icon here"
+    });
+
+    // Needs a human: still a notification without a tray.
+    session.set_secret("PANEL_TEST_WIKI_HOST", "wiki.example.com");
+    let notice = desktop.expect("a notification that Wiki needs authorizing", REACT, |v| {
+        v["event"] == "notify" && v["summary"] == "Wiki needs authorizing"
+    });
+    assert_eq!(notice["app_name"], "Patchbay");
+    assert_eq!(
+        app.log().matches("no tray icon:").count(),
+        1,
+        "said once:\n{}",
+        app.log()
+    );
+    assert_eq!(app.windows().len(), 1);
+    assert!(!browser_calls.exists(), "a browser was opened");
+}
+
+/// With PATCHBAY_TRAY_MENU_OUT=DIR, the menu as the panel read it and its icon, for
+/// tests/support/tray-menu-screenshot.sh (docs/tray-menu.png).
+fn write_menu_for_docs(snapshot: &Value) {
+    let Some(dir) = std::env::var_os("PATCHBAY_TRAY_MENU_OUT") else {
+        return;
+    };
+    let dir = PathBuf::from(dir);
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    let (w, h, rgba) = panel_icon(snapshot);
+    std::fs::write(dir.join("icon.rgba"), rgba).expect("icon");
+    let menu = json!({
+        "icon": { "width": w, "height": h, "file": "icon.rgba" },
+        "properties": snapshot["properties"],
+        "layout": snapshot["menu"]["layout"],
+    });
+    std::fs::write(
+        dir.join("menu.json"),
+        serde_json::to_string_pretty(&menu).expect("json"),
+    )
+    .expect("menu.json");
+    eprintln!("wrote {}", dir.display());
+}
