@@ -86,16 +86,9 @@ pub fn update_json_object(
     options: &UpdateOptions,
     mutate: &mut Mutation<'_>,
 ) -> Result<bool, RuntimeError> {
-    if !options.create_if_missing && !path.exists() {
-        // Nothing to change (and perhaps no directory to put a lock file in).
+    let Some(_lock) = lock_for_update(path, options)? else {
         return Ok(false);
-    }
-    if options.create_if_missing {
-        if let Some(parent) = path.parent() {
-            create_private_dir(parent)?;
-        }
-    }
-    let _lock = FileLock::acquire(&options.lock_path, options.lock_timeout)?;
+    };
     // Declared after ours: released before it.
     let mut runtime_lock: Option<ClaudeWriteLock> = None;
     let mut seen = read_bytes(path)?;
@@ -113,26 +106,7 @@ pub fn update_json_object(
         if !changed && !repaired {
             return Ok(false);
         }
-        if let (None, Some(dir)) = (&runtime_lock, &options.runtime_lock) {
-            // Only a write takes the runtime's lock. What the runtime wrote while we waited for
-            // it, the re-read below sees (and we start again from it).
-            runtime_lock = Some(ClaudeWriteLock::acquire(dir, options.lock_timeout)?);
-        }
-        let bytes = serialize(&object);
-        let mode = match options.mode {
-            FileMode::Private => 0o600,
-            FileMode::PreserveOrPrivate => existing_mode(path).unwrap_or(0o600),
-        };
-        let tmp = write_temp(path, &bytes, mode)?;
-
-        // Re-read right before the rename: the runtime may have replaced the file since we read it.
-        let now = match read_bytes(path) {
-            Ok(now) => now,
-            Err(e) => {
-                let _ = fs::remove_file(&tmp);
-                return Err(e);
-            }
-        };
+        let (tmp, now) = stage(path, options, &mut runtime_lock, &serialize(&object))?;
         if now != seen {
             let _ = fs::remove_file(&tmp);
             seen = now;
@@ -185,15 +159,9 @@ pub fn update_text_file(
     options: &UpdateOptions,
     mutate: &mut TextMutation<'_>,
 ) -> Result<bool, RuntimeError> {
-    if !options.create_if_missing && !path.exists() {
+    let Some(_lock) = lock_for_update(path, options)? else {
         return Ok(false);
-    }
-    if options.create_if_missing {
-        if let Some(parent) = path.parent() {
-            create_private_dir(parent)?;
-        }
-    }
-    let _lock = FileLock::acquire(&options.lock_path, options.lock_timeout)?;
+    };
     let mut runtime_lock: Option<ClaudeWriteLock> = None;
     // What `mutate` starts from, and what the file must still hold when we replace it (they
     // differ only after we replaced a write unseen: the file then holds our previous version).
@@ -212,21 +180,7 @@ pub fn update_text_file(
         let Some(new_text) = mutate(text)? else {
             return Ok(false);
         };
-        if let (None, Some(dir)) = (&runtime_lock, &options.runtime_lock) {
-            runtime_lock = Some(ClaudeWriteLock::acquire(dir, options.lock_timeout)?);
-        }
-        let mode = match options.mode {
-            FileMode::Private => 0o600,
-            FileMode::PreserveOrPrivate => existing_mode(path).unwrap_or(0o600),
-        };
-        let tmp = write_temp(path, new_text.as_bytes(), mode)?;
-        let now = match read_bytes(path) {
-            Ok(now) => now,
-            Err(e) => {
-                let _ = fs::remove_file(&tmp);
-                return Err(e);
-            }
-        };
+        let (tmp, now) = stage(path, options, &mut runtime_lock, new_text.as_bytes())?;
         if now != expected {
             let _ = fs::remove_file(&tmp);
             source = now.clone();
@@ -261,6 +215,50 @@ pub fn update_text_file(
         what: path.display().to_string(),
         message: format!("the file kept changing under us ({MAX_ATTEMPTS} attempts)"),
     })
+}
+
+/// The first steps of both updates: `Ok(None)` when there is nothing to do (the file is missing
+/// and not to be created, perhaps with no directory to put a lock file in); else the directory
+/// made when creating, and our lock, held until the returned guard drops.
+fn lock_for_update(path: &Path, options: &UpdateOptions) -> Result<Option<FileLock>, RuntimeError> {
+    if !options.create_if_missing && !path.exists() {
+        return Ok(None);
+    }
+    if options.create_if_missing {
+        if let Some(parent) = path.parent() {
+            create_private_dir(parent)?;
+        }
+    }
+    FileLock::acquire(&options.lock_path, options.lock_timeout).map(Some)
+}
+
+/// One attempt's write: the runtime's lock taken (once, into `runtime_lock`), `bytes` written to
+/// a fsynced temp file in the mode of [`UpdateOptions::mode`], then `path` re-read right before
+/// the rename (the runtime may have replaced it since we read it). Returns the temp file and
+/// what `path` holds now; a failed re-read removes the temp file.
+fn stage(
+    path: &Path,
+    options: &UpdateOptions,
+    runtime_lock: &mut Option<ClaudeWriteLock>,
+    bytes: &[u8],
+) -> Result<(PathBuf, Option<Vec<u8>>), RuntimeError> {
+    if let (None, Some(dir)) = (&*runtime_lock, &options.runtime_lock) {
+        // Only a write takes the runtime's lock. What the runtime wrote while we waited for it,
+        // the re-read below sees (and the caller starts again from it).
+        *runtime_lock = Some(ClaudeWriteLock::acquire(dir, options.lock_timeout)?);
+    }
+    let mode = match options.mode {
+        FileMode::Private => 0o600,
+        FileMode::PreserveOrPrivate => existing_mode(path).unwrap_or(0o600),
+    };
+    let tmp = write_temp(path, bytes, mode)?;
+    match read_bytes(path) {
+        Ok(now) => Ok((tmp, now)),
+        Err(e) => {
+            let _ = fs::remove_file(&tmp);
+            Err(e)
+        }
+    }
 }
 
 /// A member another writer changed in a version we replaced unseen: `top`, or `top.sub` for a
