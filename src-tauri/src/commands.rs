@@ -2,11 +2,12 @@
 //! capabilities/). Each is one call into patchbay-core. They are async so that they run off the
 //! main thread, which the tray and the webview need.
 
-use crate::client_entries::{self, ClientWrite, GatewayClients};
 use crate::{error::IpcError, AppState};
 use patchbay_catalog::CredentialKey;
 use patchbay_core::client_config;
 use patchbay_core::{ConnectorCheck, HealthBoard, StartOptions, Started};
+use patchbay_gateway::client_entries::{self, ClientWrite, GatewayClients, Via};
+use patchbay_gateway::DEFAULT_PORT;
 use patchbay_status::StatusReport;
 use tauri::State;
 
@@ -170,7 +171,15 @@ pub async fn add_to_client(
     via: String,
     replace: bool,
 ) -> Result<ClientWrite, IpcError> {
-    client_entries::add_to_client(state.core(), &client, &name, &via, replace)
+    let client = client_config::parse_client(&client)?;
+    Ok(client_entries::add_to_client(
+        state.core(),
+        client,
+        &name,
+        via.parse()?,
+        DEFAULT_PORT,
+        replace,
+    )?)
 }
 
 /// "Switch CLIENT to Patchbay": the client's `npx mcp-remote URL` entry `server` runs
@@ -181,7 +190,14 @@ pub async fn switch_client_entry(
     client: String,
     server: String,
 ) -> Result<ClientWrite, IpcError> {
-    client_entries::switch_client_entry(state.core(), &client, &server)
+    let client = client_config::parse_client(&client)?;
+    Ok(client_entries::switch_client_entry(
+        state.core(),
+        client,
+        &server,
+        Via::Stdio,
+        DEFAULT_PORT,
+    )?)
 }
 
 /// The `npx mcp-remote URL` entries of the clients that can be switched, and the connector each
@@ -196,7 +212,10 @@ pub async fn switch_candidates(
 /// The gateway's URL and its clients (labels, limits, when created; never a secret).
 #[tauri::command]
 pub async fn gateway_clients(state: State<'_, AppState>) -> Result<GatewayClients, IpcError> {
-    client_entries::gateway_clients(state.core())
+    Ok(client_entries::gateway_clients(
+        &state.core().paths.data_dir,
+        DEFAULT_PORT,
+    )?)
 }
 
 /// Revoke a gateway client: its secret stops working; answers the list.
@@ -205,5 +224,9 @@ pub async fn revoke_gateway_client(
     state: State<'_, AppState>,
     label: String,
 ) -> Result<GatewayClients, IpcError> {
-    client_entries::revoke_gateway_client(state.core(), &label)
+    Ok(client_entries::revoke_gateway_client(
+        &state.core().paths.data_dir,
+        &label,
+        DEFAULT_PORT,
+    )?)
 }

@@ -23,6 +23,22 @@ impl From<CoreError> for IpcError {
     }
 }
 
+impl From<patchbay_gateway::client_entries::EntryError> for IpcError {
+    fn from(error: patchbay_gateway::client_entries::EntryError) -> IpcError {
+        use patchbay_gateway::client_entries::EntryError;
+        let kind = match &error {
+            EntryError::Core(core) => core.kind(),
+            EntryError::Conflict(_) => "conflict",
+            EntryError::Clients(_) | EntryError::LabelsTaken(_) => "gateway_clients",
+            EntryError::Via(_) => "invalid_input",
+        };
+        IpcError {
+            kind,
+            message: error.to_string(),
+        }
+    }
+}
+
 impl std::fmt::Display for IpcError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}: {}", self.kind, self.message)

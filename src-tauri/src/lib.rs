@@ -11,7 +11,6 @@
 //! "Authorize …" items open the window at that row and start the same flow as its button.
 //! Where no panel shows the tray (no StatusNotifier host), the window opens at start (`tray`).
 
-mod client_entries;
 mod commands;
 mod error;
 mod notification;

@@ -1,19 +1,16 @@
 //! `patchbay add-to CLIENT NAME` ("Add to Cursor / VS Code / Claude Desktop / Windsurf") and
 //! `patchbay switch CLIENT SERVER` (an `npx mcp-remote URL` entry switched to Patchbay): thin
-//! calls into patchbay_core::client_config, plus the gateway client secret for `--via gateway`
-//! (patchbay_gateway::Clients: the core does not depend on the gateway).
+//! calls into patchbay_gateway::client_entries (the same the window's commands make), printed.
 
 use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::{Args, ValueEnum};
-use patchbay_core::client_config::{self, Route};
+use patchbay_core::client_config;
 use patchbay_core::Patchbay;
-use patchbay_gateway::{Clients, ClientsError, DEFAULT_PORT};
-use patchbay_runtimes::clients::write::{self, Change, Conflict, Written};
-use patchbay_runtimes::clients::Client;
-use patchbay_vault::Secret;
+use patchbay_gateway::client_entries::{self, ClientWrite};
+use patchbay_gateway::DEFAULT_PORT;
 
 use crate::terminal::one_line;
 
@@ -64,121 +61,26 @@ pub struct SwitchArgs {
     pub port: u16,
 }
 
-/// A gateway secret this command minted, revoked again unless the write happened (no unused
-/// secret stays registered).
-struct Minted<'a> {
-    clients: &'a Clients,
-    label: Option<String>,
-}
-
-impl Minted<'_> {
-    fn keep(&mut self) -> Option<String> {
-        self.label.take()
-    }
-}
-
-impl Drop for Minted<'_> {
-    fn drop(&mut self) {
-        if let Some(label) = self.label.take() {
-            if let Err(e) = self.clients.revoke(&label) {
-                eprintln!("patchbay: cannot revoke the unused gateway client \"{label}\": {e}");
-            }
+impl From<Via> for client_entries::Via {
+    fn from(via: Via) -> client_entries::Via {
+        match via {
+            Via::Stdio => client_entries::Via::Stdio,
+            Via::Gateway => client_entries::Via::Gateway,
         }
     }
-}
-
-/// What the entry routes through.
-struct Routing<'a> {
-    patchbay: &'a Patchbay,
-    client: Client,
-    via: Via,
-    port: u16,
-    minted: Minted<'a>,
-}
-
-impl Routing<'_> {
-    /// How the client reaches `connector`. For the gateway: the secret the client's config
-    /// already sends when it is still registered and may reach `connector`, else a new one
-    /// minted under the client's id (`cursor`, then `cursor-2`, ... when that label belongs to
-    /// a secret this config does not hold).
-    fn route(&mut self, connector: &str) -> Result<Route> {
-        if self.via == Via::Stdio {
-            return Ok(Route::Connect {
-                command: client_config::current_connect_command(),
-            });
-        }
-        let file = client_config::client_file(self.patchbay, self.client)?;
-        let mut secret = None;
-        for candidate in write::gateway_secrets(self.client, &file)? {
-            let record = self.minted.clients.authenticate(candidate.expose())?;
-            if record.is_some_and(|r| r.allows(connector)) {
-                secret = Some(candidate);
-                break;
-            }
-        }
-        let secret = match secret {
-            Some(secret) => secret,
-            None => self.mint()?,
-        };
-        Ok(Route::Gateway {
-            url: format!("http://127.0.0.1:{}/mcp/{connector}", self.port),
-            headers: vec![(
-                "Authorization".into(),
-                Secret::new(format!("Bearer {}", secret.expose())),
-            )],
-        })
-    }
-
-    fn mint(&mut self) -> Result<Secret> {
-        let base = client_id(self.client);
-        for n in 1..=100 {
-            let label = match n {
-                1 => base.to_owned(),
-                n => format!("{base}-{n}"),
-            };
-            match self.minted.clients.add(&label, None, self.patchbay.now()) {
-                Ok((_, secret)) => {
-                    self.minted.label = Some(label);
-                    return Ok(secret);
-                }
-                Err(ClientsError::Exists(_)) => continue,
-                Err(e) => return Err(e.into()),
-            }
-        }
-        anyhow::bail!("every gateway client label from {base} to {base}-100 is taken")
-    }
-}
-
-fn client_id(client: Client) -> &'static str {
-    client_config::CLIENTS
-        .iter()
-        .find(|(_, c)| *c == client)
-        .map(|(id, _)| *id)
-        .unwrap_or("client")
 }
 
 pub fn add_to(patchbay: &Patchbay, args: AddToArgs, out: &mut impl Write) -> Result<ExitCode> {
     let client = client_config::parse_client(&args.client)?;
-    let conflict = if args.replace {
-        Conflict::Replace
-    } else {
-        Conflict::Refuse
-    };
-    let clients = Clients::new(&patchbay.paths.data_dir);
-    let mut routing = Routing {
+    let written = client_entries::add_to_client(
         patchbay,
         client,
-        via: args.via,
-        port: args.port,
-        minted: Minted {
-            clients: &clients,
-            label: None,
-        },
-    };
-    let route = routing.route(&args.name)?;
-    let written = client_config::add_to_client(patchbay, client, &args.name, route, conflict)?;
-    let minted = routing.minted.keep();
-    report(&written, minted.as_deref(), out)?;
+        &args.name,
+        args.via.into(),
+        args.port,
+        args.replace,
+    )?;
+    report(&written, out)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -214,30 +116,8 @@ pub fn switch(patchbay: &Patchbay, args: SwitchArgs, out: &mut impl Write) -> Re
         anyhow::bail!("name the client and the server to switch, or pass --list");
     };
     let client = client_config::parse_client(&client)?;
-    let clients = Clients::new(&patchbay.paths.data_dir);
-    let mut routing = Routing {
-        patchbay,
-        client,
-        via: args.via,
-        port: args.port,
-        minted: Minted {
-            clients: &clients,
-            label: None,
-        },
-    };
-    let mut route_error = None;
-    let switched = client_config::switch_to_patchbay(patchbay, client, &server, |name| {
-        routing.route(name).map_err(|e| {
-            let message = format!("{e:#}");
-            route_error = Some(e);
-            patchbay_core::CoreError::Invalid(message)
-        })
-    });
-    let switched = match (switched, route_error) {
-        (Err(_), Some(e)) => return Err(e),
-        (result, _) => result?,
-    };
-    let minted = routing.minted.keep();
+    let switched =
+        client_entries::switch_client_entry(patchbay, client, &server, args.via.into(), args.port)?;
     if switched.managed {
         writeln!(
             out,
@@ -246,34 +126,34 @@ pub fn switch(patchbay: &Patchbay, args: SwitchArgs, out: &mut impl Write) -> Re
             patchbay.writable_catalog().display()
         )?;
     }
-    report(&switched.written, minted.as_deref(), out)?;
-    if switched.written.name != switched.connector {
+    report(&switched, out)?;
+    if switched.name != switched.connector {
         writeln!(
             out,
             "  \"{}\" reaches the connector {}.",
-            one_line(&switched.written.name),
+            one_line(&switched.name),
             one_line(&switched.connector)
         )?;
     }
     Ok(ExitCode::SUCCESS)
 }
 
-fn report(written: &Written, minted: Option<&str>, out: &mut impl Write) -> Result<()> {
-    let client = written.client.display_name();
+fn report(written: &ClientWrite, out: &mut impl Write) -> Result<()> {
+    let client = written.client_name;
     let name = one_line(&written.name);
     let file = written.file.display();
     match written.change {
-        Change::Added => writeln!(out, "Added {name} to {client} ({file}).")?,
-        Change::Replaced => writeln!(
+        "added" => writeln!(out, "Added {name} to {client} ({file}).")?,
+        "replaced" => writeln!(
             out,
             "{client}'s \"{name}\" now goes through Patchbay ({file})."
         )?,
-        Change::Unchanged => writeln!(
+        _ => writeln!(
             out,
             "{client} already has {name} through Patchbay ({file})."
         )?,
     }
-    if let Some(label) = minted {
+    if let Some(label) = &written.gateway_client {
         writeln!(
             out,
             "  Gateway client \"{}\" created for it (`patchbay gateway client revoke {}` ends it).",
@@ -288,7 +168,7 @@ fn report(written: &Written, minted: Option<&str>, out: &mut impl Write) -> Resu
             backup.display()
         )?;
     }
-    if written.change != Change::Unchanged {
+    if written.change != "unchanged" {
         writeln!(
             out,
             "  Restart {client} (or reload its MCP servers) to pick it up."

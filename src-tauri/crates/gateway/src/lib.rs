@@ -1,9 +1,11 @@
 //! Patchbay's front door: MCP clients reach every connector in use through Patchbay without
 //! holding a token. This crate owns resolving a connector to its upstream with the vault's
 //! credential injected and renewed on a 401 (`upstream`), the loopback HTTP gateway
-//! (`server`, `proxy`) and the clients allowed to use it (`clients`). It knows nothing of Tauri.
+//! (`server`, `proxy`) and the clients allowed to use it (`clients`), and what a client's config
+//! gets to reach a connector through Patchbay (`client_entries`). It knows nothing of Tauri.
 
 pub mod aggregate;
+pub mod client_entries;
 pub mod clients;
 pub mod names;
 pub mod proxy;

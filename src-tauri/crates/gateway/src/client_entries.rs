@@ -1,0 +1,322 @@
+//! "Add to Cursor / VS Code / Claude Desktop / Windsurf", "Switch CLIENT to Patchbay" and the
+//! gateway's client list, for the CLI (`patchbay add-to`, `switch`, `gateway client list/revoke`)
+//! and the window alike: how a client reaches a connector (`patchbay connect`, or the gateway
+//! with a secret of its own), written through `patchbay_core::client_config`, answered as data
+//! that never holds a secret (a minted gateway secret goes into the client's config file only).
+//! Here rather than in the core because the core does not depend on the gateway's registry.
+
+use std::path::{Path, PathBuf};
+
+use patchbay_core::client_config::{self, Change, Client, Conflict, Route, Written};
+use patchbay_core::{CoreError, Patchbay};
+use serde::Serialize;
+
+use crate::{Clients, ClientsError};
+
+/// How the client reaches the connector.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Via {
+    /// The client launches `patchbay connect NAME` by its absolute path (every client, Claude
+    /// Desktop too; works whether or not the app runs).
+    Stdio,
+    /// The client connects to the gateway's `/mcp/NAME` with its own secret.
+    Gateway,
+}
+
+impl std::str::FromStr for Via {
+    type Err = EntryError;
+    fn from_str(text: &str) -> Result<Via, EntryError> {
+        match text {
+            "stdio" => Ok(Via::Stdio),
+            "gateway" => Ok(Via::Gateway),
+            other => Err(EntryError::Via(other.to_owned())),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum EntryError {
+    #[error(transparent)]
+    Core(#[from] CoreError),
+    #[error("the gateway's clients: {0}")]
+    Clients(#[from] ClientsError),
+    /// An entry of that name exists in the client's config and is not Patchbay's.
+    #[error("{0}")]
+    Conflict(String),
+    #[error("every gateway client label from {0} to {0}-100 is taken")]
+    LabelsTaken(String),
+    #[error("via is \"stdio\" or \"gateway\", not {0:?}")]
+    Via(String),
+}
+
+/// What an Add or a Switch wrote.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ClientWrite {
+    /// The client's id (`cursor`, `vscode`, `claude-desktop`, `windsurf`).
+    pub client: &'static str,
+    pub client_name: &'static str,
+    /// The entry's name in the client's config.
+    pub name: String,
+    /// The connector it reaches.
+    pub connector: String,
+    pub file: PathBuf,
+    /// `added`, `replaced` or `unchanged`.
+    pub change: &'static str,
+    /// The file as it was, saved by this write (the first write only).
+    pub backup: Option<PathBuf>,
+    pub via: Via,
+    /// The gateway client minted for this write, when one was.
+    pub gateway_client: Option<String>,
+    /// A client-only server that is now in the user catalog (Switch).
+    pub managed: bool,
+}
+
+/// The gateway's address and its clients.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct GatewayClients {
+    /// The aggregate endpoint; `/mcp/NAME` reaches one connector.
+    pub url: String,
+    pub port: u16,
+    /// The registry (hashes only).
+    pub file: PathBuf,
+    pub clients: Vec<GatewayClient>,
+}
+
+/// A gateway client as it is listed: no secret, no hash.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct GatewayClient {
+    pub label: String,
+    /// The only connectors it may reach; `null`: every connector in use.
+    pub only: Option<Vec<String>>,
+    pub created_at: String,
+}
+
+/// The client's id as the CLI and the window name it.
+pub fn client_id(client: Client) -> &'static str {
+    client_config::CLIENTS
+        .iter()
+        .find(|(_, c)| *c == client)
+        .map(|(id, _)| *id)
+        .unwrap_or("client")
+}
+
+/// How a client reaches a connector. For the gateway: the secret the client's config already
+/// sends when it is registered and may reach the connector, else one minted under the client's
+/// id (`cursor`, `cursor-2`, ...), revoked again when dropped before [`Routing::done`] (a write
+/// that did not happen leaves no secret registered).
+struct Routing<'a> {
+    patchbay: &'a Patchbay,
+    clients: Clients,
+    client: Client,
+    via: Via,
+    port: u16,
+    minted: Option<String>,
+}
+
+impl<'a> Routing<'a> {
+    fn new(patchbay: &'a Patchbay, client: Client, via: Via, port: u16) -> Routing<'a> {
+        Routing {
+            patchbay,
+            clients: Clients::new(&patchbay.paths.data_dir),
+            client,
+            via,
+            port,
+            minted: None,
+        }
+    }
+
+    fn route(&mut self, connector: &str) -> Result<Route, EntryError> {
+        if self.via == Via::Stdio {
+            return Ok(Route::Connect {
+                command: client_config::current_connect_command(),
+            });
+        }
+        let url = format!("http://127.0.0.1:{}/mcp/{connector}", self.port);
+        let file = client_config::client_file(self.patchbay, self.client)?;
+        let held = client_config::gateway_secrets(self.client, &file)
+            .map_err(|e| CoreError::Invalid(e.to_string()))?;
+        for secret in held {
+            let record = self.clients.authenticate(secret.expose())?;
+            if record.is_some_and(|r| r.allows(connector)) {
+                return Ok(Route::gateway(url, &secret));
+            }
+        }
+        let base = client_id(self.client);
+        for n in 1..=100 {
+            let label = match n {
+                1 => base.to_owned(),
+                n => format!("{base}-{n}"),
+            };
+            match self.clients.add(&label, None, self.patchbay.now()) {
+                Ok((_, secret)) => {
+                    self.minted = Some(label);
+                    return Ok(Route::gateway(url, &secret));
+                }
+                Err(ClientsError::Exists(_)) => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(EntryError::LabelsTaken(base.to_owned()))
+    }
+
+    /// The write happened: keep what was minted, and say what the client got.
+    fn done(mut self, written: Written, connector: String, managed: bool) -> ClientWrite {
+        ClientWrite {
+            client: client_id(written.client),
+            client_name: written.client.display_name(),
+            name: written.name,
+            connector,
+            file: written.file,
+            change: match written.change {
+                Change::Added => "added",
+                Change::Replaced => "replaced",
+                Change::Unchanged => "unchanged",
+            },
+            backup: written.backup,
+            via: self.via,
+            gateway_client: self.minted.take(),
+            managed,
+        }
+    }
+}
+
+impl Drop for Routing<'_> {
+    fn drop(&mut self) {
+        if let Some(label) = self.minted.take() {
+            if let Err(error) = self.clients.revoke(&label) {
+                tracing::warn!("cannot revoke the unused gateway client \"{label}\": {error}");
+            }
+        }
+    }
+}
+
+/// "Add to CLIENT" for the connector `name`. An entry of that name that is not Patchbay's is
+/// [`EntryError::Conflict`] unless `replace`.
+pub fn add_to_client(
+    patchbay: &Patchbay,
+    client: Client,
+    name: &str,
+    via: Via,
+    port: u16,
+    replace: bool,
+) -> Result<ClientWrite, EntryError> {
+    let mut routing = Routing::new(patchbay, client, via, port);
+    let route = routing.route(name)?;
+    let conflict = if replace {
+        Conflict::Replace
+    } else {
+        Conflict::Refuse
+    };
+    match client_config::add_to_client(patchbay, client, name, route, conflict) {
+        Ok(written) => Ok(routing.done(written, name.to_owned(), false)),
+        Err(error) => {
+            let foreign = || {
+                client_config::client_file(patchbay, client)
+                    .is_ok_and(|file| client_config::has_foreign_entry(client, &file, name))
+            };
+            Err(if !replace && foreign() {
+                EntryError::Conflict(error.to_string())
+            } else {
+                error.into()
+            })
+        }
+    }
+}
+
+/// "Switch CLIENT to Patchbay": its `npx mcp-remote URL` entry `server` now reaches the
+/// connector with that URL through Patchbay.
+pub fn switch_client_entry(
+    patchbay: &Patchbay,
+    client: Client,
+    server: &str,
+    via: Via,
+    port: u16,
+) -> Result<ClientWrite, EntryError> {
+    let mut routing = Routing::new(patchbay, client, via, port);
+    let mut route_error = None;
+    let switched = client_config::switch_to_patchbay(patchbay, client, server, |name| {
+        routing.route(name).map_err(|e| {
+            let message = e.to_string();
+            route_error = Some(e);
+            CoreError::Invalid(message)
+        })
+    });
+    let switched = match (switched, route_error) {
+        (Err(_), Some(e)) => return Err(e),
+        (result, _) => result?,
+    };
+    Ok(routing.done(switched.written, switched.connector, switched.managed))
+}
+
+/// The gateway's clients, oldest first.
+pub fn gateway_clients(data_dir: &Path, port: u16) -> Result<GatewayClients, EntryError> {
+    let clients = Clients::new(data_dir);
+    let list = clients.list()?;
+    Ok(GatewayClients {
+        url: format!("http://127.0.0.1:{port}/mcp"),
+        port,
+        file: clients.path().to_path_buf(),
+        clients: list
+            .into_iter()
+            .map(|c| GatewayClient {
+                label: c.label,
+                only: c.only,
+                created_at: c.created_at.to_rfc3339(),
+            })
+            .collect(),
+    })
+}
+
+/// Revoke the gateway client `label` (its secret stops working at the gateway's next request),
+/// then answer the list.
+pub fn revoke_gateway_client(
+    data_dir: &Path,
+    label: &str,
+    port: u16,
+) -> Result<GatewayClients, EntryError> {
+    Clients::new(data_dir).revoke(label)?;
+    gateway_clients(data_dir, port)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_list_has_labels_limits_and_times_but_no_secret_or_hash() {
+        let dir = tempfile::tempdir().unwrap();
+        let clients = Clients::new(dir.path());
+        let now = chrono::Utc::now();
+        let (_, secret) = clients.add("cursor", None, now).unwrap();
+        let (limited, _) = clients
+            .add("ci-runner", Some(vec!["linear".into()]), now)
+            .unwrap();
+
+        let listed = gateway_clients(dir.path(), crate::DEFAULT_PORT).unwrap();
+        assert_eq!(
+            listed.url,
+            format!("http://127.0.0.1:{}/mcp", crate::DEFAULT_PORT)
+        );
+        let json = serde_json::to_string(&listed).unwrap();
+        assert!(!json.contains(secret.expose()), "{json}");
+        assert!(!json.contains(&limited.secret_sha256), "{json}");
+        let labels: Vec<_> = listed.clients.iter().map(|c| c.label.as_str()).collect();
+        assert_eq!(labels, ["cursor", "ci-runner"]);
+        assert_eq!(listed.clients[1].only, Some(vec!["linear".to_owned()]));
+
+        let after = revoke_gateway_client(dir.path(), "cursor", crate::DEFAULT_PORT).unwrap();
+        assert_eq!(after.clients.len(), 1);
+        assert!(clients.authenticate(secret.expose()).unwrap().is_none());
+        let error = revoke_gateway_client(dir.path(), "cursor", crate::DEFAULT_PORT).unwrap_err();
+        assert!(matches!(error, EntryError::Clients(_)), "{error:?}");
+        assert!(error.to_string().contains("cursor"), "{error}");
+    }
+
+    #[test]
+    fn via_is_stdio_or_gateway() {
+        assert_eq!("stdio".parse::<Via>().unwrap(), Via::Stdio);
+        assert_eq!("gateway".parse::<Via>().unwrap(), Via::Gateway);
+        assert!(matches!("http".parse::<Via>(), Err(EntryError::Via(_))));
+    }
+}
