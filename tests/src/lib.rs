@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
 
+pub mod peers;
 pub mod sdk_servers;
 
 /// The `patchbay` binary beside this test executable (target/<profile>/patchbay).

@@ -17,208 +17,18 @@
 //! the connector by its URL, every stdout line is a JSON-RPC message, a line that is not JSON is
 //! answered with a parse error, and every request lands on the health board.
 
-use patchbay_e2e::sdk_servers::{free_port, node_dir, SdkServer};
+use patchbay_e2e::peers::{authorize, wait_for, OAuthServer, STARTUP, STEP};
+use patchbay_e2e::sdk_servers::{node_dir, SdkServer};
 use patchbay_e2e::{patchbay_bin, require_keychain, Sandbox};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
-use std::net::TcpStream;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-/// How long a server may take to listen, and one step of the client to answer.
-const STARTUP: Duration = Duration::from_secs(30);
-const STEP: Duration = Duration::from_secs(60);
 /// A lapsed credential must be said at once: one refused renewal, no reconnect loop.
 const LAPSE_SAID_WITHIN: Duration = Duration::from_secs(15);
-
-fn tests_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).to_path_buf()
-}
-
-fn listening(port: u16) -> bool {
-    TcpStream::connect_timeout(&([127, 0, 0, 1], port).into(), Duration::from_secs(1)).is_ok()
-}
-
-/// Polls `done` until it holds or `limit` passes (then fails naming `what` with `context()`).
-fn wait_for(
-    limit: Duration,
-    what: &str,
-    mut done: impl FnMut() -> bool,
-    context: impl Fn() -> String,
-) {
-    let deadline = Instant::now() + limit;
-    while !done() {
-        assert!(
-            Instant::now() < deadline,
-            "{what} did not happen within {limit:?}:\n{}",
-            context()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-/// sdk-oauth-expiring-server.mjs `--oauth` on fixed ports (so it can start again on them), its
-/// access tokens kept in a file across restarts; stdin kept for "EXPIRE". Killed on drop.
-struct OAuthServer {
-    child: Child,
-    stdin: ChildStdin,
-    logs: tempfile::TempDir,
-    mcp_port: u16,
-    auth_port: u16,
-    /// Output of the runs before a restart.
-    earlier: String,
-}
-
-impl OAuthServer {
-    fn start() -> OAuthServer {
-        let logs = tempfile::tempdir().expect("tempdir");
-        let (mcp_port, auth_port) = loop {
-            let (a, b) = (free_port(), free_port());
-            if a != b {
-                break (a, b);
-            }
-        };
-        let (child, stdin) = OAuthServer::spawn(logs.path(), mcp_port, auth_port);
-        let mut server = OAuthServer {
-            child,
-            stdin,
-            logs,
-            mcp_port,
-            auth_port,
-            earlier: String::new(),
-        };
-        server.wait_listening();
-        server
-    }
-
-    fn spawn(logs: &Path, mcp_port: u16, auth_port: u16) -> (Child, ChildStdin) {
-        let file = |name: &str| std::fs::File::create(logs.join(name)).expect("log file");
-        let mut child = Command::new("node")
-            .current_dir(node_dir())
-            .args(["sdk-oauth-expiring-server.mjs", "--oauth"])
-            .env("MCP_PORT", mcp_port.to_string())
-            .env("MCP_AUTH_PORT", auth_port.to_string())
-            .env("ACCESS_TOKENS_FILE", logs.join("access-tokens.json"))
-            .stdin(Stdio::piped())
-            .stdout(file("stdout"))
-            .stderr(file("stderr"))
-            .spawn()
-            .expect("start node (is Node.js installed? scripts/setup.sh installs it)");
-        let stdin = child.stdin.take().expect("stdin");
-        (child, stdin)
-    }
-
-    fn wait_listening(&mut self) {
-        let deadline = Instant::now() + STARTUP;
-        while !(listening(self.mcp_port) && listening(self.auth_port)) {
-            if let Some(status) = self.child.try_wait().expect("try_wait") {
-                panic!("the SDK server exited ({status}):\n{}", self.output());
-            }
-            assert!(
-                Instant::now() < deadline,
-                "the SDK server did not listen within {STARTUP:?}:\n{}",
-                self.output()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    /// This run's stdout (events: "REFRESHED", "EXPIRED n", ...) and stderr.
-    fn output(&self) -> String {
-        let read =
-            |name: &str| std::fs::read_to_string(self.logs.path().join(name)).unwrap_or_default();
-        format!("{}{}", read("stdout"), read("stderr"))
-    }
-
-    /// How many lines of this run's output start with `event`.
-    fn events(&self, event: &str) -> usize {
-        self.output()
-            .lines()
-            .filter(|l| l.trim().starts_with(event))
-            .count()
-    }
-
-    /// Every access token issued so far lapses, at the server.
-    fn expire(&mut self) {
-        let before = self.events("EXPIRED");
-        self.stdin.write_all(b"EXPIRE\n").expect("write EXPIRE");
-        self.stdin.flush().unwrap();
-        wait_for(
-            STARTUP,
-            "EXPIRED",
-            || self.events("EXPIRED") > before,
-            || self.output(),
-        );
-    }
-
-    /// Killed and started again on the same ports (the same access tokens, no sessions).
-    fn restart(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        wait_for(
-            STARTUP,
-            "the port to close",
-            || !listening(self.mcp_port),
-            || self.output(),
-        );
-        self.earlier.push_str(&self.output());
-        let (child, stdin) = OAuthServer::spawn(self.logs.path(), self.mcp_port, self.auth_port);
-        self.child = child;
-        self.stdin = stdin;
-        self.wait_listening();
-    }
-
-    /// The MCP endpoint, as the SDK names it in its metadata (`resource`).
-    fn mcp_url(&self) -> String {
-        format!("http://localhost:{}/mcp", self.mcp_port)
-    }
-}
-
-impl Drop for OAuthServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// `patchbay authorize NAME` with the browser stand-in that follows the consent's 302.
-fn authorize(sandbox: &Sandbox, catalog: &Path, name: &str) {
-    let support = tests_dir().join("support");
-    let path = std::env::join_paths(std::iter::once(support).chain(std::env::split_paths(
-        &std::env::var_os("PATH").unwrap_or_default(),
-    )))
-    .unwrap();
-    let out = tempfile::tempdir().unwrap();
-    let file = |n: &str| std::fs::File::create(out.path().join(n)).unwrap();
-    let read = |n: &str| std::fs::read_to_string(out.path().join(n)).unwrap_or_default();
-    let mut child = sandbox
-        .command()
-        .args([
-            "authorize",
-            name,
-            "--port",
-            &free_port().to_string(),
-            "--catalog",
-        ])
-        .arg(catalog)
-        .env("BROWSER", "follow-browser.sh")
-        .env("PATH", path)
-        .stdout(file("stdout"))
-        .stderr(file("stderr"))
-        .spawn()
-        .expect("spawn patchbay authorize");
-    let status = patchbay_e2e::wait_within(&mut child, STEP, "patchbay authorize", || {
-        read("stdout") + &read("stderr")
-    });
-    assert!(
-        status.success(),
-        "patchbay authorize {name} failed:\n{}{}",
-        read("stdout"),
-        read("stderr")
-    );
-}
 
 /// tests/node/connect-client.mjs driving `patchbay ARGS` (in the sandbox's environment): one
 /// JSON command per line in, one JSON answer per line out. The bridge's stderr, inherited,
@@ -352,7 +162,7 @@ fn stored_access_token(sandbox: &Sandbox, catalog: &Path) -> Option<String> {
 #[test]
 fn the_sdk_client_calls_tools_through_expiry_restart_and_a_lapsed_grant() {
     require_keychain!();
-    let mut server = OAuthServer::start();
+    let mut server = OAuthServer::start_keeping_tokens("sdk-oauth-expiring-server.mjs");
     let sandbox = Sandbox::new(true);
     let catalog = sandbox.write(
         "catalog.json",
@@ -385,13 +195,13 @@ fn the_sdk_client_calls_tools_through_expiry_restart_and_a_lapsed_grant() {
 
     // The token lapses at the server mid-session: the 401 renews through the refresher of
     // record (one refresh) and the call goes again.
-    server.expire();
-    assert_eq!(server.events("REFRESHED"), 0);
+    server.expire_tokens();
+    assert_eq!(server.stdout_lines("REFRESHED"), 0);
     assert_eq!(
         greeting(&client.call_greet("Grace"), &client.stderr()),
         "Hello, Grace!"
     );
-    assert_eq!(server.events("REFRESHED"), 1, "{}", server.output());
+    assert_eq!(server.stdout_lines("REFRESHED"), 1, "{}", server.output());
     let renewed_token = stored_access_token(&sandbox, &catalog).expect("renewed");
     assert_ne!(
         renewed_token, first_token,
@@ -402,7 +212,7 @@ fn the_sdk_client_calls_tools_through_expiry_restart_and_a_lapsed_grant() {
         greeting(&client.call_greet("Edsger"), &client.stderr()),
         "Hello, Edsger!"
     );
-    assert_eq!(server.events("REFRESHED"), 1);
+    assert_eq!(server.stdout_lines("REFRESHED"), 1);
 
     // The server restarts mid-session: its sessions are gone; the bridge starts one again by
     // replaying the client's handshake, and the client notices nothing.
@@ -425,7 +235,7 @@ fn the_sdk_client_calls_tools_through_expiry_restart_and_a_lapsed_grant() {
 
     // The restarted authorization server forgot the grant, and the token lapses: no renewal is
     // possible. The call answers at once with an MCP error that says to authorize.
-    server.expire();
+    server.expire_tokens();
     let started = Instant::now();
     let lapsed = client.call_greet("Alan");
     let took = started.elapsed();

@@ -7,330 +7,21 @@
 //! The gates: no secret or an unknown or revoked one is 401, a foreign `Host` or `Origin` 403, a
 //! client limited to one connector 403 for another.
 
-use patchbay_e2e::sdk_servers::{free_port, node_dir};
+use patchbay_e2e::peers::{
+    add_client, authorize, claude_mcp_list, raw_http, text_of, wait_for, OAuthServer, SdkClient,
+    Serving, INITIALIZE, STEP,
+};
+use patchbay_e2e::sdk_servers::free_port;
 use patchbay_e2e::{require_keychain, Sandbox};
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
-use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::path::PathBuf;
 
-/// How long a server may take to listen, and one step of a client to answer.
-const STARTUP: Duration = Duration::from_secs(30);
-const STEP: Duration = Duration::from_secs(60);
+/// The SDK's OAuth example whose access tokens lapse on "EXPIRE".
+const EXPIRING: &str = "sdk-oauth-expiring-server.mjs";
 
-fn tests_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).to_path_buf()
-}
-
-fn listening(port: u16) -> bool {
-    TcpStream::connect_timeout(&([127, 0, 0, 1], port).into(), Duration::from_secs(1)).is_ok()
-}
-
-/// Polls `done` until it holds or `limit` passes (then fails naming `what` with `context()`).
-fn wait_for(
-    limit: Duration,
-    what: &str,
-    mut done: impl FnMut() -> bool,
-    context: impl Fn() -> String,
-) {
-    let deadline = Instant::now() + limit;
-    while !done() {
-        if Instant::now() > deadline {
-            panic!("{what} did not happen within {limit:?}:\n{}", context());
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-/// sdk-oauth-expiring-server.mjs `--oauth`, stdin kept for "EXPIRE"; killed on drop.
-struct OAuthServer {
-    child: Child,
-    stdin: ChildStdin,
-    logs: tempfile::TempDir,
-    mcp_port: u16,
-    auth_port: u16,
-}
-
-impl OAuthServer {
-    fn start() -> OAuthServer {
-        let (mcp_port, auth_port) = {
-            let bind = || std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-            let (a, b) = (bind(), bind());
-            (
-                a.local_addr().unwrap().port(),
-                b.local_addr().unwrap().port(),
-            )
-        };
-        OAuthServer::start_on(mcp_port, auth_port, None)
-    }
-
-    /// On given ports; with `tokens`, the access tokens it issues outlive a restart.
-    fn start_on(mcp_port: u16, auth_port: u16, tokens: Option<&Path>) -> OAuthServer {
-        let logs = tempfile::tempdir().unwrap();
-        let file = |name: &str| std::fs::File::create(logs.path().join(name)).unwrap();
-        let mut child = Command::new("node")
-            .current_dir(node_dir())
-            .args(["sdk-oauth-expiring-server.mjs", "--oauth"])
-            .env("MCP_PORT", mcp_port.to_string())
-            .env("MCP_AUTH_PORT", auth_port.to_string())
-            .envs(tokens.map(|t| ("ACCESS_TOKENS_FILE", t.as_os_str())))
-            .stdin(Stdio::piped())
-            .stdout(file("stdout"))
-            .stderr(file("stderr"))
-            .spawn()
-            .expect("start node (scripts/setup.sh installs it and tests/node)");
-        let stdin = child.stdin.take().unwrap();
-        let mut server = OAuthServer {
-            child,
-            stdin,
-            logs,
-            mcp_port,
-            auth_port,
-        };
-        let deadline = Instant::now() + STARTUP;
-        while !(listening(mcp_port) && listening(auth_port)) {
-            if let Ok(Some(status)) = server.child.try_wait() {
-                panic!("the SDK server exited ({status}):\n{}", server.output());
-            }
-            assert!(
-                Instant::now() < deadline,
-                "the SDK server did not listen within {STARTUP:?}:\n{}",
-                server.output()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        server
-    }
-
-    fn output(&self) -> String {
-        let read = |n: &str| std::fs::read_to_string(self.logs.path().join(n)).unwrap_or_default();
-        format!("{}{}", read("stderr"), read("stdout"))
-    }
-
-    fn stdout_lines(&self, prefix: &str) -> usize {
-        std::fs::read_to_string(self.logs.path().join("stdout"))
-            .unwrap_or_default()
-            .lines()
-            .filter(|l| l.starts_with(prefix))
-            .count()
-    }
-
-    /// Every access token issued so far lapses; returns once the server says so.
-    fn expire_tokens(&mut self) {
-        let before = self.stdout_lines("EXPIRED");
-        writeln!(self.stdin, "EXPIRE").unwrap();
-        wait_for(
-            STEP,
-            "EXPIRED",
-            || self.stdout_lines("EXPIRED") > before,
-            || self.output(),
-        );
-    }
-
-    fn mcp_url(&self) -> String {
-        format!("http://localhost:{}/mcp", self.mcp_port)
-    }
-}
-
-impl Drop for OAuthServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = self.auth_port;
-    }
-}
-
-/// `patchbay gateway serve --port PORT`, killed on drop.
-struct Serving {
-    child: Child,
-    port: u16,
-    logs: tempfile::TempDir,
-}
-
-impl Serving {
-    fn start(sandbox: &Sandbox, catalog: &Path) -> Serving {
-        let port = free_port();
-        let logs = tempfile::tempdir().unwrap();
-        let file = |name: &str| std::fs::File::create(logs.path().join(name)).unwrap();
-        let child = sandbox
-            .command()
-            .args(["gateway", "serve", "--port", &port.to_string(), "--catalog"])
-            .arg(catalog)
-            .stdout(file("stdout"))
-            .stderr(file("stderr"))
-            .spawn()
-            .expect("spawn patchbay gateway serve");
-        let mut serving = Serving { child, port, logs };
-        let deadline = Instant::now() + STARTUP;
-        while !listening(port) {
-            if let Ok(Some(status)) = serving.child.try_wait() {
-                panic!("the gateway exited ({status}):\n{}", serving.output());
-            }
-            assert!(
-                Instant::now() < deadline,
-                "the gateway did not listen within {STARTUP:?}:\n{}",
-                serving.output()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        serving
-    }
-
-    fn output(&self) -> String {
-        let read = |n: &str| std::fs::read_to_string(self.logs.path().join(n)).unwrap_or_default();
-        format!("{}{}", read("stdout"), read("stderr"))
-    }
-
-    fn url(&self, name: &str) -> String {
-        format!("http://127.0.0.1:{}/mcp/{name}", self.port)
-    }
-}
-
-impl Drop for Serving {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// `patchbay gateway client add LABEL --json [extra]`: the headers it prints.
-fn add_client(sandbox: &Sandbox, label: &str, port: u16, extra: &[&str]) -> Value {
-    let out = sandbox
-        .command()
-        .args([
-            "gateway",
-            "client",
-            "add",
-            label,
-            "--json",
-            "--port",
-            &port.to_string(),
-        ])
-        .args(extra)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "client add: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let printed: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(printed["url"], format!("http://127.0.0.1:{port}/mcp"));
-    printed["headers"].clone()
-}
-
-/// One raw HTTP/1.1 request; returns the status code and the whole answer.
+/// One raw `initialize` POST to `path` on the gateway.
 fn raw(port: u16, path: &str, headers: &[(&str, &str)]) -> (u16, String) {
-    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    stream.set_read_timeout(Some(STEP)).unwrap();
-    let body = r#"{"jsonrpc":"2.0","id":7,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#;
-    let mut request = format!("POST {path} HTTP/1.1\r\n");
-    if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
-        request.push_str(&format!("Host: 127.0.0.1:{port}\r\n"));
-    }
-    for (k, v) in headers {
-        request.push_str(&format!("{k}: {v}\r\n"));
-    }
-    request.push_str(&format!(
-        "Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    ));
-    stream.write_all(request.as_bytes()).unwrap();
-    let mut answer = String::new();
-    let _ = stream.read_to_string(&mut answer);
-    let status = answer
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| panic!("no HTTP answer: {answer:?}"));
-    (status, answer)
-}
-
-/// The SDK client (tests/node/gateway-client.mjs), one JSON command per line.
-struct SdkClient {
-    child: Child,
-    stdin: ChildStdin,
-    lines: mpsc::Receiver<String>,
-}
-
-impl SdkClient {
-    fn connect(url: &str, headers: &Value) -> (SdkClient, Value) {
-        let mut child = Command::new("node")
-            .current_dir(node_dir())
-            .args(["gateway-client.mjs", url])
-            .env("GATEWAY_HEADERS", headers.to_string())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("node");
-        let stdin = child.stdin.take().unwrap();
-        let out = child.stdout.take().unwrap();
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(out).lines().map_while(Result::ok) {
-                let _ = tx.send(line);
-            }
-        });
-        let mut client = SdkClient {
-            child,
-            stdin,
-            lines,
-        };
-        let first = client.next();
-        (client, first)
-    }
-
-    fn next(&mut self) -> Value {
-        let line = self
-            .lines
-            .recv_timeout(STEP)
-            .expect("the SDK client answered");
-        serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"))
-    }
-
-    fn ask(&mut self, command: Value) -> Value {
-        writeln!(self.stdin, "{command}").unwrap();
-        self.next()
-    }
-}
-
-impl Drop for SdkClient {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// `patchbay authorize sdk` with the browser stand-in (tests/support/follow-browser.sh).
-fn authorize_sdk(sandbox: &Sandbox, catalog: &Path) {
-    let path = std::env::join_paths(std::iter::once(tests_dir().join("support")).chain(
-        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
-    ))
-    .unwrap();
-    let authorized = sandbox
-        .command()
-        .args([
-            "authorize",
-            "sdk",
-            "--port",
-            &free_port().to_string(),
-            "--catalog",
-        ])
-        .arg(catalog)
-        .env("BROWSER", "follow-browser.sh")
-        .env("PATH", path)
-        .output()
-        .unwrap();
-    assert!(
-        authorized.status.success(),
-        "authorize: {}{}",
-        String::from_utf8_lossy(&authorized.stdout),
-        String::from_utf8_lossy(&authorized.stderr)
-    );
+    raw_http(port, "POST", path, headers, INITIALIZE)
 }
 
 /// A catalog with the OAuth server as `sdk`.
@@ -342,24 +33,18 @@ fn sdk_catalog(sandbox: &Sandbox, server: &OAuthServer) -> PathBuf {
     )
 }
 
-fn text_of(result: &Value) -> String {
-    result["result"]["content"][0]["text"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned()
-}
-
 #[test]
 fn the_sdk_client_lists_and_calls_tools_through_the_gateway_across_a_lapsed_token() {
     require_keychain!();
-    let mut server = OAuthServer::start();
+    let mut server = OAuthServer::start(EXPIRING);
     let sandbox = Sandbox::new(true);
     let catalog = sdk_catalog(&sandbox, &server);
-    authorize_sdk(&sandbox, &catalog);
+    authorize(&sandbox, &catalog, "sdk");
 
     let gateway = Serving::start(&sandbox, &catalog);
     let headers = add_client(&sandbox, "sdk-e2e", gateway.port, &[]);
-    let (mut client, connected) = SdkClient::connect(&gateway.url("sdk"), &headers);
+    let (mut client, connected) =
+        SdkClient::connect("gateway-client.mjs", &gateway.url("sdk"), &headers);
     assert_eq!(
         connected["event"],
         "connected",
@@ -535,16 +220,13 @@ fn the_gates_refuse_missing_secrets_foreign_hosts_and_origins_and_other_connecto
     assert!(!gateway.output().contains(secret), "{}", gateway.output());
 }
 
-/// How long one `claude mcp list` may take (it health-checks in well under a second).
-const CLAUDE_MCP_LIST: Duration = Duration::from_secs(60);
-
 #[test]
 fn claude_code_lists_a_gateway_connector_as_connected() {
     require_keychain!();
-    let server = OAuthServer::start();
+    let server = OAuthServer::start(EXPIRING);
     let sandbox = Sandbox::new(true);
     let catalog = sdk_catalog(&sandbox, &server);
-    authorize_sdk(&sandbox, &catalog);
+    authorize(&sandbox, &catalog, "sdk");
     let gateway = Serving::start(&sandbox, &catalog);
     let headers = add_client(&sandbox, "claude-code", gateway.port, &[]);
 
@@ -558,36 +240,7 @@ fn claude_code_lists_a_gateway_connector_as_connected() {
         json!({ "mcpServers": { "gw": entry } }).to_string(),
     )
     .unwrap();
-    let bin = tests_dir().join("node/node_modules/@anthropic-ai/claude-code/bin/claude.exe");
-    assert!(
-        bin.is_file(),
-        "{} is missing: run scripts/setup.sh",
-        bin.display()
-    );
-    let home = tempfile::tempdir().unwrap();
-    let logs = tempfile::tempdir().unwrap();
-    let file = |name: &str| std::fs::File::create(logs.path().join(name)).unwrap();
-    let read = |name: &str| std::fs::read_to_string(logs.path().join(name)).unwrap_or_default();
-    let mut child = Command::new(bin)
-        .args(["mcp", "list"])
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", home.path())
-        .env("CLAUDE_CONFIG_DIR", &claude)
-        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-        .env("DISABLE_TELEMETRY", "1")
-        .env("DISABLE_AUTOUPDATER", "1")
-        .current_dir(home.path())
-        .stdin(Stdio::null())
-        .stdout(file("stdout"))
-        .stderr(file("stderr"))
-        .spawn()
-        .expect("start claude");
-    let status = patchbay_e2e::wait_within(&mut child, CLAUDE_MCP_LIST, "claude mcp list", || {
-        format!("stdout:\n{}\nstderr:\n{}", read("stdout"), read("stderr"))
-    });
-    assert!(status.success(), "{}{}", read("stdout"), read("stderr"));
-    let list = read("stdout");
+    let list = claude_mcp_list(&claude);
     let line = list
         .lines()
         .find(|l| l.starts_with("gw: "))
@@ -618,31 +271,11 @@ fn a_legacy_sse_connector_passes_through_with_its_endpoint_rewritten() {
     );
     let gateway = Serving::start(&sandbox, &catalog);
     let headers = add_client(&sandbox, "sse", gateway.port, &[]);
-    let mut client = {
-        let mut child = Command::new("node")
-            .current_dir(node_dir())
-            .args(["gateway-client.mjs", &gateway.url("legacy"), "--sse"])
-            .env("GATEWAY_HEADERS", headers.to_string())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("node");
-        let stdin = child.stdin.take().unwrap();
-        let out = child.stdout.take().unwrap();
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(out).lines().map_while(Result::ok) {
-                let _ = tx.send(line);
-            }
-        });
-        SdkClient {
-            child,
-            stdin,
-            lines,
-        }
-    };
-    let connected = client.next();
+    let mut client = SdkClient::spawn(
+        &["gateway-client.mjs", &gateway.url("legacy"), "--sse"],
+        &headers,
+    );
+    let connected = client.next_answer();
     assert_eq!(
         connected["event"],
         "connected",
@@ -679,16 +312,14 @@ fn a_legacy_sse_connector_passes_through_with_its_endpoint_rewritten() {
 #[test]
 fn calls_keep_working_when_the_server_restarts_mid_session() {
     require_keychain!();
-    let tokens = tempfile::tempdir().unwrap();
-    let tokens = tokens.path().join("tokens.json");
-    let server = OAuthServer::start_on(free_port(), free_port(), Some(&tokens));
-    let (mcp_port, auth_port) = (server.mcp_port, server.auth_port);
+    let mut server = OAuthServer::start_keeping_tokens(EXPIRING);
     let sandbox = Sandbox::new(true);
     let catalog = sdk_catalog(&sandbox, &server);
-    authorize_sdk(&sandbox, &catalog);
+    authorize(&sandbox, &catalog, "sdk");
     let gateway = Serving::start(&sandbox, &catalog);
     let headers = add_client(&sandbox, "restart", gateway.port, &[]);
-    let (mut client, connected) = SdkClient::connect(&gateway.url("sdk"), &headers);
+    let (mut client, connected) =
+        SdkClient::connect("gateway-client.mjs", &gateway.url("sdk"), &headers);
     assert_eq!(connected["event"], "connected", "{connected}");
     let greet = |who: &str| json!({ "op": "call", "name": "greet", "arguments": { "name": who } });
     let called = client.ask(greet("before"));
@@ -696,8 +327,7 @@ fn calls_keep_working_when_the_server_restarts_mid_session() {
 
     // The server goes away and comes back on the same ports, its sessions forgotten (the token
     // it issued survives in its file).
-    drop(server);
-    let server = OAuthServer::start_on(mcp_port, auth_port, Some(&tokens));
+    server.restart();
     let called = client.ask(greet("after"));
     assert_eq!(
         called["ok"],

@@ -10,323 +10,18 @@
 //! gateway itself restarts mid-session. The gates hold for `/mcp` too, and
 //! Claude Code pointed at `/mcp` lists it Connected.
 
-use patchbay_e2e::sdk_servers::{free_port, node_dir, SdkServer};
+use patchbay_e2e::peers::{
+    add_client, authorize, claude_mcp_list, raw_http, text_of, OAuthServer, SdkClient, Serving,
+    INITIALIZE, STEP,
+};
+use patchbay_e2e::sdk_servers::SdkServer;
 use patchbay_e2e::{require_keychain, Sandbox};
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
-use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-/// How long a server may take to listen, and one step of a client to answer.
-const STARTUP: Duration = Duration::from_secs(30);
-const STEP: Duration = Duration::from_secs(60);
 /// How soon a call to a connector that is away must say so (a refused connection is instant
 /// on loopback; the gateway must not wait out its retries or the connector's timeout).
 const UNAVAILABLE_WITHIN_MS: u64 = 5_000;
-
-fn tests_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).to_path_buf()
-}
-
-fn listening(port: u16) -> bool {
-    TcpStream::connect_timeout(&([127, 0, 0, 1], port).into(), Duration::from_secs(1)).is_ok()
-}
-
-/// sdk-oauth-expiring-server.mjs `--oauth` on free ports; killed on drop.
-struct OAuthServer {
-    child: Child,
-    stdin: ChildStdin,
-    logs: tempfile::TempDir,
-    mcp_port: u16,
-}
-
-impl OAuthServer {
-    fn start() -> OAuthServer {
-        let (mcp_port, auth_port) = (free_port(), free_port());
-        let logs = tempfile::tempdir().unwrap();
-        let file = |name: &str| std::fs::File::create(logs.path().join(name)).unwrap();
-        let mut child = Command::new("node")
-            .current_dir(node_dir())
-            .args(["sdk-oauth-expiring-server.mjs", "--oauth"])
-            .env("MCP_PORT", mcp_port.to_string())
-            .env("MCP_AUTH_PORT", auth_port.to_string())
-            .stdin(Stdio::piped())
-            .stdout(file("stdout"))
-            .stderr(file("stderr"))
-            .spawn()
-            .expect("start node (scripts/setup.sh installs it and tests/node)");
-        let stdin = child.stdin.take().unwrap();
-        let mut server = OAuthServer {
-            child,
-            stdin,
-            logs,
-            mcp_port,
-        };
-        let deadline = Instant::now() + STARTUP;
-        while !(listening(mcp_port) && listening(auth_port)) {
-            if let Ok(Some(status)) = server.child.try_wait() {
-                panic!("the SDK server exited ({status}):\n{}", server.output());
-            }
-            assert!(
-                Instant::now() < deadline,
-                "the SDK server did not listen within {STARTUP:?}:\n{}",
-                server.output()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        server
-    }
-
-    fn output(&self) -> String {
-        let read = |n: &str| std::fs::read_to_string(self.logs.path().join(n)).unwrap_or_default();
-        format!("{}{}", read("stderr"), read("stdout"))
-    }
-
-    fn mcp_url(&self) -> String {
-        format!("http://localhost:{}/mcp", self.mcp_port)
-    }
-
-    fn stdout_lines(&self, prefix: &str) -> usize {
-        std::fs::read_to_string(self.logs.path().join("stdout"))
-            .unwrap_or_default()
-            .lines()
-            .filter(|l| l.starts_with(prefix))
-            .count()
-    }
-
-    /// Every access token issued so far lapses ("EXPIRE"); returns once the server says so.
-    fn expire_tokens(&mut self) {
-        let before = self.stdout_lines("EXPIRED");
-        writeln!(self.stdin, "EXPIRE").unwrap();
-        let deadline = Instant::now() + STEP;
-        while self.stdout_lines("EXPIRED") == before {
-            assert!(Instant::now() < deadline, "no EXPIRED:\n{}", self.output());
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-}
-
-impl Drop for OAuthServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// `patchbay gateway serve --port PORT`, killed on drop.
-struct Serving {
-    child: Child,
-    port: u16,
-    logs: tempfile::TempDir,
-}
-
-impl Serving {
-    fn start(sandbox: &Sandbox, catalog: &Path) -> Serving {
-        Serving::start_on(sandbox, catalog, free_port())
-    }
-
-    fn start_on(sandbox: &Sandbox, catalog: &Path, port: u16) -> Serving {
-        let logs = tempfile::tempdir().unwrap();
-        let file = |name: &str| std::fs::File::create(logs.path().join(name)).unwrap();
-        let child = sandbox
-            .command()
-            .args(["gateway", "serve", "--port", &port.to_string(), "--catalog"])
-            .arg(catalog)
-            .env("RUST_LOG", "patchbay_gateway=info")
-            .stdout(file("stdout"))
-            .stderr(file("stderr"))
-            .spawn()
-            .expect("spawn patchbay gateway serve");
-        let mut serving = Serving { child, port, logs };
-        let deadline = Instant::now() + STARTUP;
-        while !listening(port) {
-            if let Ok(Some(status)) = serving.child.try_wait() {
-                panic!("the gateway exited ({status}):\n{}", serving.output());
-            }
-            assert!(
-                Instant::now() < deadline,
-                "the gateway did not listen within {STARTUP:?}:\n{}",
-                serving.output()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        serving
-    }
-
-    fn output(&self) -> String {
-        let read = |n: &str| std::fs::read_to_string(self.logs.path().join(n)).unwrap_or_default();
-        format!("{}{}", read("stdout"), read("stderr"))
-    }
-
-    /// The aggregate endpoint.
-    fn url(&self) -> String {
-        format!("http://127.0.0.1:{}/mcp", self.port)
-    }
-}
-
-impl Drop for Serving {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// `patchbay gateway client add LABEL --json [extra]`: the headers it prints, after checking
-/// that the URL it prints is the aggregate endpoint.
-fn add_client(sandbox: &Sandbox, label: &str, port: u16, extra: &[&str]) -> Value {
-    let out = sandbox
-        .command()
-        .args([
-            "gateway",
-            "client",
-            "add",
-            label,
-            "--json",
-            "--port",
-            &port.to_string(),
-        ])
-        .args(extra)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "client add: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let printed: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(printed["url"], format!("http://127.0.0.1:{port}/mcp"));
-    printed["headers"].clone()
-}
-
-/// One raw HTTP/1.1 request to the gateway; returns the status code and the whole answer.
-fn raw(port: u16, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> (u16, String) {
-    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    stream.set_read_timeout(Some(STEP)).unwrap();
-    let mut request = format!("{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n");
-    for (k, v) in headers {
-        request.push_str(&format!("{k}: {v}\r\n"));
-    }
-    request.push_str(&format!(
-        "Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    ));
-    stream.write_all(request.as_bytes()).unwrap();
-    let mut answer = String::new();
-    let _ = stream.read_to_string(&mut answer);
-    let status = answer
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| panic!("no HTTP answer: {answer:?}"));
-    (status, answer)
-}
-
-const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":7,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#;
-
-/// The SDK client (tests/node/aggregate-client.mjs), one JSON command per line.
-struct SdkClient {
-    child: Child,
-    stdin: ChildStdin,
-    lines: mpsc::Receiver<String>,
-}
-
-impl SdkClient {
-    fn connect(url: &str, headers: &Value) -> (SdkClient, Value) {
-        let mut child = Command::new("node")
-            .current_dir(node_dir())
-            .args(["aggregate-client.mjs", url])
-            .env("GATEWAY_HEADERS", headers.to_string())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("node");
-        let stdin = child.stdin.take().unwrap();
-        let out = child.stdout.take().unwrap();
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(out).lines().map_while(Result::ok) {
-                let _ = tx.send(line);
-            }
-        });
-        let mut client = SdkClient {
-            child,
-            stdin,
-            lines,
-        };
-        let first = client.next();
-        (client, first)
-    }
-
-    fn next(&mut self) -> Value {
-        let line = self
-            .lines
-            .recv_timeout(STEP)
-            .expect("the SDK client answered");
-        serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"))
-    }
-
-    fn ask(&mut self, command: Value) -> Value {
-        writeln!(self.stdin, "{command}").unwrap();
-        self.next()
-    }
-
-    fn tool_names(&mut self) -> Vec<String> {
-        let listed = self.ask(json!({ "op": "list" }));
-        assert_eq!(listed["ok"], true, "{listed}");
-        listed["tools"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|t| t["name"].as_str().unwrap().to_owned())
-            .collect()
-    }
-}
-
-impl Drop for SdkClient {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// `patchbay authorize sdk` with the browser stand-in (tests/support/follow-browser.sh).
-fn authorize_sdk(sandbox: &Sandbox, catalog: &Path) {
-    let path = std::env::join_paths(std::iter::once(tests_dir().join("support")).chain(
-        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
-    ))
-    .unwrap();
-    let authorized = sandbox
-        .command()
-        .args([
-            "authorize",
-            "sdk",
-            "--port",
-            &free_port().to_string(),
-            "--catalog",
-        ])
-        .arg(catalog)
-        .env("BROWSER", "follow-browser.sh")
-        .env("PATH", path)
-        .output()
-        .unwrap();
-    assert!(
-        authorized.status.success(),
-        "authorize: {}{}",
-        String::from_utf8_lossy(&authorized.stdout),
-        String::from_utf8_lossy(&authorized.stderr)
-    );
-}
-
-fn text_of(result: &Value) -> String {
-    result["result"]["content"][0]["text"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned()
-}
 
 fn greet(tool: &str, who: &str) -> Value {
     json!({ "op": "call", "name": tool, "arguments": { "name": who } })
@@ -335,7 +30,7 @@ fn greet(tool: &str, who: &str) -> Value {
 #[test]
 fn the_sdk_client_sees_every_connector_as_one_server_and_an_absent_one_stays_listed() {
     require_keychain!();
-    let mut oauth = OAuthServer::start();
+    let mut oauth = OAuthServer::start("sdk-oauth-expiring-server.mjs");
     let demo = SdkServer::streamable_http();
     let demo_port = demo.port;
     let sandbox = Sandbox::new(true);
@@ -347,10 +42,11 @@ fn the_sdk_client_sees_every_connector_as_one_server_and_an_absent_one_stays_lis
         } })
         .to_string(),
     );
-    authorize_sdk(&sandbox, &catalog);
+    authorize(&sandbox, &catalog, "sdk");
     let gateway = Serving::start(&sandbox, &catalog);
     let headers = add_client(&sandbox, "aggregate-e2e", gateway.port, &[]);
-    let (mut client, connected) = SdkClient::connect(&gateway.url(), &headers);
+    let (mut client, connected) =
+        SdkClient::connect("aggregate-client.mjs", &gateway.aggregate_url(), &headers);
     assert_eq!(
         connected["event"],
         "connected",
@@ -566,9 +262,9 @@ fn the_aggregate_keeps_the_gates_and_a_limited_client_to_its_connectors() {
     let secret = |h: &Value| h["Authorization"].as_str().unwrap().to_owned();
 
     // No secret, an unknown one: 401 before anything is contacted. A foreign Origin: 403.
-    let (status, _) = raw(gateway.port, "POST", "/mcp", &[], INITIALIZE);
+    let (status, _) = raw_http(gateway.port, "POST", "/mcp", &[], INITIALIZE);
     assert_eq!(status, 401);
-    let (status, _) = raw(
+    let (status, _) = raw_http(
         gateway.port,
         "POST",
         "/mcp",
@@ -576,7 +272,7 @@ fn the_aggregate_keeps_the_gates_and_a_limited_client_to_its_connectors() {
         INITIALIZE,
     );
     assert_eq!(status, 401);
-    let (status, _) = raw(
+    let (status, _) = raw_http(
         gateway.port,
         "POST",
         "/mcp",
@@ -588,7 +284,7 @@ fn the_aggregate_keeps_the_gates_and_a_limited_client_to_its_connectors() {
     );
     assert_eq!(status, 403);
     // With the secret: the aggregate's own initialize, a session id, JSON.
-    let (status, answer) = raw(
+    let (status, answer) = raw_http(
         gateway.port,
         "POST",
         "/mcp",
@@ -603,7 +299,7 @@ fn the_aggregate_keeps_the_gates_and_a_limited_client_to_its_connectors() {
     assert!(answer.contains(r#""name":"patchbay""#), "{answer}");
     // No server stream (405); a session it never issued is served (a client whose gateway
     // restarted goes on); an unknown method is -32601.
-    let (status, _) = raw(
+    let (status, _) = raw_http(
         gateway.port,
         "GET",
         "/mcp",
@@ -611,7 +307,7 @@ fn the_aggregate_keeps_the_gates_and_a_limited_client_to_its_connectors() {
         "",
     );
     assert_eq!(status, 405);
-    let (status, answer) = raw(
+    let (status, answer) = raw_http(
         gateway.port,
         "POST",
         "/mcp",
@@ -623,7 +319,7 @@ fn the_aggregate_keeps_the_gates_and_a_limited_client_to_its_connectors() {
     );
     assert_eq!(status, 200, "{answer}");
     assert!(answer.contains("alpha__greet"), "{answer}");
-    let (status, answer) = raw(
+    let (status, answer) = raw_http(
         gateway.port,
         "POST",
         "/mcp",
@@ -635,7 +331,11 @@ fn the_aggregate_keeps_the_gates_and_a_limited_client_to_its_connectors() {
 
     // Everything for the unlimited client; only alpha's tools for the limited one, whose call to
     // beta's tool is refused.
-    let (mut all, connected) = SdkClient::connect(&gateway.url(), &everything);
+    let (mut all, connected) = SdkClient::connect(
+        "aggregate-client.mjs",
+        &gateway.aggregate_url(),
+        &everything,
+    );
     assert_eq!(connected["event"], "connected", "{connected}");
     let names = all.tool_names();
     assert!(
@@ -643,7 +343,8 @@ fn the_aggregate_keeps_the_gates_and_a_limited_client_to_its_connectors() {
         "{names:?}\n{}",
         gateway.output()
     );
-    let (mut only, connected) = SdkClient::connect(&gateway.url(), &limited);
+    let (mut only, connected) =
+        SdkClient::connect("aggregate-client.mjs", &gateway.aggregate_url(), &limited);
     assert_eq!(connected["event"], "connected", "{connected}");
     let names = only.tool_names();
     assert!(names.contains(&"alpha__greet".to_owned()), "{names:?}");
@@ -685,49 +386,20 @@ fn claude_code_lists_the_aggregate_as_connected() {
     // describes, as `claude mcp add --transport http patchbay URL --header ...` writes it.
     let claude = sandbox.path().join("claude-home");
     std::fs::create_dir_all(&claude).unwrap();
-    let entry = json!({ "type": "http", "url": gateway.url(), "headers": headers });
+    let entry = json!({ "type": "http", "url": gateway.aggregate_url(), "headers": headers });
     std::fs::write(
         claude.join(".claude.json"),
         json!({ "mcpServers": { "patchbay": entry } }).to_string(),
     )
     .unwrap();
-    let bin = tests_dir().join("node/node_modules/@anthropic-ai/claude-code/bin/claude.exe");
-    assert!(
-        bin.is_file(),
-        "{} is missing: run scripts/setup.sh",
-        bin.display()
-    );
-    let home = tempfile::tempdir().unwrap();
-    let logs = tempfile::tempdir().unwrap();
-    let file = |name: &str| std::fs::File::create(logs.path().join(name)).unwrap();
-    let read = |name: &str| std::fs::read_to_string(logs.path().join(name)).unwrap_or_default();
-    let mut child = Command::new(bin)
-        .args(["mcp", "list"])
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", home.path())
-        .env("CLAUDE_CONFIG_DIR", &claude)
-        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-        .env("DISABLE_TELEMETRY", "1")
-        .env("DISABLE_AUTOUPDATER", "1")
-        .current_dir(home.path())
-        .stdin(Stdio::null())
-        .stdout(file("stdout"))
-        .stderr(file("stderr"))
-        .spawn()
-        .expect("start claude");
-    let status = patchbay_e2e::wait_within(&mut child, STEP, "claude mcp list", || {
-        format!("stdout:\n{}\nstderr:\n{}", read("stdout"), read("stderr"))
-    });
-    assert!(status.success(), "{}{}", read("stdout"), read("stderr"));
-    let list = read("stdout");
+    let list = claude_mcp_list(&claude);
     let line = list
         .lines()
         .find(|l| l.starts_with("patchbay: "))
         .unwrap_or_else(|| panic!("no patchbay in `claude mcp list`:\n{list}"));
     assert_eq!(
         line,
-        format!("patchbay: {} (HTTP) - ✔ Connected", gateway.url()),
+        format!("patchbay: {} (HTTP) - ✔ Connected", gateway.aggregate_url()),
         "{list}\n{}",
         gateway.output()
     );

@@ -9,131 +9,24 @@
 //! `patchbay refresh` renews it as mcp-remote's client (the server accepts, and rotates the
 //! pair); the plaintext files are offered, kept until asked, then deleted.
 
+use patchbay_e2e::peers::{path_with_support, tests_dir, OAuthServer};
 use patchbay_e2e::{json, require_keychain, state_of, wait_within, Sandbox};
 use patchbay_runtimes::mcp_remote::McpRemoteOptions;
 use patchbay_vault::CredentialSource;
-use std::io::Write;
-use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-const STARTUP: Duration = Duration::from_secs(30);
 /// How long mcp-remote may take from start to its tokens on disk (measured: a few seconds).
 const SIGN_IN: Duration = Duration::from_secs(90);
 
-fn tests_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).to_path_buf()
-}
-
-/// The SDK's example OAuth server with the rotating refresh grant, killed on drop.
-struct SdkServer {
-    child: Child,
-    logs: tempfile::TempDir,
-    mcp_port: u16,
-    auth_port: u16,
-}
-
-impl SdkServer {
-    fn start() -> SdkServer {
-        let node_dir = tests_dir().join("node");
-        assert!(
-            node_dir
-                .join("node_modules/@modelcontextprotocol/sdk/dist/esm/examples/server/simpleStreamableHttp.js")
-                .is_file(),
-            "the MCP SDK is missing: run scripts/setup.sh (it runs `npm ci` in tests/node)"
-        );
-        let logs = tempfile::tempdir().expect("tempdir");
-        let (mcp_port, auth_port) = {
-            let bind = || TcpListener::bind("127.0.0.1:0").expect("a free port");
-            let (a, b) = (bind(), bind());
-            (
-                a.local_addr().unwrap().port(),
-                b.local_addr().unwrap().port(),
-            )
-        };
-        let file = |name: &str| std::fs::File::create(logs.path().join(name)).expect("log file");
-        let child = Command::new("node")
-            .current_dir(&node_dir)
-            .args(["sdk-oauth-refresh-server.mjs", "--oauth"])
-            .env("MCP_PORT", mcp_port.to_string())
-            .env("MCP_AUTH_PORT", auth_port.to_string())
-            .stdin(Stdio::null())
-            .stdout(file("stdout"))
-            .stderr(file("stderr"))
-            .spawn()
-            .expect("start node (scripts/setup.sh installs it)");
-        let server = SdkServer {
-            child,
-            logs,
-            mcp_port,
-            auth_port,
-        };
-        let deadline = Instant::now() + STARTUP;
-        let listening = |port: u16| {
-            TcpStream::connect_timeout(&([127, 0, 0, 1], port).into(), Duration::from_secs(1))
-                .is_ok()
-        };
-        while !(listening(mcp_port) && listening(auth_port)) {
-            assert!(
-                Instant::now() < deadline,
-                "the SDK server did not listen within {STARTUP:?}:\n{}",
-                server.output()
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        server
-    }
-
-    fn output(&self) -> String {
-        let read =
-            |name: &str| std::fs::read_to_string(self.logs.path().join(name)).unwrap_or_default();
-        format!("{}{}", read("stderr"), read("stdout"))
-    }
-
-    /// The MCP endpoint as the SDK names it (`resource`), and as mcp-remote is given it.
-    fn mcp_url(&self) -> String {
-        format!("http://localhost:{}/mcp", self.mcp_port)
-    }
-
-    fn events(&self, event: &str) -> usize {
-        self.output().lines().filter(|l| l.trim() == event).count()
-    }
-
-    /// The status the MCP endpoint answers an `initialize` carrying `token` with (the header
-    /// goes through curl's stdin, not its arguments).
-    fn initialize_status(&self, token: &str) -> String {
-        let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"patchbay-e2e","version":"0"}}}"#;
-        let mut curl = Command::new("curl")
-            .args(["-sS", "--max-time", "20", "-o", "/dev/null"])
-            .args(["-w", "%{http_code}", "-X", "POST", "-H", "@-"])
-            .args(["-H", "Content-Type: application/json"])
-            .args(["-H", "Accept: application/json, text/event-stream"])
-            .args(["--data", body, &self.mcp_url()])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("curl");
-        curl.stdin
-            .take()
-            .unwrap()
-            .write_all(format!("Authorization: Bearer {token}\n").as_bytes())
-            .unwrap();
-        String::from_utf8_lossy(&curl.wait_with_output().unwrap().stdout).into_owned()
-    }
-}
-
-impl Drop for SdkServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+/// The SDK's example OAuth server with the rotating refresh grant.
+const REFRESH_SERVER: &str = "sdk-oauth-refresh-server.mjs";
 
 /// `mcp-remote URL` in `home` (as `npx mcp-remote URL` runs it), its stdin held open so the
 /// proxy stays up while it signs in; returns once its tokens are on disk, then stops it.
 /// Returns how long the sign-in took.
-fn mcp_remote_signs_in(home: &Path, server: &SdkServer, options: &[&str]) -> Duration {
+fn mcp_remote_signs_in(home: &Path, server: &OAuthServer, options: &[&str]) -> Duration {
     let bin = tests_dir().join("node/node_modules/.bin/mcp-remote");
     assert!(
         bin.is_file(),
@@ -143,11 +36,6 @@ fn mcp_remote_signs_in(home: &Path, server: &SdkServer, options: &[&str]) -> Dur
     let logs = tempfile::tempdir().expect("tempdir");
     let file = |name: &str| std::fs::File::create(logs.path().join(name)).expect("log file");
     let support = tests_dir().join("support");
-    let path = format!(
-        "{}:{}",
-        support.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
     let started = Instant::now();
     let mut child = Command::new(&bin)
         .arg(server.mcp_url())
@@ -162,7 +50,7 @@ fn mcp_remote_signs_in(home: &Path, server: &SdkServer, options: &[&str]) -> Dur
         // a display (CI's Xvfb) it would try a desktop browser and never come back.
         .env_remove("DISPLAY")
         .env_remove("WAYLAND_DISPLAY")
-        .env("PATH", path)
+        .env("PATH", path_with_support())
         .stdin(Stdio::piped())
         .stdout(file("stdout"))
         .stderr(file("stderr"))
@@ -226,7 +114,7 @@ fn text(output: &Output) -> String {
 #[test]
 fn a_token_mcp_remote_holds_is_adopted_ready_checked_and_renewed_as_its_client() {
     require_keychain!();
-    let server = SdkServer::start();
+    let server = OAuthServer::start(REFRESH_SERVER);
     let sandbox = Sandbox::new(true);
     let home = sandbox.path().join("home");
     std::fs::create_dir_all(&home).unwrap();
@@ -337,7 +225,11 @@ fn a_token_mcp_remote_holds_is_adopted_ready_checked_and_renewed_as_its_client()
         &["check", "sdk", "--json", "--catalog", catalog],
     );
     assert!(checked.status.success(), "{}", text(&checked));
-    assert_eq!(server.events("REFRESHED"), 0, "the check needed no refresh");
+    assert_eq!(
+        server.stdout_lines("REFRESHED"),
+        0,
+        "the check needed no refresh"
+    );
 
     // A second import leaves the held credential alone.
     let again = json(&run(
@@ -354,8 +246,8 @@ fn a_token_mcp_remote_holds_is_adopted_ready_checked_and_renewed_as_its_client()
         refreshed.status.success() && out.starts_with("sdk: refreshed"),
         "{out}"
     );
-    assert_eq!(server.events("REFRESHED"), 1, "{}", server.output());
-    assert_eq!(server.events("REUSE"), 0, "{}", server.output());
+    assert_eq!(server.stdout_lines("REFRESHED"), 1, "{}", server.output());
+    assert_eq!(server.stdout_lines("REUSE"), 0, "{}", server.output());
     let (access, refresh) = {
         let core = sandbox.core(Some(PathBuf::from(catalog)));
         let vault = core.vault();
@@ -419,7 +311,7 @@ fn a_token_mcp_remote_holds_is_adopted_ready_checked_and_renewed_as_its_client()
 #[test]
 fn a_bridge_with_options_in_a_clients_config_names_mcp_remotes_files() {
     require_keychain!();
-    let server = SdkServer::start();
+    let server = OAuthServer::start(REFRESH_SERVER);
     let sandbox = Sandbox::new(true);
     let home = sandbox.path().join("home");
     std::fs::create_dir_all(&home).unwrap();
@@ -477,5 +369,5 @@ fn a_bridge_with_options_in_a_clients_config_names_mcp_remotes_files() {
     assert_eq!(state_of(&status, "sdk"), "ready", "{status:#}");
     let refreshed = run(&sandbox, &home, &["refresh", "sdk", "--catalog", catalog]);
     assert!(refreshed.status.success(), "{}", text(&refreshed));
-    assert_eq!(server.events("REFRESHED"), 1, "{}", server.output());
+    assert_eq!(server.stdout_lines("REFRESHED"), 1, "{}", server.output());
 }

@@ -15,168 +15,23 @@
 //! binary) lists the same server before and after: "Needs authentication", then, with the
 //! credential the authorization wrote through to its store, "Connected".
 
-use patchbay_e2e::{json, require_keychain, state_of, wait_within, Sandbox};
+use patchbay_e2e::peers::{claude_mcp_list_in, path_with_support, OAuthServer};
+use patchbay_e2e::sdk_servers::free_port;
+use patchbay_e2e::{json, require_keychain, state_of, Sandbox};
 use std::io::{BufRead, BufReader, Write};
-use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-/// How long the SDK server may take to listen, and one `patchbay authorize` to finish.
-const STARTUP: Duration = Duration::from_secs(30);
+/// How long one `patchbay authorize` may take to finish.
 const AUTHORIZE: Duration = Duration::from_secs(60);
 
-fn tests_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).to_path_buf()
-}
-
-/// A port nobody listens on now (the OS's pick, released at once).
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port()
-}
-
-/// The SDK's example server, killed on drop. Its output goes to files outside the data directory.
-struct SdkServer {
-    child: Child,
-    logs: tempfile::TempDir,
-    mcp_port: u16,
-    auth_port: u16,
-}
-
-impl SdkServer {
-    fn start() -> SdkServer {
-        SdkServer::start_script("sdk-oauth-server.mjs")
-    }
-
-    /// `script`: sdk-oauth-server.mjs (the example as shipped) or sdk-oauth-refresh-server.mjs
-    /// (the same, its demo provider taught the rotating refresh grant and revocation).
-    fn start_script(script: &str) -> SdkServer {
-        let node_dir = tests_dir().join("node");
-        let example = node_dir.join(
-            "node_modules/@modelcontextprotocol/sdk/dist/esm/examples/server/simpleStreamableHttp.js",
-        );
-        assert!(
-            example.is_file(),
-            "{} is missing: run scripts/setup.sh (it runs `npm ci` in tests/node)",
-            example.display()
-        );
-        let logs = tempfile::tempdir().expect("tempdir");
-        let (mcp_port, auth_port) = {
-            // Both held at once, so they differ.
-            let bind = || TcpListener::bind("127.0.0.1:0").expect("a free port");
-            let (a, b) = (bind(), bind());
-            (
-                a.local_addr().unwrap().port(),
-                b.local_addr().unwrap().port(),
-            )
-        };
-        let file = |name: &str| std::fs::File::create(logs.path().join(name)).expect("log file");
-        let child = Command::new("node")
-            .current_dir(&node_dir)
-            .args([script, "--oauth"])
-            .env("MCP_PORT", mcp_port.to_string())
-            .env("MCP_AUTH_PORT", auth_port.to_string())
-            .stdin(Stdio::null())
-            .stdout(file("stdout"))
-            .stderr(file("stderr"))
-            .spawn()
-            .expect("start node (is Node.js installed? scripts/setup.sh installs it)");
-        let mut server = SdkServer {
-            child,
-            logs,
-            mcp_port,
-            auth_port,
-        };
-        server.wait_listening();
-        server
-    }
-
-    fn wait_listening(&mut self) {
-        let deadline = Instant::now() + STARTUP;
-        let listening = |port: u16| {
-            TcpStream::connect_timeout(&([127, 0, 0, 1], port).into(), Duration::from_secs(1))
-                .is_ok()
-        };
-        loop {
-            if let Some(status) = self.child.try_wait().expect("try_wait") {
-                panic!(
-                    "the SDK server exited ({status}) before listening; its stderr:\n{}",
-                    self.output()
-                );
-            }
-            if listening(self.mcp_port) && listening(self.auth_port) {
-                return;
-            }
-            if Instant::now() > deadline {
-                panic!(
-                    "the SDK server did not listen on 127.0.0.1:{} and :{} within {STARTUP:?}; its output:\n{}",
-                    self.mcp_port,
-                    self.auth_port,
-                    self.output()
-                );
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-
-    fn output(&self) -> String {
-        let read =
-            |name: &str| std::fs::read_to_string(self.logs.path().join(name)).unwrap_or_default();
-        format!("{}{}", read("stderr"), read("stdout"))
-    }
-
-    /// The MCP endpoint, as the SDK names it in its metadata (`resource`).
-    fn mcp_url(&self) -> String {
-        format!("http://localhost:{}/mcp", self.mcp_port)
-    }
-
-    fn issuer(&self) -> String {
-        format!("http://localhost:{}/", self.auth_port)
-    }
-
-    /// The HTTP status the MCP endpoint answers an `initialize` carrying `token` with. The header
-    /// goes through curl's stdin, not its arguments.
-    fn initialize_status(&self, token: &str) -> String {
-        let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"patchbay-e2e","version":"0"}}}"#;
-        let mut curl = Command::new("curl")
-            .args([
-                "-sS",
-                "--max-time",
-                "20",
-                "-o",
-                "/dev/null",
-                "-w",
-                "%{http_code}",
-            ])
-            .args(["-X", "POST", "-H", "@-"])
-            .args(["-H", "Content-Type: application/json"])
-            .args(["-H", "Accept: application/json, text/event-stream"])
-            .args(["--data", body, &self.mcp_url()])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("curl");
-        curl.stdin
-            .take()
-            .unwrap()
-            .write_all(format!("Authorization: Bearer {token}\n").as_bytes())
-            .unwrap();
-        let out = curl.wait_with_output().unwrap();
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-}
-
-impl Drop for SdkServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+/// The SDK's example as shipped, and the same with its demo provider taught the rotating refresh
+/// grant and revocation.
+const SDK_SERVER: &str = "sdk-oauth-server.mjs";
+const REFRESH_SERVER: &str = "sdk-oauth-refresh-server.mjs";
 
 /// A running `patchbay` whose stdout is read line by line as it comes.
 struct Running {
@@ -365,7 +220,7 @@ fn contains(haystack: &[u8], needle: &str) -> bool {
 fn assert_stored_in_the_vault_only(
     sandbox: &Sandbox,
     catalog: &Path,
-    server: &SdkServer,
+    server: &OAuthServer,
     names: &[&str],
     outputs: &[String],
 ) {
@@ -442,19 +297,15 @@ fn assert_stored_in_the_vault_only(
 /// `patchbay authorize NAME` with the "browser" tests/support/follow-browser.sh, which follows
 /// the consent page's 302 back to the receiver; waits for the exit.
 fn authorize_in_browser(sandbox: &Sandbox, catalog: &Path, name: &str) -> Finished {
-    let support = tests_dir().join("support");
-    let path = std::env::join_paths(std::iter::once(support).chain(std::env::split_paths(
-        &std::env::var_os("PATH").unwrap_or_default(),
-    )))
-    .unwrap();
     let mut cmd = authorize(sandbox, catalog, name, &[]);
-    cmd.env("BROWSER", "follow-browser.sh").env("PATH", path);
+    cmd.env("BROWSER", "follow-browser.sh")
+        .env("PATH", path_with_support());
     Running::spawn(cmd).finish()
 }
 
 /// Claude Code (its config dir in the sandbox) configured with the SDK server as `sdk`, and a
 /// catalog with the same entry. Returns the Claude config dir and the catalog file.
-fn claude_code_with_sdk(sandbox: &Sandbox, server: &SdkServer) -> (PathBuf, PathBuf) {
+fn claude_code_with_sdk(sandbox: &Sandbox, server: &OAuthServer) -> (PathBuf, PathBuf) {
     let claude = sandbox.path().join("claude");
     std::fs::create_dir_all(&claude).unwrap();
     let config = serde_json::json!({ "type": "http", "url": server.mcp_url() });
@@ -477,7 +328,7 @@ fn write_catalog(sandbox: &Sandbox, servers: serde_json::Value) -> PathBuf {
 #[test]
 fn authorize_opens_the_browser_and_the_receiver_stores_the_sdk_servers_token() {
     require_keychain!();
-    let server = SdkServer::start();
+    let server = OAuthServer::start(SDK_SERVER);
     let sandbox = Sandbox::new(true);
     let catalog = write_catalog(
         &sandbox,
@@ -506,7 +357,7 @@ fn authorize_opens_the_browser_and_the_receiver_stores_the_sdk_servers_token() {
 #[test]
 fn no_browser_prints_the_url_and_completes_by_receiver_or_by_paste_back() {
     require_keychain!();
-    let server = SdkServer::start();
+    let server = OAuthServer::start(SDK_SERVER);
     let sandbox = Sandbox::new(true);
     // Nobody serves this redirect: the browser would land on an error page whose address the
     // user pastes.
@@ -591,55 +442,6 @@ fn url_param(url: &str, name: &str) -> String {
         .to_string()
 }
 
-/// The real Claude Code CLI (npm `@anthropic-ai/claude-code`, installed in tests/node by
-/// scripts/setup.sh): its postinstall puts the platform package's native binary at the package's
-/// `bin/claude.exe`, so it runs with no Node.js and no further download.
-fn claude_bin() -> PathBuf {
-    let bin = tests_dir().join("node/node_modules/@anthropic-ai/claude-code/bin/claude.exe");
-    assert!(
-        bin.is_file(),
-        "{} is missing: run scripts/setup.sh (it runs `npm ci` in tests/node)",
-        bin.display()
-    );
-    bin
-}
-
-/// How long one `claude mcp list` may take (it health-checks in well under a second).
-const CLAUDE_MCP_LIST: Duration = Duration::from_secs(60);
-
-/// `claude mcp list` on the sandbox's Claude Code home, offline but for the configured servers,
-/// with `home` as HOME. Returns its stdout; fails on a non-zero exit or past the timeout.
-fn claude_mcp_list(sandbox: &Sandbox, home: &Path) -> String {
-    let logs = tempfile::tempdir().expect("tempdir");
-    let file = |name: &str| std::fs::File::create(logs.path().join(name)).expect("log file");
-    let read = |name: &str| std::fs::read_to_string(logs.path().join(name)).unwrap_or_default();
-    let mut child = Command::new(claude_bin())
-        .args(["mcp", "list"])
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", home)
-        .env("CLAUDE_CONFIG_DIR", sandbox.path().join("claude"))
-        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-        .env("DISABLE_TELEMETRY", "1")
-        .env("DISABLE_AUTOUPDATER", "1")
-        .current_dir(home)
-        .stdin(Stdio::null())
-        .stdout(file("stdout"))
-        .stderr(file("stderr"))
-        .spawn()
-        .expect("start claude");
-    let status = wait_within(&mut child, CLAUDE_MCP_LIST, "claude mcp list", || {
-        format!("stdout:\n{}\nstderr:\n{}", read("stdout"), read("stderr"))
-    });
-    assert!(
-        status.success(),
-        "`claude mcp list` failed ({status}); stdout:\n{}\nstderr:\n{}",
-        read("stdout"),
-        read("stderr")
-    );
-    read("stdout")
-}
-
 /// The line `claude mcp list` prints for the server `name`.
 fn listed<'a>(list: &'a str, name: &str) -> &'a str {
     list.lines()
@@ -650,14 +452,14 @@ fn listed<'a>(list: &'a str, name: &str) -> &'a str {
 #[test]
 fn claude_code_connects_with_the_credential_authorize_writes_through() {
     require_keychain!();
-    let server = SdkServer::start();
+    let server = OAuthServer::start(SDK_SERVER);
     let sandbox = Sandbox::new(true);
     let home = tempfile::tempdir().expect("tempdir");
     let (_, catalog) = claude_code_with_sdk(&sandbox, &server);
 
     // No token yet: Claude Code meets the server's 401 (and leaves its own tokenless entry and
     // needs-auth cache in its home, which the write-through must get past).
-    let before = claude_mcp_list(&sandbox, home.path());
+    let before = claude_mcp_list_in(&sandbox.path().join("claude"), home.path());
     assert_eq!(
         listed(&before, "sdk"),
         format!("sdk: {} (HTTP) - ! Needs authentication", server.mcp_url()),
@@ -668,7 +470,7 @@ fn claude_code_connects_with_the_credential_authorize_writes_through() {
     assert_succeeded("sdk", &done);
 
     // The authorization wrote through to Claude Code's store: it connects with no other step.
-    let after = claude_mcp_list(&sandbox, home.path());
+    let after = claude_mcp_list_in(&sandbox.path().join("claude"), home.path());
     assert_eq!(
         listed(&after, "sdk"),
         format!("sdk: {} (HTTP) - ✔ Connected", server.mcp_url()),
@@ -677,19 +479,10 @@ fn claude_code_connects_with_the_credential_authorize_writes_through() {
     );
 }
 
-/// How many lines of the server's stdout are exactly `event`.
-fn events(server: &SdkServer, event: &str) -> usize {
-    server
-        .output()
-        .lines()
-        .filter(|l| l.trim() == event)
-        .count()
-}
-
 #[test]
 fn the_refresher_renews_at_a_third_party_server_and_disconnect_revokes_there() {
     require_keychain!();
-    let server = SdkServer::start_script("sdk-oauth-refresh-server.mjs");
+    let server = OAuthServer::start(REFRESH_SERVER);
     let sandbox = Sandbox::new(true);
     let catalog = write_catalog(
         &sandbox,
@@ -725,7 +518,7 @@ fn the_refresher_renews_at_a_third_party_server_and_disconnect_revokes_there() {
         String::from_utf8_lossy(&pass.stderr)
     );
     assert_eq!(
-        events(&server, "REFRESHED"),
+        server.stdout_lines("REFRESHED"),
         0,
         "a pass must leave a fresh token alone"
     );
@@ -736,7 +529,7 @@ fn the_refresher_renews_at_a_third_party_server_and_disconnect_revokes_there() {
         "{stdout}{}",
         String::from_utf8_lossy(&forced.stderr)
     );
-    assert_eq!(events(&server, "REFRESHED"), 1, "{}", server.output());
+    assert_eq!(server.stdout_lines("REFRESHED"), 1, "{}", server.output());
     let (access1, refresh1) = tokens();
     assert_ne!(access1, access0);
     assert_ne!(refresh1, refresh0, "the server rotated the refresh token");
@@ -755,18 +548,18 @@ fn the_refresher_renews_at_a_third_party_server_and_disconnect_revokes_there() {
         String::from_utf8_lossy(&done.stderr)
     );
     assert_eq!(
-        events(&server, "REVOKED refresh_token"),
+        server.stdout_lines("REVOKED refresh_token"),
         1,
         "{}",
         server.output()
     );
     assert_eq!(
-        events(&server, "REVOKED access_token"),
+        server.stdout_lines("REVOKED access_token"),
         1,
         "{}",
         server.output()
     );
-    assert_eq!(events(&server, "REUSE"), 0, "{}", server.output());
+    assert_eq!(server.stdout_lines("REUSE"), 0, "{}", server.output());
     // Refused (the example's introspection-backed verifier answers a revoked token with a
     // 500 rather than a 401, which is the SDK's business; what matters is that it is refused).
     assert_ne!(server.initialize_status(&access1), "200");
@@ -777,7 +570,7 @@ fn the_refresher_renews_at_a_third_party_server_and_disconnect_revokes_there() {
 #[test]
 fn a_refresh_claude_code_logs_as_rejected_retires_the_credential_everywhere() {
     require_keychain!();
-    let server = SdkServer::start_script("sdk-oauth-refresh-server.mjs");
+    let server = OAuthServer::start(REFRESH_SERVER);
     let sandbox = Sandbox::new(true);
     let home = tempfile::tempdir().expect("tempdir");
     let (claude, catalog) = claude_code_with_sdk(&sandbox, &server);
@@ -824,7 +617,7 @@ fn a_refresh_claude_code_logs_as_rejected_retires_the_credential_everywhere() {
     }
     std::fs::write(&store_path, store.to_string()).unwrap();
 
-    let listed_now = claude_mcp_list(&sandbox, home.path());
+    let listed_now = claude_mcp_list_in(&sandbox.path().join("claude"), home.path());
     assert!(listed_now.contains("Needs authentication"), "{listed_now}");
 
     // The next refresh pass reads Claude Code's MCP log and retires the credential.
@@ -877,5 +670,5 @@ fn a_refresh_claude_code_logs_as_rejected_retires_the_credential_everywhere() {
     let status = json(&run(&["status", "--json", "--catalog", catalog_arg]));
     assert_eq!(state_of(&status, "sdk"), "needs_reauth");
     // Patchbay itself never presented the dead token.
-    assert_eq!(events(&server, "REFRESHED"), 0);
+    assert_eq!(server.stdout_lines("REFRESHED"), 0);
 }
