@@ -7,21 +7,20 @@
 //! that reached a failing upstream is not sent twice, and `timeout_ms` bounds an upstream that
 //! never answers.
 
-#[path = "../../core/tests/support/rotating_as.rs"]
-mod rotating_as;
+mod support;
 
 use axum::body::{Body, Bytes};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
-use patchbay_catalog::{CatalogItem, CatalogSource};
-use patchbay_core::{Patchbay, Paths, RefreshPolicy, Refresher, RetryPolicy};
+use patchbay_core::Refresher;
 use patchbay_gateway::{Clients, Gateway, GatewayOptions, Upstreams};
-use patchbay_vault::{CredentialRow, Grant, MemoryStore, Secret, TokenSet};
-use rotating_as::{Fault, RotatingAs};
+use patchbay_vault::Secret;
 use serde_json::{json, Value};
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use support::rotating_as::{Fault, RotatingAs};
+use support::{core_with_fx, refresh_policy, Core};
 
 /// What the upstream saw and decides.
 #[derive(Default)]
@@ -237,19 +236,14 @@ impl Rig {
 
 async fn rig() -> Rig {
     let upstream = upstream().await;
-    let ras = RotatingAs::start().await;
     let dropper = dropper().await;
     let late_port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
         .unwrap()
         .port();
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("catalog.json");
     let url = format!("{}/mcp", upstream.base);
-    std::fs::write(
-        &file,
-        json!({ "mcpServers": {
+    let catalog = json!({ "mcpServers": {
             "fx": { "type": "http", "url": url },
             "slow": { "type": "http", "url": url, "headers": { "X-Api-Key": "k" }, "timeout_ms": 300 },
             "flaky": { "type": "http", "url": url, "headers": { "X-Api-Key": "k" },
@@ -259,73 +253,10 @@ async fn rig() -> Rig {
             "late-no-retry": { "type": "http", "url": format!("http://127.0.0.1:{late_port}/mcp"), "headers": { "X-Api-Key": "k" } },
             "dropper": { "type": "http", "url": format!("http://{}/mcp", dropper.0), "headers": { "X-Api-Key": "k" },
                          "retry": { "max": 3, "base_ms": 10, "jitter": 0.0 } }
-        } })
-        .to_string(),
-    )
-    .unwrap();
-    let paths = Paths {
-        config_dir: dir.path().join("config"),
-        data_dir: dir.path().join("data"),
-        default_catalog: CatalogSource::Embedded,
-        catalog_override: Some(file),
-        keychain_account: "test".into(),
-    };
-    let patchbay = Arc::new(Patchbay::with_store(paths, Arc::new(MemoryStore::new())).unwrap());
-    let key = match patchbay.catalog().get("fx") {
-        Some(CatalogItem::Server(e)) => e.credential_key(&|_| None).unwrap().unwrap(),
-        _ => panic!("fx is in the catalog"),
-    };
+        } });
+    let Core { dir, patchbay, ras } = core_with_fx(&catalog, &url).await;
     let now = patchbay.now();
-    patchbay
-        .vault()
-        .put_credential(
-            &CredentialRow {
-                credential_key: key.clone(),
-                server_name: "fx".into(),
-                server_url: Some(url.clone()),
-                expires_at: Some(now + chrono::Duration::minutes(30)),
-                has_refresh_token: true,
-                one_shot: false,
-                issuer: Some(ras.base.clone()),
-                client_id: Some("cid".into()),
-                scope: None,
-                updated_at: now,
-                rotated_by: None,
-                rotated_at: None,
-            },
-            &TokenSet {
-                access_token: Secret::new("at-fx-0"),
-                refresh_token: Some(Secret::new(ras.seed("fx"))),
-            },
-        )
-        .unwrap();
-    patchbay
-        .vault()
-        .put_grant(&Grant {
-            credential_key: key,
-            issuer: ras.base.clone(),
-            token_endpoint: ras.token_endpoint(),
-            token_auth_method: "none".into(),
-            client_id: "cid".into(),
-            client_secret: None,
-            client_registered: true,
-            redirect_uri: "http://localhost:3118/callback".into(),
-            resource: Some(url),
-            scopes: None,
-        })
-        .unwrap();
-    let refresher = Refresher::new(
-        patchbay.clone(),
-        None,
-        RefreshPolicy {
-            http_timeout: Duration::from_secs(5),
-            retry: RetryPolicy {
-                max_retries: 0,
-                ..RetryPolicy::default()
-            },
-            ..RefreshPolicy::default()
-        },
-    );
+    let refresher = Refresher::new(patchbay.clone(), None, refresh_policy());
     let (_, secret) = Clients::new(&patchbay.paths.data_dir)
         .add("test", None, now)
         .unwrap();

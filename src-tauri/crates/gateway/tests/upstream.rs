@@ -4,17 +4,16 @@
 //! access token, a 401 renews once through the refresher of record (a burst of 401s too), and a
 //! refused renewal says to authorize the connector in Patchbay.
 
-#[path = "../../core/tests/support/rotating_as.rs"]
-mod rotating_as;
+mod support;
 
-use patchbay_catalog::{CatalogItem, CatalogSource, CredentialKey};
-use patchbay_core::{Patchbay, Paths, RefreshPolicy, Refresher, RetryPolicy};
+use patchbay_core::{Patchbay, RefreshPolicy, Refresher};
 use patchbay_gateway::{UpstreamError, UpstreamTransport, Upstreams};
-use patchbay_vault::{CredentialRow, Grant, MemoryStore, Secret, TokenSet};
-use rotating_as::{Fault, RotatingAs};
+use patchbay_vault::Secret;
 use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
+use support::rotating_as::{Fault, RotatingAs};
+use support::{core_with_fx, refresh_policy, Core};
 
 const MCP_URL: &str = "https://mcp.example.test/mcp";
 
@@ -26,78 +25,22 @@ struct Rig {
 }
 
 async fn rig() -> Rig {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("catalog.json");
     let catalog = json!({ "mcpServers": {
         "fx": { "type": "http", "url": MCP_URL },
         "keyed": { "type": "http", "url": "https://keyed.example.test/${KEYED_PATH}",
                    "headers": { "X-Api-Key": "${KEYED_KEY}" } },
         "local": { "type": "stdio", "command": "true", "enabled": true }
     } });
-    std::fs::write(&file, catalog.to_string()).unwrap();
-    let paths = Paths {
-        config_dir: dir.path().join("config"),
-        data_dir: dir.path().join("data"),
-        default_catalog: CatalogSource::Embedded,
-        catalog_override: Some(file),
-        keychain_account: "test".into(),
-    };
-    let patchbay = Arc::new(Patchbay::with_store(paths, Arc::new(MemoryStore::new())).unwrap());
+    let Core { dir, patchbay, ras } = core_with_fx(&catalog, MCP_URL).await;
     patchbay
         .set_secret("KEYED_KEY", &Secret::new("key-from-the-vault"))
         .unwrap();
     patchbay
         .set_secret("KEYED_PATH", &Secret::new("mcp"))
         .unwrap();
-    let ras = RotatingAs::start().await;
-    let key = credential_key(&patchbay);
-    let now = patchbay.now();
-    patchbay
-        .vault()
-        .put_credential(
-            &CredentialRow {
-                credential_key: key.clone(),
-                server_name: "fx".into(),
-                server_url: Some(MCP_URL.into()),
-                expires_at: Some(now + chrono::Duration::minutes(30)),
-                has_refresh_token: true,
-                one_shot: false,
-                issuer: Some(ras.base.clone()),
-                client_id: Some("cid".into()),
-                scope: None,
-                updated_at: now,
-                rotated_by: None,
-                rotated_at: None,
-            },
-            &TokenSet {
-                access_token: Secret::new("at-fx-0"),
-                refresh_token: Some(Secret::new(ras.seed("fx"))),
-            },
-        )
-        .unwrap();
-    patchbay
-        .vault()
-        .put_grant(&Grant {
-            credential_key: key,
-            issuer: ras.base.clone(),
-            token_endpoint: ras.token_endpoint(),
-            token_auth_method: "none".into(),
-            client_id: "cid".into(),
-            client_secret: None,
-            client_registered: true,
-            redirect_uri: "http://localhost:3118/callback".into(),
-            resource: Some(MCP_URL.into()),
-            scopes: None,
-        })
-        .unwrap();
     let policy = RefreshPolicy {
-        http_timeout: Duration::from_secs(5),
         lock_timeout: Duration::from_secs(5),
-        retry: RetryPolicy {
-            max_retries: 0,
-            ..RetryPolicy::default()
-        },
-        ..RefreshPolicy::default()
+        ..refresh_policy()
     };
     let refresher = Refresher::new(patchbay.clone(), None, policy);
     let upstreams = Upstreams::new(patchbay.clone(), Some(refresher));
@@ -106,13 +49,6 @@ async fn rig() -> Rig {
         patchbay,
         upstreams,
         ras,
-    }
-}
-
-fn credential_key(patchbay: &Patchbay) -> CredentialKey {
-    match patchbay.catalog().get("fx") {
-        Some(CatalogItem::Server(e)) => e.credential_key(&|_| None).unwrap().unwrap(),
-        _ => panic!("the test catalog has fx"),
     }
 }
 
