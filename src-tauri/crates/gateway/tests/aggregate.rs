@@ -11,15 +11,14 @@ mod support;
 use axum::body::{Body, Bytes};
 use axum::http::{HeaderMap, Uri};
 use axum::response::Response;
-use patchbay_core::Refresher;
-use patchbay_gateway::{Clients, Gateway, GatewayOptions, Upstreams};
+use patchbay_gateway::GatewayOptions;
 use patchbay_vault::Secret;
 use serde_json::{json, Value};
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use support::rotating_as::RotatingAs;
-use support::{core_with_fx, refresh_policy, Core};
+use support::{core_with_fx, serve_gateway, Core};
 
 /// What the servers saw.
 #[derive(Default)]
@@ -230,23 +229,14 @@ async fn rig() -> Rig {
                        "timeout_ms": 2000 }
         } });
     let Core { dir, patchbay, ras } = core_with_fx(&catalog, &url).await;
-    let now = patchbay.now();
-    let refresher = Refresher::new(patchbay.clone(), None, refresh_policy());
-    let (_, secret) = Clients::new(&patchbay.paths.data_dir)
-        .add("test", None, now)
-        .unwrap();
-    let gateway = Gateway::bind(
-        Upstreams::new(patchbay, Some(refresher)),
+    let (gateway_base, secret) = serve_gateway(
+        patchbay,
         GatewayOptions {
-            port: 0,
             record_health: false,
             ..GatewayOptions::default()
         },
     )
-    .await
-    .unwrap();
-    let gateway_base = format!("http://127.0.0.1:{}", gateway.port());
-    tokio::spawn(gateway.serve(std::future::pending()));
+    .await;
     let http = reqwest::Client::builder()
         .timeout(Duration::from_secs(30))
         .build()

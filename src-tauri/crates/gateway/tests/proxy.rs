@@ -12,15 +12,14 @@ mod support;
 use axum::body::{Body, Bytes};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
-use patchbay_core::Refresher;
-use patchbay_gateway::{Clients, Gateway, GatewayOptions, Upstreams};
+use patchbay_gateway::GatewayOptions;
 use patchbay_vault::Secret;
 use serde_json::{json, Value};
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use support::rotating_as::{Fault, RotatingAs};
-use support::{core_with_fx, refresh_policy, Core};
+use support::{core_with_fx, serve_gateway, Core};
 
 /// What the upstream saw and decides.
 #[derive(Default)]
@@ -255,22 +254,7 @@ async fn rig() -> Rig {
                          "retry": { "max": 3, "base_ms": 10, "jitter": 0.0 } }
         } });
     let Core { dir, patchbay, ras } = core_with_fx(&catalog, &url).await;
-    let now = patchbay.now();
-    let refresher = Refresher::new(patchbay.clone(), None, refresh_policy());
-    let (_, secret) = Clients::new(&patchbay.paths.data_dir)
-        .add("test", None, now)
-        .unwrap();
-    let gateway = Gateway::bind(
-        Upstreams::new(patchbay, Some(refresher)),
-        GatewayOptions {
-            port: 0,
-            ..GatewayOptions::default()
-        },
-    )
-    .await
-    .unwrap();
-    let base = format!("http://127.0.0.1:{}", gateway.port());
-    tokio::spawn(gateway.serve(std::future::pending()));
+    let (base, secret) = serve_gateway(patchbay, GatewayOptions::default()).await;
     Rig {
         _dir: dir,
         late_port,

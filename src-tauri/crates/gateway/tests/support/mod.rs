@@ -9,7 +9,8 @@
 pub mod rotating_as;
 
 use patchbay_catalog::{CatalogItem, CatalogSource, CredentialKey};
-use patchbay_core::{Patchbay, Paths, RefreshPolicy, RetryPolicy};
+use patchbay_core::{Patchbay, Paths, RefreshPolicy, Refresher, RetryPolicy};
+use patchbay_gateway::{Clients, Gateway, GatewayOptions, Upstreams};
 use patchbay_vault::{CredentialRow, Grant, MemoryStore, Secret, TokenSet};
 use rotating_as::RotatingAs;
 use serde_json::Value;
@@ -100,4 +101,23 @@ pub fn refresh_policy() -> RefreshPolicy {
         },
         ..RefreshPolicy::default()
     }
+}
+
+/// The gateway in front of `patchbay`'s connectors on a free port, renewing through the
+/// refresher of record ([`refresh_policy`]), served in the background; its base URL and a
+/// gateway client's secret.
+pub async fn serve_gateway(patchbay: Arc<Patchbay>, options: GatewayOptions) -> (String, Secret) {
+    let refresher = Refresher::new(patchbay.clone(), None, refresh_policy());
+    let (_, secret) = Clients::new(&patchbay.paths.data_dir)
+        .add("test", None, patchbay.now())
+        .unwrap();
+    let gateway = Gateway::bind(
+        Upstreams::new(patchbay, Some(refresher)),
+        GatewayOptions { port: 0, ..options },
+    )
+    .await
+    .unwrap();
+    let base = format!("http://127.0.0.1:{}", gateway.port());
+    tokio::spawn(gateway.serve(std::future::pending()));
+    (base, secret)
 }
