@@ -223,26 +223,9 @@ impl OAuthServer {
         format!("http://localhost:{}/", self.auth_port)
     }
 
-    /// The HTTP status the MCP endpoint answers an `initialize` carrying `token` with. The header
-    /// goes through curl's stdin, not its arguments.
+    /// [`initialize_status`] at its MCP endpoint.
     pub fn initialize_status(&self, token: &str) -> String {
-        let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"patchbay-e2e","version":"0"}}}"#;
-        let mut curl = Command::new("curl")
-            .args(["-sS", "--max-time", "20", "-o", "/dev/null"])
-            .args(["-w", "%{http_code}", "-X", "POST", "-H", "@-"])
-            .args(["-H", "Content-Type: application/json"])
-            .args(["-H", "Accept: application/json, text/event-stream"])
-            .args(["--data", body, &self.mcp_url()])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("curl");
-        curl.stdin
-            .take()
-            .unwrap()
-            .write_all(format!("Authorization: Bearer {token}\n").as_bytes())
-            .unwrap();
-        String::from_utf8_lossy(&curl.wait_with_output().unwrap().stdout).into_owned()
+        initialize_status(&self.mcp_url(), token)
     }
 }
 
@@ -251,6 +234,28 @@ impl Drop for OAuthServer {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// The HTTP status the MCP endpoint `mcp_url` answers an `initialize` carrying `token` with.
+/// The header goes through curl's stdin, not its arguments.
+pub fn initialize_status(mcp_url: &str, token: &str) -> String {
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"patchbay-e2e","version":"0"}}}"#;
+    let mut curl = Command::new("curl")
+        .args(["-sS", "--max-time", "20", "-o", "/dev/null"])
+        .args(["-w", "%{http_code}", "-X", "POST", "-H", "@-"])
+        .args(["-H", "Content-Type: application/json"])
+        .args(["-H", "Accept: application/json, text/event-stream"])
+        .args(["--data", body, mcp_url])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("curl");
+    curl.stdin
+        .take()
+        .unwrap()
+        .write_all(format!("Authorization: Bearer {token}\n").as_bytes())
+        .unwrap();
+    String::from_utf8_lossy(&curl.wait_with_output().unwrap().stdout).into_owned()
 }
 
 /// `patchbay gateway serve --port PORT` (logging at info), killed on drop.

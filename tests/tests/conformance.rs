@@ -22,9 +22,10 @@
 //!
 //! Needs the real keychain (PATCHBAY_TEST_KEYCHAIN=1, as scripts/test.sh provides).
 
+use patchbay_e2e::peers::{initialize_status, listening, tests_dir};
 use patchbay_e2e::{json, require_keychain, state_of, wait_within, Sandbox};
 use std::io::Write;
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -33,10 +34,6 @@ use std::time::{Duration, Instant};
 const STARTUP: Duration = Duration::from_secs(90);
 /// How long one CLI command may take.
 const COMMAND: Duration = Duration::from_secs(90);
-
-fn tests_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).to_path_buf()
-}
 
 /// `n` distinct free ports (all held at once while picked).
 fn free_ports<const N: usize>() -> [u16; N] {
@@ -150,10 +147,6 @@ impl Peer {
 
     fn wait_listening(&mut self, ports: &[u16]) {
         let deadline = Instant::now() + STARTUP;
-        let listening = |port: u16| {
-            TcpStream::connect_timeout(&([127, 0, 0, 1], port).into(), Duration::from_secs(1))
-                .is_ok()
-        };
         loop {
             if let Some(status) = self.child.try_wait().expect("try_wait") {
                 panic!(
@@ -180,27 +173,9 @@ impl Peer {
         format!("{}{}", read("stderr"), read("stdout"))
     }
 
-    /// The HTTP status the MCP endpoint answers an `initialize` carrying `token` with (the
-    /// header goes through curl's stdin, not its arguments).
+    /// The HTTP status the MCP endpoint answers an `initialize` carrying `token` with.
     fn initialize_status(&self, token: &str) -> String {
-        let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"patchbay-conformance","version":"0"}}}"#;
-        let mut curl = Command::new("curl")
-            .args(["-sS", "--max-time", "20", "-o", "/dev/null"])
-            .args(["-w", "%{http_code}", "-X", "POST", "-H", "@-"])
-            .args(["-H", "Content-Type: application/json"])
-            .args(["-H", "Accept: application/json, text/event-stream"])
-            .args(["--data", body, &self.mcp_url])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("curl");
-        curl.stdin
-            .take()
-            .unwrap()
-            .write_all(format!("Authorization: Bearer {token}\n").as_bytes())
-            .unwrap();
-        let out = curl.wait_with_output().unwrap();
-        String::from_utf8_lossy(&out.stdout).into_owned()
+        initialize_status(&self.mcp_url, token)
     }
 }
 
