@@ -15,10 +15,11 @@ use crate::window;
 use patchbay_core::badge;
 use patchbay_core::tray_model::{TrayItem, TrayModel};
 use patchbay_status::StatusReport;
+use std::sync::Mutex;
 use tauri::image::Image;
 use tauri::menu::{Menu, MenuItem, PredefinedMenuItem};
 use tauri::tray::{MouseButton, MouseButtonState, TrayIcon, TrayIconBuilder, TrayIconEvent};
-use tauri::{AppHandle, Runtime};
+use tauri::{AppHandle, Manager, Runtime};
 
 pub const TRAY_ID: &str = "patchbay";
 const OPEN: &str = "open";
@@ -37,46 +38,102 @@ pub fn icon<R: Runtime>(app: &AppHandle<R>, report: &StatusReport) -> Option<Ima
     }
 }
 
-fn menu<R: Runtime>(app: &AppHandle<R>, model: &TrayModel) -> tauri::Result<Menu<R>> {
-    let menu = Menu::new(app)?;
-    // AppIndicator trays show no tooltip: the headline heads the menu instead.
-    menu.append(&MenuItem::with_id(
-        app,
-        "headline",
-        &model.headline,
-        false,
-        None::<&str>,
-    )?)?;
-    menu.append(&PredefinedMenuItem::separator(app)?)?;
-    for item in &model.items {
+/// The tray's menu, kept so that an update edits it in place: a panel then gets dbusmenu's own
+/// change signals (ItemsPropertiesUpdated for a new label, LayoutUpdated for lines added or
+/// removed) and a menu the user has open stays open. Replacing the whole menu instead makes
+/// libayatana-appindicator export a new one and register the item with the panel again.
+struct LiveMenu<R: Runtime> {
+    menu: Menu<R>,
+    headline: MenuItem<R>,
+    /// One line per connector needing attention (from position [`FIRST_ROW`]), then the
+    /// separator after them when there is any.
+    rows: Vec<MenuItem<R>>,
+    rows_end: Option<PredefinedMenuItem<R>>,
+}
+
+/// The headline and its separator come first.
+const FIRST_ROW: usize = 2;
+
+/// The app's one [`LiveMenu`], in Tauri's state.
+struct TrayMenu<R: Runtime>(Mutex<Option<LiveMenu<R>>>);
+
+impl<R: Runtime> LiveMenu<R> {
+    fn build(app: &AppHandle<R>, model: &TrayModel) -> tauri::Result<LiveMenu<R>> {
+        let menu = Menu::new(app)?;
+        // AppIndicator trays show no tooltip: the headline heads the menu instead.
+        let headline = MenuItem::with_id(app, "headline", &model.headline, false, None::<&str>)?;
+        menu.append(&headline)?;
+        menu.append(&PredefinedMenuItem::separator(app)?)?;
         menu.append(&MenuItem::with_id(
             app,
-            item.id(),
-            &item.label,
+            OPEN,
+            "Open Connectors",
             true,
             None::<&str>,
         )?)?;
+        menu.append(&MenuItem::with_id(app, QUIT, "Quit", true, None::<&str>)?)?;
+        let mut live = LiveMenu {
+            menu,
+            headline,
+            rows: Vec::new(),
+            rows_end: None,
+        };
+        live.set_rows(app, model)?;
+        Ok(live)
     }
-    if !model.items.is_empty() {
-        menu.append(&PredefinedMenuItem::separator(app)?)?;
+
+    /// Bring the menu up to `model`, changing only what changed.
+    fn edit(&mut self, app: &AppHandle<R>, model: &TrayModel) -> tauri::Result<()> {
+        if self.headline.text()? != model.headline {
+            self.headline.set_text(&model.headline)?;
+        }
+        let same_lines = self.rows.len() == model.items.len()
+            && self
+                .rows
+                .iter()
+                .zip(&model.items)
+                .all(|(row, item)| row.id().as_ref() == item.id());
+        if !same_lines {
+            return self.set_rows(app, model);
+        }
+        for (row, item) in self.rows.iter().zip(&model.items) {
+            if row.text()? != item.label {
+                row.set_text(&item.label)?;
+            }
+        }
+        Ok(())
     }
-    menu.append(&MenuItem::with_id(
-        app,
-        OPEN,
-        "Open Connectors",
-        true,
-        None::<&str>,
-    )?)?;
-    menu.append(&MenuItem::with_id(app, QUIT, "Quit", true, None::<&str>)?)?;
-    Ok(menu)
+
+    /// Replace the connector lines (and the separator after them) with `model`'s.
+    fn set_rows(&mut self, app: &AppHandle<R>, model: &TrayModel) -> tauri::Result<()> {
+        for row in self.rows.drain(..) {
+            self.menu.remove(&row)?;
+        }
+        if let Some(separator) = self.rows_end.take() {
+            self.menu.remove(&separator)?;
+        }
+        for (i, item) in model.items.iter().enumerate() {
+            let row = MenuItem::with_id(app, item.id(), &item.label, true, None::<&str>)?;
+            self.menu.insert(&row, FIRST_ROW + i)?;
+            self.rows.push(row);
+        }
+        if !model.items.is_empty() {
+            let separator = PredefinedMenuItem::separator(app)?;
+            self.menu
+                .insert(&separator, FIRST_ROW + model.items.len())?;
+            self.rows_end = Some(separator);
+        }
+        Ok(())
+    }
 }
 
 /// Create the tray icon for the first report.
 pub fn create<R: Runtime>(app: &AppHandle<R>, report: &StatusReport) -> tauri::Result<TrayIcon<R>> {
     let model = TrayModel::of(report);
+    let live = LiveMenu::build(app, &model)?;
     let mut builder = TrayIconBuilder::with_id(TRAY_ID)
         .tooltip(&model.tooltip)
-        .menu(&menu(app, &model)?)
+        .menu(&live.menu)
         .show_menu_on_left_click(false)
         .on_menu_event(|app, event| {
             let id = event.id().as_ref();
@@ -116,7 +173,9 @@ pub fn create<R: Runtime>(app: &AppHandle<R>, report: &StatusReport) -> tauri::R
     if let Some(icon) = icon(app, report) {
         builder = builder.icon(icon);
     }
-    builder.build(app)
+    let tray = builder.build(app)?;
+    app.manage(TrayMenu(Mutex::new(Some(live))));
+    Ok(tray)
 }
 
 /// Bring the tray up to date with a new report.
@@ -128,7 +187,21 @@ pub fn update<R: Runtime>(app: &AppHandle<R>, report: &StatusReport) {
     let result = (|| -> tauri::Result<()> {
         tray.set_icon(icon(app, report))?;
         tray.set_tooltip(Some(&model.tooltip))?;
-        tray.set_menu(Some(menu(app, &model)?))?;
+        let Some(state) = app.try_state::<TrayMenu<R>>() else {
+            return Ok(());
+        };
+        let mut live = state.0.lock().unwrap_or_else(|p| p.into_inner());
+        let edited = match live.as_mut() {
+            Some(menu) => menu.edit(app, &model),
+            None => Ok(()),
+        };
+        if let Err(error) = edited {
+            // A menu half edited is replaced by a fresh one.
+            tracing::warn!("cannot edit the tray menu in place ({error}); replacing it");
+            let fresh = LiveMenu::build(app, &model)?;
+            tray.set_menu(Some(fresh.menu.clone()))?;
+            *live = Some(fresh);
+        }
         Ok(())
     })();
     if let Err(error) = result {

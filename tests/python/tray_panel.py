@@ -11,7 +11,8 @@ after each.
 
 With --notifications it is also the desktop's notification server
 (org.freedesktop.Notifications), recording each Notify call; with --no-watcher it is only that,
-a desktop with notifications and no tray host.
+a desktop with notifications and no tray host; with --watcher-without-host the watcher is there
+but says no host is registered (IsStatusNotifierHostRegistered false) and nothing reads the item.
 
 Protocol: one JSON object per line on stdout ("ready", "registered", "signal", "snapshot",
 "notify", "clicked", "error"); commands as JSON lines on stdin:
@@ -258,6 +259,7 @@ class Watcher(dbus.service.Object):
     """org.kde.StatusNotifierWatcher, with this process as its one host."""
 
     def __init__(self, bus, host):
+        # None: a watcher with no host (a panel that registers items but shows none).
         self.host = host
         self.items = []
         super().__init__(bus, WATCHER_PATH)
@@ -274,7 +276,10 @@ class Watcher(dbus.service.Object):
         if key not in self.items:
             self.items.append(key)
         self.StatusNotifierItemRegistered(key)
-        GLib.idle_add(lambda: self.host.register(bus_name, path) and False)
+        if self.host is None:
+            emit({"event": "registered", "bus": bus_name, "path": path, "shown": False})
+        else:
+            GLib.idle_add(lambda: self.host.register(bus_name, path) and False)
 
     @dbus.service.method(WATCHER_IFACE, in_signature="s", out_signature="")
     def RegisterStatusNotifierHost(self, service):
@@ -295,7 +300,7 @@ class Watcher(dbus.service.Object):
     def properties(self):
         return {
             "RegisteredStatusNotifierItems": dbus.Array(self.items, signature="s"),
-            "IsStatusNotifierHostRegistered": dbus.Boolean(True),
+            "IsStatusNotifierHostRegistered": dbus.Boolean(self.host is not None),
             "ProtocolVersion": dbus.Int32(0),
         }
 
@@ -351,19 +356,24 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--notifications", action="store_true", help="also serve org.freedesktop.Notifications")
     parser.add_argument("--no-watcher", action="store_true", help="no StatusNotifierWatcher (no tray host)")
+    parser.add_argument("--watcher-without-host", action="store_true",
+                        help="a StatusNotifierWatcher that says no host is registered")
     args = parser.parse_args()
 
     DBusGMainLoop(set_as_default=True)
     bus = dbus.SessionBus()
     host = Host(bus)
     keep = []
-    if not args.no_watcher:
+    if args.watcher_without_host:
+        keep.append(Watcher(bus, None))
+        keep.append(dbus.service.BusName(WATCHER_NAME, bus, do_not_queue=True))
+    elif not args.no_watcher:
         # The host's own name first (the specification's org.kde.StatusNotifierHost-PID), then
         # the watcher's: an item that sees the watcher appear finds a host already there.
         keep.append(dbus.service.BusName(f"org.kde.StatusNotifierHost-{os.getpid()}", bus, do_not_queue=True))
         keep.append(Watcher(bus, host))
         keep.append(dbus.service.BusName(WATCHER_NAME, bus, do_not_queue=True))
-    if args.notifications or args.no_watcher:
+    if args.notifications or args.no_watcher or args.watcher_without_host:
         keep.append(Notifications(bus))
         keep.append(dbus.service.BusName(NOTIFY_NAME, bus, do_not_queue=True))
 
