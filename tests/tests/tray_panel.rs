@@ -15,7 +15,8 @@
 //!   the app says so once, opens the Connectors window at start, and still raises a desktop
 //!   notification when a connector comes to need a human.
 //!
-//! Needs the real keychain (PATCHBAY_TEST_KEYCHAIN=1), an X display, dbus-daemon,
+//! Builds the app first when it is stale (cargo test --workspace does not). Needs the real
+//! keychain (PATCHBAY_TEST_KEYCHAIN=1), an X display, dbus-daemon,
 //! gnome-keyring-daemon, xdotool and Debian's python3-dbus / python3-gi (scripts/setup.sh).
 //! `PATCHBAY_TRAY_MENU_OUT=DIR` also writes the menu the panel read (menu.json) and its icon
 //! (icon.rgba) for tests/support/tray-menu-screenshot.sh.
@@ -70,16 +71,36 @@ fn repo() -> PathBuf {
         .to_path_buf()
 }
 
-/// The tray app beside the CLI that `cargo test --workspace` (or `cargo build -p patchbay-app`)
-/// built.
+/// The tray app, built now if it is missing or stale: `cargo test --workspace` builds the
+/// binaries of packages with integration tests only, and patchbay-app has none. Once per run.
 fn app_bin() -> PathBuf {
-    let bin = patchbay_e2e::patchbay_bin().with_file_name("patchbay-app");
-    assert!(
-        bin.is_file(),
-        "{} is missing: build it with `cargo build -p patchbay-app --locked` (after `npm --prefix ui run build`)",
-        bin.display()
-    );
-    bin
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let bin = patchbay_e2e::patchbay_bin().with_file_name("patchbay-app");
+            // Cargo names itself to the tests it runs; run directly, use what is there.
+            if let Some(cargo) = std::env::var_os("CARGO") {
+                let release = bin.parent().is_some_and(|d| d.ends_with("release"));
+                let started = Instant::now();
+                let mut build = Command::new(cargo);
+                build
+                    .args(["build", "--locked", "-p", "patchbay-app"])
+                    .current_dir(repo());
+                if release {
+                    build.arg("--release");
+                }
+                let status = build.status().expect("cargo build -p patchbay-app");
+                assert!(status.success(), "cargo build -p patchbay-app: {status}");
+                eprintln!("patchbay-app built or up to date in {:?}", started.elapsed());
+            }
+            assert!(
+                bin.is_file(),
+                "{} is missing: build it with `cargo build -p patchbay-app --locked` (after `npm --prefix ui run build`)",
+                bin.display()
+            );
+            bin
+        })
+        .clone()
 }
 
 fn python() -> &'static str {
