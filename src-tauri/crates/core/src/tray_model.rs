@@ -55,8 +55,8 @@ impl TrayItem {
     }
 }
 
-/// Everything the tray shows. The shell rebuilds the tray only when this changes (rebuilding a
-/// menu closes it under the user's pointer).
+/// Everything the tray shows. The shell updates the tray only when this changes (it edits the
+/// menu in place, changing only the lines that changed).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TrayModel {
     pub worst: Option<ConnectorState>,
