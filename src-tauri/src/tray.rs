@@ -184,13 +184,18 @@ pub fn update<R: Runtime>(app: &AppHandle<R>, report: &StatusReport) {
         return;
     };
     let model = TrayModel::of(report);
+    let state = app.try_state::<TrayMenu<R>>();
+    // Held across the icon and the menu, so two updates at once never leave one's icon with the
+    // other's menu.
+    let mut live = state
+        .as_ref()
+        .map(|s| s.0.lock().unwrap_or_else(|p| p.into_inner()));
     let result = (|| -> tauri::Result<()> {
         tray.set_icon(icon(app, report))?;
         tray.set_tooltip(Some(&model.tooltip))?;
-        let Some(state) = app.try_state::<TrayMenu<R>>() else {
+        let Some(live) = live.as_deref_mut() else {
             return Ok(());
         };
-        let mut live = state.0.lock().unwrap_or_else(|p| p.into_inner());
         let edited = match live.as_mut() {
             Some(menu) => menu.edit(app, &model),
             None => Ok(()),
