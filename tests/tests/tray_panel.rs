@@ -430,6 +430,26 @@ impl Panel {
             .join("\n")
     }
 
+    /// The next snapshot showing core's badge and menu for `report`, within [`UPDATE`]; past it,
+    /// what the last snapshot shows instead.
+    fn expect_showing(&mut self, what: &str, report: &StatusReport) -> Value {
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            self.expect(what, UPDATE, |v| {
+                v["event"] == "snapshot" && shows(v, report)
+            })
+        }));
+        match outcome {
+            Ok(snapshot) => snapshot,
+            Err(panic) => {
+                if let Some(last) = self.seen.iter().rev().find(|v| v["event"] == "snapshot") {
+                    eprintln!("{what}: not within {UPDATE:?}; the panel's last snapshot:");
+                    assert_shows(last, report);
+                }
+                std::panic::resume_unwind(panic)
+            }
+        }
+    }
+
     /// The signals and registrations the panel saw since line `since`.
     fn news_since(&self, since: usize) -> Vec<String> {
         self.seen[since..]
@@ -695,9 +715,7 @@ fn a_panel_sees_the_badge_and_menu_and_their_updates() {
     // held tokens): take the panel's latest view once it matches, within a bound.
     if !shows(&snapshot, &report) {
         panel.send(json!({"cmd": "snapshot"}));
-        snapshot = panel.expect("the panel to show the current report", UPDATE, |v| {
-            v["event"] == "snapshot" && shows(v, &report)
-        });
+        snapshot = panel.expect_showing("the panel to show the current report", &report);
     }
     let props = &snapshot["properties"];
     assert_eq!(props["Status"], "Active", "{props}");
@@ -756,11 +774,7 @@ fn a_panel_sees_the_badge_and_menu_and_their_updates() {
     let stored = Instant::now();
     let report = session.report();
     assert_eq!(report.need_attention, 2, "{:?}", report.connectors);
-    let updated = panel.expect(
-        "the icon and menu to follow the stored secret",
-        UPDATE,
-        |v| v["event"] == "snapshot" && shows(v, &report),
-    );
+    let updated = panel.expect_showing("the icon and menu to follow the stored secret", &report);
     let reached = Instant::now();
     assert_shows(&updated, &report);
     let news = panel.news_since(before);
@@ -789,9 +803,7 @@ fn a_panel_sees_the_badge_and_menu_and_their_updates() {
     let stored = Instant::now();
     session.set_secret("PANEL_TEST_WIKI_HOST", "wiki.example.com");
     let report = session.report();
-    let updated = panel.expect("the menu to follow the stored host", UPDATE, |v| {
-        v["event"] == "snapshot" && shows(v, &report)
-    });
+    let updated = panel.expect_showing("the menu to follow the stored host", &report);
     let news = panel.news_since(before);
     assert!(
         news.iter().any(|n| MENU_NEWS.contains(&n.as_str())),
