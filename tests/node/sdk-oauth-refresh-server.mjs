@@ -40,6 +40,9 @@ proto.exchangeRefreshToken = async function (client, refreshToken, scopes, resou
     throw new InvalidGrantError('Invalid refresh token');
   }
   data.spent = true;
+  // A slow token endpoint, for a test that needs a refresh in flight (REFRESH_DELAY_MS).
+  const delay = Number(process.env.REFRESH_DELAY_MS || 0);
+  if (delay > 0) await new Promise((resolve) => setTimeout(resolve, delay));
   const access = randomUUID();
   const granted = scopes && scopes.length ? scopes : data.scopes;
   this.tokens.set(access, {

@@ -451,6 +451,11 @@ struct RefreshServer {
 
 impl RefreshServer {
     fn start() -> RefreshServer {
+        RefreshServer::start_with_refresh_delay(0)
+    }
+
+    /// With every refresh answered `delay_ms` late (a refresh in flight a test can act during).
+    fn start_with_refresh_delay(delay_ms: u64) -> RefreshServer {
         let node = Path::new(env!("CARGO_MANIFEST_DIR")).join("node");
         let (mcp_port, auth_port) = {
             // Both held at once, so they differ.
@@ -468,6 +473,7 @@ impl RefreshServer {
             .args(["sdk-oauth-refresh-server.mjs", "--oauth"])
             .env("MCP_PORT", mcp_port.to_string())
             .env("MCP_AUTH_PORT", auth_port.to_string())
+            .env("REFRESH_DELAY_MS", delay_ms.to_string())
             .stdin(Stdio::null())
             .stdout(file("stdout"))
             .stderr(file("stderr"))
@@ -842,7 +848,8 @@ fn codex_waits_for_its_file_store_lock() {
 #[test]
 fn codex_waits_for_its_refresh_lock_and_then_uses_patchbays_refresh() {
     require_keychain!();
-    let server = RefreshServer::start();
+    // Patchbay's refresh holds Codex's lock for as long as the token endpoint takes: 4 s here.
+    let server = RefreshServer::start_with_refresh_delay(4_000);
     let url = server.url();
     let name = "sdklock";
     let key = patchbay_catalog::credential_key(name, "http", &url, &Default::default());
@@ -906,12 +913,31 @@ fn codex_waits_for_its_refresh_lock_and_then_uses_patchbays_refresh() {
         ],
     );
 
-    let lock = patchbay_runtimes::codex::lock_codex_refresh(
-        &codex,
-        &key,
-        std::time::Duration::from_secs(10),
-    )
-    .unwrap();
+    // Patchbay renews under Codex's own refresh lock: start the refresh, and once the lock is
+    // taken (a try from here fails), start Codex, which is due and waits for that lock.
+    let mut refresh = sandbox
+        .command()
+        .args(["refresh", name, "--catalog", catalog_arg])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("patchbay refresh");
+    let held_by_patchbay = || {
+        patchbay_runtimes::codex::lock_codex_refresh(
+            &codex,
+            &key,
+            std::time::Duration::from_millis(1),
+        )
+        .is_err()
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !held_by_patchbay() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "patchbay refresh never took Codex's refresh lock"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
     let home = tempfile::tempdir().unwrap();
     let mut exec = Command::new("node")
         .arg(codex_js())
@@ -926,26 +952,27 @@ fn codex_waits_for_its_refresh_lock_and_then_uses_patchbays_refresh() {
         .stderr(Stdio::null())
         .spawn()
         .expect("start codex exec");
-    // Codex refreshes within a second of starting when nothing holds the lock: watched for 3 s.
-    let watch_until = std::time::Instant::now() + std::time::Duration::from_secs(3);
-    while std::time::Instant::now() < watch_until {
-        assert_eq!(
-            server.events("REFRESHED"),
-            0,
-            "Codex refreshed while the lock was held"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    let refreshed = patchbay_with_browser(&sandbox, &["refresh", name, "--catalog", catalog_arg]);
-    assert!(
-        refreshed.starts_with(&format!("{name}: refreshed")),
-        "{refreshed}"
+    // Patchbay's refresh finishes (its answer comes 4 s late); Codex, waiting on the lock,
+    // presented nothing meanwhile.
+    let finished = wait_within(
+        &mut refresh,
+        CODEX_MCP_LIST,
+        "patchbay refresh",
+        String::new,
     );
+    let mut said = String::new();
+    use std::io::Read;
+    refresh
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut said)
+        .unwrap();
+    assert!(finished.success(), "{said}");
+    assert!(said.starts_with(&format!("{name}: refreshed")), "{said}");
     assert_eq!(server.events("REFRESHED"), 1, "{}", server.output());
     let (ours, _) = codex_pair(&codex, "file", key.as_str()).expect("written through");
     let used_by = |token: &str| server.output().contains(&format!("token: '{token}'"));
-    assert!(!used_by(&ours), "nobody has used the new pair yet");
-    drop(lock);
 
     // Codex goes on with the pair Patchbay wrote: the server sees it authenticate with it.
     let deadline = std::time::Instant::now() + CODEX_MCP_LIST;
