@@ -773,11 +773,17 @@ async fn a_server_that_wants_the_scope_named_gets_exactly_the_granted_one_once()
 
 #[tokio::test]
 async fn a_refusal_of_our_request_keeps_the_refresh_token_and_says_so() {
-    for error in ["invalid_scope", "invalid_request", "unsupported_grant_type"] {
+    for error in [
+        "invalid_scope",
+        "invalid_request",
+        "unsupported_grant_type",
+        "invalid_target",
+    ] {
         let rig = rig().await;
         let body = format!(r#"{{"error":"{error}"}}"#);
-        // A scope error is corrected once (the granted scope is sent); a grant type the
-        // server does not do has nothing to correct.
+        // A scope error is corrected once (the granted scope is sent), a refused resource
+        // indicator too (sent without it); a grant type the server does not do has nothing to
+        // correct.
         let attempts = if error == "unsupported_grant_type" {
             1
         } else {

@@ -85,7 +85,13 @@ pub struct RefreshFailure {
 }
 
 /// OAuth error codes that blame the request we built, not the refresh token.
-const REQUEST_ERRORS: [&str; 3] = ["invalid_scope", "invalid_request", "unsupported_grant_type"];
+const REQUEST_ERRORS: [&str; 4] = [
+    "invalid_scope",
+    "invalid_request",
+    "unsupported_grant_type",
+    // RFC 8707: the resource indicator we sent.
+    "invalid_target",
+];
 
 /// How [`refresh_corrected`] changed the request for its one retry.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -94,6 +100,8 @@ pub enum Correction {
     DroppedScope,
     /// The server wanted the scope named: sent exactly the granted one.
     SentGrantedScope,
+    /// The resource indicator we sent was refused (`invalid_target`): sent none.
+    DroppedResource,
     /// The server did not accept the client authentication: used this one instead.
     AuthMethod(&'static str),
 }
@@ -107,6 +115,9 @@ impl Correction {
             }
             Correction::SentGrantedScope => {
                 "sent exactly the granted scope after the server asked for one".into()
+            }
+            Correction::DroppedResource => {
+                "sent no resource indicator after the server refused the one sent".into()
             }
             Correction::AuthMethod(m) => format!("authenticated the client with {m} instead"),
         }
@@ -146,6 +157,7 @@ pub async fn refresh_corrected(
     match &correction {
         Correction::DroppedScope => corrected.scopes = None,
         Correction::SentGrantedScope => corrected.scopes = granted_scope,
+        Correction::DroppedResource => corrected.resource = None,
         Correction::AuthMethod(m) => corrected.auth_method = m,
     }
     match refresh_once(http, corrected).await {
@@ -176,6 +188,7 @@ pub fn correction_for(
     match error {
         "invalid_scope" | "invalid_request" if sent_scope => Some(Correction::DroppedScope),
         "invalid_scope" | "invalid_request" if granted => Some(Correction::SentGrantedScope),
+        "invalid_target" if req.resource.is_some() => Some(Correction::DroppedResource),
         "invalid_client" if req.client_secret.is_some() => match req.auth_method {
             "client_secret_basic" => Some(Correction::AuthMethod("client_secret_post")),
             "client_secret_post" => Some(Correction::AuthMethod("client_secret_basic")),
@@ -465,6 +478,19 @@ mod tests {
             Some(Correction::SentGrantedScope)
         );
         assert_eq!(correction_for(&refused("invalid_scope"), &base, None), None);
+        // A refused resource indicator: sent without it, once.
+        let with_resource = RefreshRequest {
+            resource: Some("https://mcp.example/mcp"),
+            ..base
+        };
+        assert_eq!(
+            correction_for(&refused("invalid_target"), &with_resource, None),
+            Some(Correction::DroppedResource)
+        );
+        assert_eq!(
+            correction_for(&refused("invalid_target"), &base, None),
+            None
+        );
         // A scope sent: the correction is none.
         let scoped = RefreshRequest {
             scopes: Some("a offline_access"),
