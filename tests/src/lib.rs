@@ -173,3 +173,24 @@ pub fn wait_within(
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
 }
+
+/// Copy a directory tree (a fixture home into a sandbox, so a test may change it).
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("create the copy");
+    for entry in std::fs::read_dir(from).expect("read the fixture") {
+        let entry = entry.expect("a fixture entry");
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("its type").is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).expect("copy a fixture file");
+        }
+    }
+}
+
+/// The realistic home every client's MCP config is read from in the tests
+/// (src-tauri/crates/runtimes/tests/fixtures/clients/home).
+pub fn clients_fixture_home() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../src-tauri/crates/runtimes/tests/fixtures/clients/home")
+}

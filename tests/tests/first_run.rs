@@ -3,7 +3,7 @@
 //! once with where it was found; `gallery`, `enable` and `disable` move connectors in and out.
 //! The CLI runs as a process with HOME (and every client's directory) inside the sandbox.
 
-use patchbay_e2e::Sandbox;
+use patchbay_e2e::{clients_fixture_home, copy_dir, Sandbox};
 use serde_json::Value;
 use std::path::Path;
 use std::process::Output;
@@ -30,19 +30,6 @@ fn json(out: &Output) -> Value {
             String::from_utf8_lossy(&out.stderr)
         )
     })
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
 }
 
 #[test]
@@ -77,10 +64,8 @@ fn a_first_start_in_a_clean_home_has_nothing_in_use() {
 #[test]
 fn the_servers_the_clients_configure_are_listed_once_with_where_they_were_found() {
     let sandbox = Sandbox::new(false);
-    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../src-tauri/crates/runtimes/tests/fixtures/clients/home");
     let home = sandbox.path().join("home");
-    copy_dir(&fixtures, &home);
+    copy_dir(&clients_fixture_home(), &home);
     let report = json(&run_in(&sandbox, &home, &["status", "--json"]));
     let rows = report["connectors"].as_array().unwrap();
     let row = |name: &str| {

@@ -371,3 +371,102 @@ fn a_bridge_with_options_in_a_clients_config_names_mcp_remotes_files() {
     assert!(refreshed.status.success(), "{}", text(&refreshed));
     assert_eq!(server.stdout_lines("REFRESHED"), 1, "{}", server.output());
 }
+
+/// Issue 11's "done when", in one home: every client's realistic config, plus Claude Desktop
+/// running a loopback OAuth server through `npx mcp-remote URL` after the real mcp-remote signed
+/// in there. Without any catalog file: each server is listed once with where it was found; the
+/// mcp-remote server is a connector of its own (the remote server itself), adopted by `import`
+/// with mcp-remote's client, Ready with no authorize, checked for real, renewed as that client.
+#[test]
+fn a_home_with_every_client_and_mcp_remotes_tokens_needs_no_authorize() {
+    require_keychain!();
+    let server = OAuthServer::start(REFRESH_SERVER);
+    let sandbox = Sandbox::new(true);
+    let home = sandbox.path().join("home");
+    patchbay_e2e::copy_dir(&patchbay_e2e::clients_fixture_home(), &home);
+    mcp_remote_signs_in(&home, &server, &[]);
+    let desktop = home.join(".config/Claude/claude_desktop_config.json");
+    let mut config: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&desktop).unwrap()).unwrap();
+    config["mcpServers"]["loopback-sdk"] = serde_json::json!({
+        "command": "npx", "args": ["-y", "mcp-remote", server.mcp_url()]
+    });
+    std::fs::write(&desktop, config.to_string()).unwrap();
+    // Every client read from this home alone, no catalog file.
+    let cli = |args: &[&str]| {
+        sandbox
+            .command()
+            .env("HOME", &home)
+            .env("XDG_CONFIG_HOME", home.join(".config"))
+            .env_remove("CLAUDE_CONFIG_DIR")
+            .env_remove("CODEX_HOME")
+            .env_remove("MCP_REMOTE_CONFIG_DIR")
+            .current_dir(&home)
+            .args(args)
+            .output()
+            .expect("run patchbay")
+    };
+
+    let status = json(&cli(&["status", "--json"]));
+    let rows = status["connectors"].as_array().unwrap();
+    let mut names: Vec<&str> = rows.iter().map(|r| r["name"].as_str().unwrap()).collect();
+    names.sort_unstable();
+    let listed = names.len();
+    names.dedup();
+    assert_eq!(names.len(), listed, "a server listed twice: {names:?}");
+    let row = |name: &str| {
+        rows.iter()
+            .find(|r| r["name"] == name)
+            .unwrap_or_else(|| panic!("{name} missing: {status:#}"))
+    };
+    let found = |name: &str| -> Vec<String> {
+        row(name)["found_in"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["display_name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    for (name, client) in [
+        ("github", "Cursor"),
+        ("github", "Claude Code"),
+        ("github", "Gemini CLI"),
+        ("linear", "Claude Desktop"),
+        ("linear", "Codex"),
+        ("loopback-sdk", "Claude Desktop"),
+    ] {
+        assert!(
+            found(name).contains(&client.to_owned()),
+            "{name} in {client}"
+        );
+    }
+    let sdk = row("loopback-sdk");
+    assert_eq!(sdk["origin"], "client");
+    assert_eq!(sdk["transport"], "streamable-http");
+    assert_eq!(sdk["url"], server.mcp_url().as_str());
+    assert_eq!(sdk["state"], "needs_authorization", "{sdk:#}");
+
+    let imported = cli(&["import", "--json"]);
+    assert!(imported.status.success(), "{}", text(&imported));
+    let report = json(&imported);
+    let adopted = report["adopted"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["connector"] == "loopback-sdk")
+        .unwrap_or_else(|| panic!("not adopted: {report:#}"));
+    assert_eq!(adopted["source"], "mcp_remote");
+    assert_eq!(adopted["renewable"], true, "{report:#}");
+
+    let status = json(&cli(&["status", "--json"]));
+    assert_eq!(state_of(&status, "loopback-sdk"), "ready", "{status:#}");
+    let checked = cli(&["check", "loopback-sdk", "--json"]);
+    assert!(checked.status.success(), "{}", text(&checked));
+    let refreshed = cli(&["refresh", "loopback-sdk"]);
+    assert!(refreshed.status.success(), "{}", text(&refreshed));
+    assert_eq!(server.stdout_lines("REFRESHED"), 1, "{}", server.output());
+    assert_eq!(
+        state_of(&json(&cli(&["status", "--json"])), "loopback-sdk"),
+        "ready"
+    );
+}
