@@ -1,7 +1,7 @@
 //! The facade every surface calls: the tray, the Connectors window and the CLI. It gathers the
 //! local signals once per call and hands them to the one status computation.
 
-use crate::setup::{add_client_servers, ClientSetup, ClientView};
+use crate::setup::{add_client_servers, ClientSetup, ClientView, ClientViewCache};
 use crate::{CoreError, Paths};
 use chrono::{DateTime, Utc};
 use patchbay_catalog::{load, Catalog, CatalogItem, CredentialKey};
@@ -30,6 +30,8 @@ pub struct Patchbay {
     /// Literal secrets found in clients' configs, by the `${VAR}` their synthesized entries use;
     /// refreshed on every read of the catalog. In memory only.
     client_secrets: RwLock<HashMap<String, Secret>>,
+    /// The clients' configs as last read, kept while their files are unchanged.
+    client_views: ClientViewCache,
 }
 
 impl Patchbay {
@@ -55,6 +57,7 @@ impl Patchbay {
             clock: Arc::new(Utc::now),
             clients: None,
             client_secrets: RwLock::default(),
+            client_views: ClientViewCache::default(),
         })
     }
 
@@ -71,6 +74,7 @@ impl Patchbay {
             clock: Arc::new(Utc::now),
             clients: None,
             client_secrets: RwLock::default(),
+            client_views: ClientViewCache::default(),
         })
     }
 
@@ -132,7 +136,7 @@ impl Patchbay {
         let Some(setup) = &self.clients else {
             return (catalog, Usage::default());
         };
-        let view = ClientView::read(setup);
+        let view = self.client_views.get(setup);
         for error in &view.errors {
             tracing::warn!("a client's MCP config could not be read: {error}");
         }
@@ -345,8 +349,8 @@ impl Patchbay {
         name: &str,
     ) -> Result<(serde_json::Value, Vec<(String, Secret)>), CoreError> {
         let view = match &self.clients {
-            Some(setup) => ClientView::read(setup),
-            None => ClientView::default(),
+            Some(setup) => self.client_views.get(setup),
+            None => Arc::new(ClientView::default()),
         };
         crate::setup::managed_entry(catalog, &view, name)
             .ok_or_else(|| CoreError::Invalid(format!("no client configures \"{name}\" any more")))

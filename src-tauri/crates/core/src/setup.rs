@@ -48,6 +48,47 @@ pub struct ClientView {
     pub errors: Vec<String>,
 }
 
+/// What a client config file looked like when it was read: its modification time and length,
+/// `None` while it does not exist.
+type Stamp = Vec<(PathBuf, Option<(std::time::SystemTime, u64)>)>;
+
+fn stamp(setup: &ClientSetup) -> Stamp {
+    setup
+        .paths
+        .files(&setup.projects)
+        .into_iter()
+        .map(|file| {
+            let seen = std::fs::metadata(&file.path)
+                .ok()
+                .map(|m| (m.modified().unwrap_or(std::time::UNIX_EPOCH), m.len()));
+            (file.path, seen)
+        })
+        .collect()
+}
+
+/// The last read of the clients' configs, kept while none of their files changed: a status
+/// (and the bridges and checks around it) asks for the catalog several times, and each time
+/// would otherwise read and parse every client's files again. Only metadata is read to tell.
+#[derive(Debug, Default)]
+pub struct ClientViewCache {
+    last: std::sync::Mutex<Option<(Stamp, std::sync::Arc<ClientView>)>>,
+}
+
+impl ClientViewCache {
+    pub fn get(&self, setup: &ClientSetup) -> std::sync::Arc<ClientView> {
+        let now = stamp(setup);
+        let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((seen, view)) = last.as_ref() {
+            if *seen == now {
+                return view.clone();
+            }
+        }
+        let view = std::sync::Arc::new(ClientView::read(setup));
+        *last = Some((now, view.clone()));
+        view
+    }
+}
+
 impl ClientView {
     pub fn read(setup: &ClientSetup) -> ClientView {
         let scan = clients::read_all(&setup.paths, &setup.projects);
@@ -221,4 +262,41 @@ pub fn managed_entry(
         .map(|s| (s.variable, s.value))
         .collect();
     Some((converted.entry, secrets))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use patchbay_runtimes::clients::Os;
+
+    #[test]
+    fn the_clients_are_read_again_only_when_a_file_changes() {
+        let home = tempfile::tempdir().unwrap();
+        let setup = ClientSetup {
+            paths: ClientPaths::resolve(home.path(), Os::Linux, &|_| None),
+            projects: Vec::new(),
+        };
+        let cache = ClientViewCache::default();
+        let none = cache.get(&setup);
+        assert!(none.merged.is_empty());
+        assert!(std::sync::Arc::ptr_eq(&none, &cache.get(&setup)));
+
+        let cursor = home.path().join(".cursor/mcp.json");
+        std::fs::create_dir_all(cursor.parent().unwrap()).unwrap();
+        std::fs::write(
+            &cursor,
+            r#"{"mcpServers": {"a": {"url": "http://127.0.0.1:1/mcp"}}}"#,
+        )
+        .unwrap();
+        let one = cache.get(&setup);
+        assert_eq!(one.merged.len(), 1);
+        assert!(std::sync::Arc::ptr_eq(&one, &cache.get(&setup)));
+
+        std::fs::write(
+            &cursor,
+            r#"{"mcpServers": {"a": {"url": "http://127.0.0.1:1/mcp"}, "b": {"url": "http://127.0.0.1:2/mcp"}}}"#,
+        )
+        .unwrap();
+        assert_eq!(cache.get(&setup).merged.len(), 2);
+    }
 }
