@@ -843,6 +843,41 @@ async fn a_confidential_client_falls_back_to_the_other_authentication_and_rememb
 }
 
 #[tokio::test]
+async fn a_bare_401_to_a_confidential_client_is_its_authentication_not_the_token() {
+    // A server that answers the authentication it does not take with a plain 401, no error
+    // code: the other method is tried once, and the refresh token is never dropped for it.
+    let rig = rig().await;
+    let mut grant = rig.patchbay.vault().grant(&rig.key).unwrap().unwrap();
+    grant.client_secret = Some(Secret::new("s3cret-value"));
+    grant.token_auth_method = "client_secret_basic".into();
+    rig.patchbay.vault().put_grant(&grant).unwrap();
+    rig.ras
+        .push_fault(Fault::Status(401, "text/plain", "Unauthorized".into()));
+    let outcome = rig.pass_outcome().await;
+    assert!(
+        matches!(outcome, RefreshOutcome::Refreshed { .. }),
+        "{outcome:?}"
+    );
+    assert_eq!(rig.ras.forms().len(), 2);
+    let remembered = rig.patchbay.vault().grant(&rig.key).unwrap().unwrap();
+    assert_eq!(remembered.token_auth_method, "client_secret_post");
+
+    // Refused both ways: said, and the refresh token kept.
+    rig.advance(chrono::Duration::minutes(61));
+    for _ in 0..2 {
+        rig.ras
+            .push_fault(Fault::Status(401, "text/plain", "Unauthorized".into()));
+    }
+    let outcome = rig.pass_outcome().await;
+    assert_eq!(
+        failed_class(&outcome),
+        Some(RefreshClass::Rejected),
+        "{outcome:?}"
+    );
+    assert!(rig.refresh_token().is_some());
+}
+
+#[tokio::test]
 async fn a_pair_issued_to_another_client_is_renewed_as_that_client() {
     // A pair adopted (by an older Patchbay) from Claude Code's own client: renewing it with our
     // client would be `invalid_grant` and would cost the live refresh token.

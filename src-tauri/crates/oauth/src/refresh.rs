@@ -182,7 +182,11 @@ pub fn correction_for(
     req: &RefreshRequest<'_>,
     granted_scope: Option<&str>,
 ) -> Option<Correction> {
-    let error = failure.oauth_error.as_deref()?;
+    // A bare 401 is a refused client authentication (see `refresh_once`).
+    let error = failure
+        .oauth_error
+        .as_deref()
+        .or((failure.http_status == Some(401)).then_some("invalid_client"))?;
     let sent_scope = req.scopes.is_some_and(|s| !s.trim().is_empty());
     let granted = granted_scope.is_some_and(|s| !s.trim().is_empty());
     match error {
@@ -257,9 +261,11 @@ pub async fn refresh_once(
             .is_some_and(|e| REQUEST_ERRORS.contains(&e));
         // invalid_client with a secret: the other authentication may still work (the caller's
         // correction); a public client's unknown id is as dead as a refused token.
-        let auth = oauth_error.as_deref() == Some("invalid_client")
-            && req.client_secret.is_some()
-            && req.auth_method != "none";
+        // A bare 401 (no error code) to a confidential client says the same as invalid_client:
+        // the authentication we chose was not taken.
+        let client_refused = oauth_error.as_deref() == Some("invalid_client")
+            || (status == 401 && oauth_error.is_none());
+        let auth = client_refused && req.client_secret.is_some() && req.auth_method != "none";
         let oauth_error = oauth_error.clone();
         return Err(if ours || auth {
             RefreshFailure {
@@ -522,6 +528,17 @@ mod tests {
             correction_for(&refused("invalid_client"), &base, None),
             None
         );
+        // A 401 without an error code is the same refusal of the client authentication.
+        let bare_401 = RefreshFailure {
+            http_status: Some(401),
+            oauth_error: None,
+            ..refused("invalid_client")
+        };
+        assert_eq!(
+            correction_for(&bare_401, &basic, None),
+            Some(Correction::AuthMethod("client_secret_post"))
+        );
+        assert_eq!(correction_for(&bare_401, &base, None), None);
         // Nothing to correct: the token itself, or a grant type the server does not do.
         assert_eq!(
             correction_for(&refused("invalid_grant"), &scoped, Some("a")),
