@@ -1,7 +1,7 @@
 //! The time from Claude Code's rename of its credential file to Patchbay's adoption of the
 //! rotated pair in the vault, through the real store ([`ClaudeFileStore`] on Claude Code's
-//! `.credentials.json` format), the real watcher (notify + the 100 ms debounce) and the real
-//! reconciler, into a real vault (SQLite, WAL; its master key in a `MemoryStore`).
+//! `.credentials.json` format), the real watcher (notify: the rename's
+//! own event starts the pass, nothing debounced) and the real reconciler, into a real vault (SQLite, WAL; its master key in a `MemoryStore`).
 //!
 //! One sample plays Claude Code after a refresh: read `.credentials.json`, put the rotated pair
 //! (`accessToken`, `refreshToken`, `expiresAt` in ms) in its `mcpOAuth` entry, write
@@ -17,7 +17,7 @@ use chrono::{DateTime, Utc};
 use patchbay_catalog::CredentialKey;
 use patchbay_runtimes::claude::ClaudeFileStore;
 use patchbay_runtimes::reconcile::Reconciler;
-use patchbay_runtimes::watch::{same_keys, watch, Watched, DEBOUNCE};
+use patchbay_runtimes::watch::{same_keys, watch, Watched, SETTLE};
 use patchbay_runtimes::{Runtime, RuntimeCredential, RuntimeStore};
 use patchbay_vault::{CredentialRow, MemoryStore, Secret, TokenSet, Vault};
 use serde_json::{json, Value};
@@ -134,7 +134,7 @@ fn main() {
     )
     .expect("watch");
     // Let the seed's events settle.
-    std::thread::sleep(DEBOUNCE * 3);
+    std::thread::sleep(SETTLE * 3);
     while rx.try_recv().is_ok() {}
 
     let mut times = Vec::with_capacity(samples as usize);
@@ -159,9 +159,8 @@ fn main() {
     let pick = |q: f64| times[((times.len() as f64 - 1.0) * q).round() as usize];
     let ms = |d: Duration| d.as_secs_f64() * 1000.0;
     println!(
-        "rename → adoption over {} renames (debounce {} ms): min {:.1} ms, median {:.1} ms, p95 {:.1} ms, worst {:.1} ms; missed (>5 s) {}",
+        "rename → adoption over {} renames: min {:.1} ms, median {:.1} ms, p95 {:.1} ms, worst {:.1} ms; missed (>5 s) {}",
         times.len(),
-        DEBOUNCE.as_millis(),
         ms(times[0]),
         ms(pick(0.5)),
         ms(pick(0.95)),

@@ -1,11 +1,15 @@
-//! Watching the runtimes' stores and adopting what they rotate, within a fraction of a second.
+//! Watching the runtimes' stores and adopting what they rotate, as soon as they rotate it.
 //!
 //! Each store's directory is watched, never the file: runtimes replace the file by rename
 //! (Claude Code writes `.credentials.json.tmp.<hex>` and renames it over), which blinds a watch
-//! on the old inode. Events are debounced ([`DEBOUNCE`]) and filtered by file name; then every
-//! credential the vault holds that the store also holds is reconciled, and (with
-//! [`watch_and_heal`]) every entry we are responsible for that the store lost is re-written
-//! ([`crate::heal`]).
+//! on the old inode. Events are filtered by file name and handled on arrival, by a thread that
+//! sleeps on them ([`watch_files`]: no periodic tick; a burst already queued is one pass): the
+//! rename itself triggers the reconciliation of every credential the vault holds that the store
+//! also holds, so an adoption follows a runtime's rotation within milliseconds. Healing
+//! ([`watch_and_heal`]: re-writing every entry we are responsible for that the store lost,
+//! [`crate::heal`]) writes to the runtime's file, so it waits until the store's events have
+//! settled ([`SETTLE`], a one-shot timer armed by an event): never in the middle of a runtime's
+//! own write.
 //!
 //! The loop guard: a healing write of ours replaces the file, so the watcher sees one more
 //! change. That pass finds the store holding exactly what we want and writes nothing
@@ -16,17 +20,21 @@ use crate::heal::HealReport;
 use crate::reconcile::{runtime_credential, Adoption, BridgeKey, Reconciled, Reconciler};
 use crate::{Runtime, RuntimeCredential, RuntimeStore};
 use chrono::{DateTime, Utc};
-use notify::RecursiveMode;
-use notify_debouncer_full::{new_debouncer, DebounceEventResult, Debouncer, RecommendedCache};
+use notify::{Event, RecursiveMode, Watcher};
 use patchbay_vault::Vault;
 use std::collections::BTreeSet;
 use std::ffi::OsString;
 use std::path::PathBuf;
+use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::Arc;
-use std::time::Duration;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
-/// How long a burst of events must settle before one reconciliation.
-pub const DEBOUNCE: Duration = Duration::from_millis(100);
+/// How long a store's events must have been quiet before a healing pass writes to it (adoption
+/// does not wait).
+pub const SETTLE: Duration = Duration::from_millis(100);
+/// A store that never stops changing is healed at least this often.
+const SETTLE_AT_MOST: Duration = Duration::from_secs(2);
 
 /// Where "now" comes from.
 pub type Clock = Arc<dyn Fn() -> DateTime<Utc> + Send + Sync>;
@@ -118,7 +126,7 @@ pub struct WatchError {
 
 /// Keeps the watch alive; dropping it stops watching.
 pub struct StoreWatch {
-    _debouncer: Debouncer<notify::RecommendedWatcher, RecommendedCache>,
+    _files: FileWatch,
     /// The directories watched.
     pub dirs: Vec<PathBuf>,
 }
@@ -212,65 +220,229 @@ fn watch_passes(
     clock: Clock,
     on_pass: impl Fn(Pass) + Send + 'static,
 ) -> Result<StoreWatch, WatchError> {
-    // (directory, file name) → the indices of the stores it belongs to.
-    let mut interest: Vec<(PathBuf, OsString, usize)> = Vec::new();
-    let mut dirs: BTreeSet<PathBuf> = BTreeSet::new();
+    // (directory, file name), tagged with the index of the store it belongs to.
+    let mut targets: Vec<WatchedFile> = Vec::new();
     for (i, (w, _)) in watched.iter().enumerate() {
         for (dir, names) in w.store.watch_targets() {
             for name in names {
-                interest.push((dir.clone(), OsString::from(name), i));
+                targets.push(WatchedFile {
+                    dir: dir.clone(),
+                    name: OsString::from(name),
+                    tag: i,
+                });
             }
-            dirs.insert(dir);
         }
     }
+    let heals = watched.iter().any(|(_, desired)| desired.is_some());
+    let settle = heals.then_some(SETTLE);
+    let files = watch_files(
+        "patchbay-store-watch",
+        targets,
+        settle,
+        None,
+        move |wake: Wake| {
+            let (touched, heal) = match wake {
+                // Adopt at once: the rename is the whole write.
+                Wake::Changed(touched) => (touched, false),
+                Wake::Settled(touched) => (touched, true),
+                Wake::Tick => return,
+            };
+            let stores: Vec<_> = touched
+                .iter()
+                .map(|i| {
+                    let (w, desired) = &watched[*i];
+                    (w.clone(), if heal { desired.clone() } else { None })
+                })
+                .collect();
+            if heal && stores.iter().all(|(_, desired)| desired.is_none()) {
+                return;
+            }
+            let pass = reconcile_and_heal_all(&vault, &reconciler, &stores, clock());
+            if !pass.adopted.is_empty() || !pass.healed.is_empty() {
+                on_pass(pass);
+            }
+        },
+    )?;
+    let dirs = files.dirs.clone();
+    Ok(StoreWatch {
+        _files: files,
+        dirs,
+    })
+}
 
-    let mut debouncer = new_debouncer(DEBOUNCE, None, move |result: DebounceEventResult| {
-        let Ok(events) = result else { return };
-        let mut touched: BTreeSet<usize> = BTreeSet::new();
-        for event in &events {
-            // Our own reads are access events; reacting to them would loop.
-            if event.kind.is_access() {
-                continue;
+/// One file a [`watch_files`] watch cares about: `name` in `dir`, reported as `tag`.
+#[derive(Debug, Clone)]
+pub struct WatchedFile {
+    pub dir: PathBuf,
+    pub name: OsString,
+    pub tag: usize,
+}
+
+/// Why a [`watch_files`] callback runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Wake {
+    /// These files (their tags) changed: called as soon as the events arrive, once for the
+    /// events already queued.
+    Changed(BTreeSet<usize>),
+    /// No event for these files for the settle time since they last changed.
+    Settled(BTreeSet<usize>),
+    /// The tick elapsed (when one was asked for).
+    Tick,
+}
+
+enum Message {
+    Event(notify::Result<Event>),
+    Stop,
+}
+
+/// Keeps a [`watch_files`] watch alive; dropping it stops the watcher and its thread (waiting for
+/// a callback that is running to return).
+pub struct FileWatch {
+    watcher: Option<notify::RecommendedWatcher>,
+    stop: mpsc::Sender<Message>,
+    worker: Option<JoinHandle<()>>,
+    /// The directories watched.
+    pub dirs: Vec<PathBuf>,
+}
+
+impl Drop for FileWatch {
+    fn drop(&mut self) {
+        self.watcher.take();
+        let _ = self.stop.send(Message::Stop);
+        if let Some(worker) = self.worker.take() {
+            // A callback that drops its own watch must not wait for itself.
+            if worker.thread().id() != std::thread::current().id() {
+                let _ = worker.join();
             }
-            for path in &event.paths {
-                let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
-                    continue;
-                };
-                for (d, n, i) in &interest {
-                    if n == name && d == dir {
-                        touched.insert(*i);
-                    }
-                }
-            }
         }
-        if touched.is_empty() {
-            return;
-        }
-        let stores: Vec<_> = touched.iter().map(|i| watched[*i].clone()).collect();
-        let pass = reconcile_and_heal_all(&vault, &reconciler, &stores, clock());
-        if !pass.adopted.is_empty() || !pass.healed.is_empty() {
-            on_pass(pass);
-        }
+    }
+}
+
+/// Watch `files` (their directories, created when missing, non-recursively) and call `on_wake`
+/// from a thread of its own: [`Wake::Changed`] as soon as events for them arrive (one call for
+/// what is queued, so a burst that arrives together is one call, and a change during a call is
+/// one more call after it); with `settle`, [`Wake::Settled`] once their events have been quiet
+/// that long (at most [`SETTLE_AT_MOST`] after the first); with `tick`, [`Wake::Tick`] every
+/// `tick`. The thread sleeps on the events: no timer runs unless an event armed the settle
+/// timer, or a tick was asked for. Access events (our own reads open the files) are ignored.
+pub fn watch_files(
+    thread_name: &str,
+    files: Vec<WatchedFile>,
+    settle: Option<Duration>,
+    tick: Option<Duration>,
+    mut on_wake: impl FnMut(Wake) + Send + 'static,
+) -> Result<FileWatch, WatchError> {
+    let dirs: BTreeSet<PathBuf> = files.iter().map(|f| f.dir.clone()).collect();
+    let (tx, rx) = mpsc::channel::<Message>();
+    let events = tx.clone();
+    let mut watcher = notify::recommended_watcher(move |event| {
+        let _ = events.send(Message::Event(event));
     })
     .map_err(|e| WatchError {
         path: PathBuf::new(),
         message: e.to_string(),
     })?;
-
     for dir in &dirs {
         std::fs::create_dir_all(dir).map_err(|e| WatchError {
             path: dir.clone(),
             message: e.to_string(),
         })?;
-        debouncer
+        watcher
             .watch(dir, RecursiveMode::NonRecursive)
             .map_err(|e| WatchError {
                 path: dir.clone(),
                 message: e.to_string(),
             })?;
     }
-    Ok(StoreWatch {
-        _debouncer: debouncer,
+    let touched_by = move |event: &Event, touched: &mut BTreeSet<usize>| {
+        // Our own reads are access events; reacting to them would loop.
+        if event.kind.is_access() {
+            return;
+        }
+        for path in &event.paths {
+            let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+                continue;
+            };
+            for f in &files {
+                if f.name == name && f.dir == dir {
+                    touched.insert(f.tag);
+                }
+            }
+        }
+    };
+    let worker = std::thread::Builder::new()
+        .name(thread_name.into())
+        .spawn(move || {
+            // The settle timer: the files waiting, when they last changed, when they first did.
+            let mut unsettled: BTreeSet<usize> = BTreeSet::new();
+            let mut last_change = Instant::now();
+            let mut first_change = Instant::now();
+            let mut next_tick = tick.map(|t| Instant::now() + t);
+            loop {
+                let settle_at = settle
+                    .filter(|_| !unsettled.is_empty())
+                    .map(|s| (last_change + s).min(first_change + SETTLE_AT_MOST.max(s)));
+                let deadline = match (settle_at, next_tick) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                };
+                let first = match deadline {
+                    None => rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
+                    Some(at) => rx.recv_timeout(at.saturating_duration_since(Instant::now())),
+                };
+                match first {
+                    Ok(message) => {
+                        let mut touched = BTreeSet::new();
+                        let mut stop = false;
+                        for message in std::iter::once(message).chain(rx.try_iter()) {
+                            match message {
+                                Message::Event(Ok(event)) => touched_by(&event, &mut touched),
+                                Message::Event(Err(error)) => {
+                                    tracing::warn!("file watch error: {error}")
+                                }
+                                Message::Stop => stop = true,
+                            }
+                        }
+                        if stop {
+                            return;
+                        }
+                        if touched.is_empty() {
+                            continue;
+                        }
+                        let now = Instant::now();
+                        if unsettled.is_empty() {
+                            first_change = now;
+                        }
+                        last_change = now;
+                        if settle.is_some() {
+                            unsettled.extend(touched.iter().copied());
+                        }
+                        on_wake(Wake::Changed(touched));
+                    }
+                    Err(RecvTimeoutError::Timeout) => {
+                        let now = Instant::now();
+                        if settle_at.is_some_and(|at| at <= now) {
+                            on_wake(Wake::Settled(std::mem::take(&mut unsettled)));
+                        }
+                        if let (Some(at), Some(every)) = (next_tick, tick) {
+                            if at <= Instant::now() {
+                                on_wake(Wake::Tick);
+                                next_tick = Some(Instant::now() + every);
+                            }
+                        }
+                    }
+                    Err(RecvTimeoutError::Disconnected) => return,
+                }
+            }
+        })
+        .map_err(|e| WatchError {
+            path: PathBuf::new(),
+            message: e.to_string(),
+        })?;
+    Ok(FileWatch {
+        watcher: Some(watcher),
+        stop: tx,
+        worker: Some(worker),
         dirs: dirs.into_iter().collect(),
     })
 }
@@ -300,6 +472,119 @@ mod tests {
             client_secret: None,
             issuer: None,
         }
+    }
+
+    /// The context switches of this process's threads named `name` (Linux: /proc/self/task).
+    #[cfg(target_os = "linux")]
+    fn switches_of(name: &str) -> Option<u64> {
+        let mut found = None;
+        for task in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
+            let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+            if comm.trim_end() != name {
+                continue;
+            }
+            let status = std::fs::read_to_string(task.path().join("status")).ok()?;
+            let total: u64 = status
+                .lines()
+                .filter(|l| l.contains("ctxt_switches:"))
+                .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+                .sum();
+            *found.get_or_insert(0) += total;
+        }
+        found
+    }
+
+    #[test]
+    fn a_burst_is_handled_on_arrival_settles_once_and_then_nothing_wakes() {
+        let dir = tempfile::tempdir().unwrap();
+        let (tx, rx) = mpsc::channel();
+        // A name no other test's thread has (at most 15 bytes: the kernel's comm).
+        const NAME: &str = "pb-watch-idle";
+        let _watch = watch_files(
+            NAME,
+            vec![WatchedFile {
+                dir: dir.path().join("store"),
+                name: "a.json".into(),
+                tag: 7,
+            }],
+            Some(Duration::from_millis(150)),
+            None,
+            move |wake| {
+                let _ = tx.send((Instant::now(), wake));
+            },
+        )
+        .unwrap();
+        let file = dir.path().join("store/a.json");
+        let written = Instant::now();
+        for i in 0..5 {
+            std::fs::write(&file, format!("{{\"n\": {i}}}")).unwrap();
+        }
+        let (at, wake) = rx.recv_timeout(Duration::from_secs(2)).expect("a change");
+        assert_eq!(wake, Wake::Changed(BTreeSet::from([7])));
+        assert!(
+            at - written < Duration::from_millis(150),
+            "{:?}",
+            at - written
+        );
+        // More Changed calls may follow for the rest of the burst, then exactly one Settled.
+        let settled = loop {
+            match rx.recv_timeout(Duration::from_secs(3)).expect("settled") {
+                (_, Wake::Changed(tags)) => assert_eq!(tags, BTreeSet::from([7])),
+                (at, wake) => break (at, wake),
+            }
+        };
+        assert_eq!(settled.1, Wake::Settled(BTreeSet::from([7])));
+        assert!(settled.0 - written >= Duration::from_millis(150));
+        // An unrelated file in the directory wakes nobody's callback.
+        std::fs::write(dir.path().join("store/b.json"), "{}").unwrap();
+        // Idle: the thread sleeps on the events (the debouncer it replaces woke every 25 ms).
+        #[cfg(target_os = "linux")]
+        {
+            let before = switches_of(NAME).expect("the watch thread");
+            std::thread::sleep(Duration::from_millis(100));
+            let settled_at = switches_of(NAME).unwrap();
+            std::thread::sleep(Duration::from_millis(500));
+            let after = switches_of(NAME).unwrap();
+            assert!(settled_at - before <= 2, "{before} → {settled_at}");
+            assert_eq!(after, settled_at, "the watch thread woke while idle");
+        }
+        assert!(
+            rx.try_recv().is_err(),
+            "an unrelated file woke the callback"
+        );
+    }
+
+    #[test]
+    fn dropping_the_watch_stops_its_thread_and_its_tick() {
+        let dir = tempfile::tempdir().unwrap();
+        let (tx, rx) = mpsc::channel();
+        const NAME: &str = "pb-watch-drop";
+        let watch = watch_files(
+            NAME,
+            vec![WatchedFile {
+                dir: dir.path().to_path_buf(),
+                name: "a.json".into(),
+                tag: 0,
+            }],
+            None,
+            Some(Duration::from_millis(20)),
+            move |wake| {
+                let _ = tx.send(wake);
+            },
+        )
+        .unwrap();
+        assert_eq!(rx.recv_timeout(Duration::from_secs(2)), Ok(Wake::Tick));
+        drop(watch);
+        #[cfg(target_os = "linux")]
+        assert_eq!(switches_of(NAME), None, "the thread outlived its watch");
+        // The callback (and its sender) went with the thread.
+        while let Ok(wake) = rx.try_recv() {
+            assert_eq!(wake, Wake::Tick);
+        }
+        assert_eq!(
+            rx.recv_timeout(Duration::from_secs(1)),
+            Err(mpsc::RecvTimeoutError::Disconnected)
+        );
     }
 
     #[test]
