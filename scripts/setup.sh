@@ -85,3 +85,12 @@ if [ ! -f "$venv/.installed" ] || [ tests/python/requirements.txt -nt "$venv/.in
     -r tests/python/requirements.txt
   touch "$venv/.installed"
 fi
+
+# --- tauri-driver (tests/tests/window_webdriver.rs: the real window driven through WebDriver) ---
+# The WebDriver server in front of Debian's WebKitWebDriver (webkit2gtk-driver, above). Pinned to
+# 2.1.0 (crates.io's newest tauri-driver is a 3.0 alpha); about a minute on 2 cores; skipped when
+# a 2.x is already installed.
+if ! cargo install --list 2>/dev/null | grep -q '^tauri-driver v2\.'; then
+  echo "setup: cargo install tauri-driver 2.1.0"
+  cargo install tauri-driver --version 2.1.0 --locked
+fi

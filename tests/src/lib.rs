@@ -4,8 +4,10 @@
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
 
+pub mod desktop;
 pub mod peers;
 pub mod sdk_servers;
+pub mod webdriver;
 
 /// The `patchbay` binary beside this test executable (target/<profile>/patchbay).
 pub fn patchbay_bin() -> PathBuf {
