@@ -337,7 +337,7 @@ export const OUTCOME_LABELS: Record<string, string> = {
   refreshed: "Refreshed",
   adopted: "Adopted",
   retryable: "Retryable",
-  ambiguous: "Ambiguous",
+  ambiguous: "Answer lost",
   transient: "Transient",
   rejected: "Request refused",
   permanent: "Permanent",
@@ -357,9 +357,10 @@ export function outcomeTone(outcome: string): OutcomeTone {
     case "transient":
     case "retryable":
     case "rejected":
+    // the refresh token is kept and presented again
+    case "ambiguous":
       return "warning";
     case "permanent":
-    case "ambiguous":
     case "retired":
       return "error";
     default:
@@ -835,7 +836,7 @@ function buildRefreshDrawer(history: RefreshEntry[], open: boolean, id: string, 
     text.append(tone === "neutral" ? `Last refresh: ${outcomeLabel(last.outcome).toLowerCase()}` : "Last refresh: failed");
     if (when) text.append(" ", when);
     if (tone !== "neutral") {
-      const why = [last.http_status, last.outcome].filter((x) => x !== null && x !== "").join(", ");
+      const why = [last.http_status, last.outcome].filter((x) => x !== null).join(", ");
       text.append(` (${why})`);
     }
   }

@@ -695,7 +695,7 @@ describe("refresh history and credential actions", () => {
       at: "2026-11-30T09:00:00Z",
       outcome: "ambiguous",
       http_status: null,
-      summary: "the refresh went out and its answer was lost; the refresh token is not presented again: timed out",
+      summary: "the refresh went out and its answer was lost: timed out",
       detail: null,
       retries: 0,
     });
@@ -705,7 +705,8 @@ describe("refresh history and credential actions", () => {
       document.querySelector('li[data-connector="dropbox"] .refresh__line')?.textContent.startsWith("Last refresh: failed"),
     );
     assert.equal(await line.textContent(), "Last refresh: failed just now (ambiguous) · History");
-    assert.equal(await drawer(page, "dropbox").getAttribute("data-tone"), "error");
+    // the refresh token is kept and presented again: a warning, not an error
+    assert.equal(await drawer(page, "dropbox").getAttribute("data-tone"), "warning");
     assert.equal(await drawer(page, "dropbox").evaluate((e) => e.open), true, "the open drawer stayed open");
     assert.equal(await entries.count(), 4);
 

@@ -238,13 +238,20 @@ impl Patchbay {
                     row.refresh_history = attempts
                         .into_iter()
                         .take(REFRESH_HISTORY_SHOWN)
-                        .map(|a| RefreshEntry {
-                            at: a.at,
-                            outcome: a.outcome,
-                            http_status: a.http_status,
-                            summary: a.summary,
-                            detail: a.detail,
-                            retries: a.retries,
+                        // The vault keeps the outcome as text; one this build does not
+                        // know (a newer build wrote it) is left out, said in the log.
+                        .filter_map(|a| {
+                            let outcome = (a.outcome.parse())
+                                .inspect_err(|e| tracing::warn!(connector = row.name, "{e}"))
+                                .ok()?;
+                            Some(RefreshEntry {
+                                at: a.at,
+                                outcome,
+                                http_status: a.http_status,
+                                summary: a.summary,
+                                detail: a.detail,
+                                retries: a.retries,
+                            })
                         })
                         .collect()
                 }
@@ -370,18 +377,9 @@ impl Patchbay {
             Err(e) => unreadable(e),
         };
         let credentials = match self.vault.credential_rows() {
-            // A quarantined refresh token (its refresh's answer was lost) is never presented
-            // again, so for the status it is as good as none: once the access token lapses the
-            // connector needs re-authorizing, and the status says so.
-            Ok(mut rows) => {
-                let quarantined = self.vault.quarantined_refresh_tokens().unwrap_or_default();
-                for row in rows.iter_mut() {
-                    if quarantined.contains(&row.credential_key) {
-                        row.has_refresh_token = false;
-                    }
-                }
-                rows
-            }
+            // A refresh token whose last answer was lost stays renewable (it is presented once
+            // more; see `refresh`), so the status counts it as a refresh token.
+            Ok(rows) => rows,
             Err(e) => {
                 store = unreadable(e);
                 Vec::new()

@@ -11,8 +11,9 @@
 //!
 //! What a failure does depends on its class ([`RefreshClass`]): a refresh that never reached the
 //! server is retried in-band (three times, 500 ms base, 30 % jitter); one whose answer was lost
-//! quarantines the refresh token (never presented again); 429/5xx keep it for the next pass; a
-//! refusal of our own request (`invalid_scope`, `invalid_request`, `unsupported_grant_type`, a
+//! presents the token once more at once (it renews where the server never ran the grant or has
+//! a reuse grace period) and marks it, so a later refusal says why; 429/5xx keep it for the next
+//! pass; a refusal of our own request (`invalid_scope`, `invalid_request`, `unsupported_grant_type`, a
 //! client authentication the server does not take) is corrected once and never drops the token;
 //! any other 4xx drops it (a still-valid access token keeps working until it lapses). Every
 //! outcome but "not due" lands in the credential's history, the window's error drawer. The
@@ -145,7 +146,7 @@ pub enum RefreshOutcome {
         runtime: Runtime,
     },
     NotDue,
-    /// Nothing was sent, and why (no refresh token, quarantined, no grant, lock busy).
+    /// Nothing was sent, and why (no refresh token, no grant, lock busy).
     Skipped {
         reason: String,
     },

@@ -221,11 +221,7 @@ async fn a_day_of_passes_loses_nothing_and_never_reuses_a_token() {
     // Nothing lost: every credential still renewable, holding its family's live refresh token.
     let rows = patchbay.vault().credential_rows().unwrap();
     assert_eq!(rows.len(), CREDENTIALS);
-    assert!(patchbay
-        .vault()
-        .quarantined_refresh_tokens()
-        .unwrap()
-        .is_empty());
+    assert!(patchbay.vault().refresh_answers_lost().unwrap().is_empty());
     let mut stale = Vec::new();
     for (i, key) in keys.iter().enumerate() {
         let tokens = patchbay.vault().credential_tokens(key).unwrap().unwrap();

@@ -348,8 +348,8 @@ async fn simulate_day(credentials: usize, every_nth_503: Option<usize>) -> Day {
             .and_then(|t| t.refresh_token)
             .map(|t| t.expose().to_string());
         let live = ras.current(&name(i));
-        let quarantined = patchbay.vault().is_refresh_quarantined(key).unwrap();
-        if !row.has_refresh_token || quarantined || live.is_none() || ours != live {
+        let answer_lost = patchbay.vault().is_refresh_answer_lost(key).unwrap();
+        if !row.has_refresh_token || answer_lost || live.is_none() || ours != live {
             reauth.push(name(i));
         }
     }

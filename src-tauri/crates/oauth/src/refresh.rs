@@ -7,7 +7,9 @@
 //!   the server never saw the request. Safe to send again at once.
 //! - [`RefreshClass::Ambiguous`]: the request went out and the answer was lost (a timeout after
 //!   sending, a reset mid-response, a 2xx we cannot read). A rotating server may have spent the
-//!   token; presenting it again could trip its reuse detection, so it is never retried.
+//!   token, or may never have run the grant. The caller presents it once more at once (see
+//!   `patchbay_core::refresh`): that renews unless the server spent it and keeps no reuse grace
+//!   period, in which case the lost answer held the only live pair anyway.
 //! - [`RefreshClass::Transient`]: 429 or 5xx (HTML error pages included). The refresh token is
 //!   not implicated; try again on the next pass.
 //! - [`RefreshClass::Rejected`]: the server refused our *request*, not the token
@@ -382,9 +384,7 @@ fn transport_failure(error: &OAuthError, secrets: &[&Secret]) -> RefreshFailure 
             class: RefreshClass::Ambiguous,
             http_status: None,
             oauth_error: None,
-            summary: format!(
-                "the refresh went out and its answer was lost; the refresh token is not presented again: {message}"
-            ),
+            summary: format!("the refresh went out and its answer was lost: {message}"),
             detail: None,
         },
     }

@@ -102,8 +102,8 @@ ALTER TABLE credentials ADD COLUMN rotated_at_ms INTEGER;
 "#,
         ),
         // The refresher of record: how each credential is renewed (what its token exchange
-        // used), a quarantine flag for a refresh token whose refresh answer was lost (it may have
-        // been consumed, so it is never presented again), and a short history of attempts.
+        // used), a flag on a refresh token whose refresh answer was lost (`refresh_suspect`: the
+        // server may have spent it), and a short history of attempts.
         M::up(
             r#"
 ALTER TABLE credentials ADD COLUMN refresh_suspect INTEGER NOT NULL DEFAULT 0;
@@ -150,12 +150,13 @@ pub(crate) const CANARY_PLAINTEXT: &[u8] = b"patchbay vault canary v1";
 
 pub(crate) fn open(path: &Path) -> Result<Connection, VaultError> {
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent).map_err(|source| VaultError::Io {
+        private_dir(parent).map_err(|source| VaultError::Io {
             path: parent.display().to_string(),
             source,
         })?;
     }
     refuse_emptied(path)?;
+    create_private_file(path)?;
     let mut conn = Connection::open(path)?;
     restrict_permissions(path)?;
     conn.busy_timeout(BUSY_TIMEOUT)?;
@@ -262,6 +263,42 @@ fn damaged(path: &Path, e: rusqlite::Error) -> VaultError {
     }
 }
 
+/// The data directory and its missing parents, the owner's only (0700 whatever the umask).
+fn private_dir(dir: &Path) -> std::io::Result<()> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        builder.mode(0o700);
+    }
+    builder.create(dir)
+}
+
+/// A new database file is created 0600 before SQLite opens it (SQLite would create it with the
+/// umask's mode, open to others until [`restrict_permissions`]); its -wal and -shm take the
+/// database's mode. An existing file is left to [`restrict_permissions`].
+fn create_private_file(path: &Path) -> Result<(), VaultError> {
+    if path.as_os_str() == ":memory:" {
+        return Ok(());
+    }
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    match options.open(path) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(source) => Err(VaultError::Io {
+            path: path.display().to_string(),
+            source,
+        }),
+    }
+}
+
 /// Metadata (server names, issuers) is nobody else's business; SQLite gives -wal/-shm the same
 /// mode. Only ever takes permissions away: a file its owner made read-only stays read-only.
 #[cfg(unix)]
@@ -313,6 +350,40 @@ pub(crate) fn from_ms(ms: i64, what: &str) -> Result<DateTime<Utc>, VaultError> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(unix)]
+    fn mode(path: &Path) -> u32 {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(path)
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+            .permissions()
+            .mode()
+            & 0o777
+    }
+
+    /// Issue 14: the directories the vault creates are 0700, the database and its WAL and
+    /// shared-memory files 0600, from their first byte on.
+    #[cfg(unix)]
+    #[test]
+    fn a_new_database_and_its_directories_are_the_owners_only() {
+        let root = tempfile::tempdir().unwrap();
+        let path = root.path().join("data/patchbay/patchbay.sqlite3");
+        let conn = open(&path).unwrap();
+        conn.execute_batch("CREATE TABLE t (x); INSERT INTO t VALUES (1);")
+            .unwrap();
+        for dir in [root.path().join("data"), root.path().join("data/patchbay")] {
+            assert_eq!(mode(&dir), 0o700, "{}", dir.display());
+        }
+        for suffix in ["", "-wal", "-shm"] {
+            let file = root
+                .path()
+                .join(format!("data/patchbay/patchbay.sqlite3{suffix}"));
+            assert_eq!(mode(&file), 0o600, "{}", file.display());
+        }
+        drop(conn);
+        // Opened again: still a database (the early empty file did not count as emptied).
+        open(&path).unwrap();
+    }
 
     #[test]
     fn migrations_are_valid() {

@@ -1,7 +1,7 @@
 //! What the refresher of record keeps beside each credential: the grant it was obtained with
-//! (token endpoint, client, resource, scopes; a client secret sealed like a token), the
-//! quarantine of a refresh token whose refresh answer was lost, and a short history of refresh
-//! attempts for the window's error drawer.
+//! (token endpoint, client, resource, scopes; a client secret sealed like a token), a mark on
+//! a refresh token whose refresh answer was lost, and a short history of refresh attempts for
+//! the window's error drawer.
 //!
 //! The history holds no secret: callers scrub the raw detail before recording it, and the vault
 //! caps it at [`DETAIL_MAX`] bytes and keeps the last [`HISTORY_LEN`] attempts per credential.
@@ -144,12 +144,14 @@ impl Vault {
         }))
     }
 
-    // ---- quarantine and permanent failures ----
+    // ---- lost answers and permanent failures ----
 
-    /// Marks the stored refresh token as possibly consumed (a refresh went out and its answer
-    /// was lost). It is never presented again; storing a new refresh token (an adoption, a
-    /// re-authorization) lifts the mark. `false` when no such credential holds a refresh token.
-    pub fn quarantine_refresh_token(&self, key: &CredentialKey) -> Result<bool, VaultError> {
+    /// Marks the stored refresh token as one whose refresh answer was lost: the server may have
+    /// spent it, or not. It stays presentable (a server that never processed the request, or
+    /// one with a reuse grace period, still renews it); the mark lets a later refusal say why
+    /// the token died. Storing a new refresh token (a refresh, an adoption, a re-authorization)
+    /// lifts it. `false` when no such credential holds a refresh token.
+    pub fn mark_refresh_answer_lost(&self, key: &CredentialKey) -> Result<bool, VaultError> {
         let n = self.conn().execute(
             "UPDATE credentials SET refresh_suspect = 1
              WHERE key = ?1 AND refresh_sealed IS NOT NULL",
@@ -158,8 +160,9 @@ impl Vault {
         Ok(n > 0)
     }
 
-    /// Whether `key`'s refresh token is quarantined. Needs no keychain.
-    pub fn is_refresh_quarantined(&self, key: &CredentialKey) -> Result<bool, VaultError> {
+    /// Whether the last refresh of `key`'s current refresh token lost its answer. Needs no
+    /// keychain.
+    pub fn is_refresh_answer_lost(&self, key: &CredentialKey) -> Result<bool, VaultError> {
         Ok(self
             .conn()
             .query_row(
@@ -172,8 +175,8 @@ impl Vault {
             .unwrap_or(false))
     }
 
-    /// The keys whose refresh token is quarantined. Needs no keychain.
-    pub fn quarantined_refresh_tokens(&self) -> Result<Vec<CredentialKey>, VaultError> {
+    /// The keys whose current refresh token's last refresh lost its answer. Needs no keychain.
+    pub fn refresh_answers_lost(&self) -> Result<Vec<CredentialKey>, VaultError> {
         let conn = self.conn();
         let mut stmt = conn.prepare(
             "SELECT key FROM credentials WHERE refresh_suspect = 1 AND refresh_sealed IS NOT NULL
@@ -384,21 +387,21 @@ mod tests {
     }
 
     #[test]
-    fn quarantine_holds_until_a_new_refresh_token_arrives() {
+    fn a_lost_answer_mark_holds_until_a_new_refresh_token_arrives() {
         let (_d, v) = vault();
         let now = Utc::now();
         let key = CredentialKey("notion|abc".into());
         v.put_credential(&row("notion|abc", now), &tokens("a1", Some("r1")))
             .unwrap();
-        assert!(v.quarantine_refresh_token(&key).unwrap());
-        assert_eq!(v.quarantined_refresh_tokens().unwrap(), vec![key.clone()]);
-        // A response without a refresh token keeps the stored one, and its quarantine.
+        assert!(v.mark_refresh_answer_lost(&key).unwrap());
+        assert_eq!(v.refresh_answers_lost().unwrap(), vec![key.clone()]);
+        // A response without a refresh token keeps the stored one, and its mark.
         v.put_credential(&row("notion|abc", now), &tokens("a2", None))
             .unwrap();
-        assert_eq!(v.quarantined_refresh_tokens().unwrap(), vec![key.clone()]);
+        assert_eq!(v.refresh_answers_lost().unwrap(), vec![key.clone()]);
         v.put_credential(&row("notion|abc", now), &tokens("a3", Some("r2")))
             .unwrap();
-        assert!(v.quarantined_refresh_tokens().unwrap().is_empty());
+        assert!(v.refresh_answers_lost().unwrap().is_empty());
     }
 
     #[test]

@@ -353,7 +353,7 @@ impl Vault {
                 .flatten(),
         };
         let has_refresh = refresh.is_some();
-        // A new refresh token ends any quarantine; a kept one keeps it.
+        // A new refresh token lifts a lost-answer mark; a kept one keeps it.
         let fresh_refresh_token = tokens.refresh_token.is_some();
         tx.execute(
             "INSERT INTO credentials (key, server_name, server_url, expires_at_ms,

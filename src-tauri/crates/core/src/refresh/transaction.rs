@@ -108,7 +108,7 @@ impl Inner {
         let timeout = self.policy.lock_timeout;
         let lock = tokio::task::spawn_blocking(move || {
             if let Some(dir) = lock_path.parent() {
-                std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
+                crate::paths::create_private_dir(dir).map_err(|e| e.to_string())?;
             }
             FileLock::acquire(&lock_path, timeout).map_err(|e| e.to_string())
         })
@@ -216,12 +216,6 @@ impl Inner {
         if !row.has_refresh_token {
             return Err(no_refresh());
         }
-        if vault
-            .is_refresh_quarantined(key)
-            .map_err(|e| skipped(format!("cannot read the vault: {e}")))?
-        {
-            return Err(skipped("the last refresh's answer was lost, so its refresh token may be spent; it is not presented again; authorize again".into()));
-        }
         let tokens = vault
             .credential_tokens(key)
             .map_err(|e| skipped(format!("cannot open the vault: {e}")))?
@@ -238,8 +232,17 @@ impl Inner {
         })
     }
 
-    /// Sends the grant: retried in-band only while it never reached the server; corrected once
-    /// when the server refuses our request rather than the token.
+    /// Sends the grant: retried in-band while it never reached the server, and presented once
+    /// more at once when its answer was lost; corrected once when the server refuses our
+    /// request rather than the token.
+    ///
+    /// A lost answer (a hang after sending, a reset mid-body, an unreadable 200) leaves two
+    /// cases we cannot tell apart: the server never ran the grant (the token is live), or it
+    /// rotated and the new pair is in the answer we lost. Presenting the token again renews in
+    /// the first case, and in the second wherever the server has a reuse grace period (it must
+    /// be soon, within that period). Without one, the server refuses it: the pair it minted was
+    /// only in the lost answer, so nothing renewable is left either way, and the refusal says
+    /// so. Holding the token back instead would cost a re-authorization in every case.
     async fn send(
         &self,
         connector: &str,
@@ -247,6 +250,7 @@ impl Inner {
     ) -> (Result<Renewed, RefreshFailure>, u32) {
         let request = loaded.request();
         let mut retries = 0;
+        let mut presented_again = false;
         loop {
             match refresh_corrected(&self.http, request, loaded.granted_scope()).await {
                 Err(f)
@@ -256,6 +260,26 @@ impl Inner {
                     let delay = self.policy.retry.delay(retries, random_unit());
                     tracing::info!(connector, retry = retries + 1, "{}", f.summary);
                     (self.policy.retry.sleep)(delay).await;
+                    retries += 1;
+                }
+                Err(f) if f.class == RefreshClass::Ambiguous && !presented_again => {
+                    // Remember the loss first: if this process dies before the second answer,
+                    // the next attempt still knows why a refusal would come.
+                    if let Err(e) = self
+                        .patchbay
+                        .vault()
+                        .mark_refresh_answer_lost(&loaded.row.credential_key)
+                    {
+                        tracing::warn!(connector, "cannot mark the lost answer: {e}");
+                    }
+                    tracing::warn!(
+                        connector,
+                        "{}; presenting the refresh token once more",
+                        f.summary
+                    );
+                    let delay = self.policy.retry.delay(0, random_unit());
+                    (self.policy.retry.sleep)(delay).await;
+                    presented_again = true;
                     retries += 1;
                 }
                 other => return (other, retries),
@@ -301,7 +325,7 @@ impl Inner {
         ) {
             // The server rotated and we could not keep the result: the old refresh token is
             // spent, exactly like a lost answer.
-            let _ = vault.quarantine_refresh_token(key);
+            let _ = vault.mark_refresh_answer_lost(key);
             let summary = format!("refreshed, but the vault could not store it: {e}");
             tracing::error!(connector, "{summary}");
             self.record(key, "ambiguous", None, summary.clone(), None, retries);
@@ -354,18 +378,26 @@ impl Inner {
         &self,
         connector: &str,
         key: &CredentialKey,
-        failure: RefreshFailure,
+        mut failure: RefreshFailure,
         retries: u32,
     ) -> RefreshOutcome {
         let vault = self.patchbay.vault();
         match failure.class {
             RefreshClass::Ambiguous => {
-                if let Err(e) = vault.quarantine_refresh_token(key) {
-                    tracing::error!(connector, "cannot quarantine the refresh token: {e}");
+                if let Err(e) = vault.mark_refresh_answer_lost(key) {
+                    tracing::error!(connector, "cannot mark the lost answer: {e}");
                 }
                 tracing::warn!(connector, "{}", failure.summary);
             }
             RefreshClass::Permanent => {
+                // Refused after an answer was lost: the server had spent the token, and the
+                // pair it minted was only in that answer. Said as such, not as a mystery.
+                if vault.is_refresh_answer_lost(key).unwrap_or(false) {
+                    failure.summary = format!(
+                        "{}: an earlier refresh's answer was lost after the server had already rotated the refresh token, and it keeps no grace period for a token presented again; authorize again",
+                        failure.summary
+                    );
+                }
                 if let Err(e) = vault.drop_refresh_token(key, self.now()) {
                     tracing::error!(connector, "cannot drop the refresh token: {e}");
                 }

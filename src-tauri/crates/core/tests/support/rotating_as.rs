@@ -24,6 +24,8 @@ pub enum Fault {
     ConsumeThenReset,
     /// Spend the token and answer 200 with something that is not a token response.
     ConsumeThenGarbage,
+    /// Never answer and never run the grant (a server stuck before processing): nothing spent.
+    HangUnprocessed,
 }
 
 #[derive(Debug, Default)]
@@ -63,6 +65,11 @@ struct State {
     /// Families issued to a given client: presented with another `client_id`, `invalid_grant`
     /// (nothing spent, nothing revoked).
     family_client: HashMap<String, String>,
+    /// A reuse grace period: the token spent last in a family, presented again, gets the pair
+    /// minted from it (as Okta's and Auth0's rotation allow) instead of revoking the family.
+    reuse_grace: bool,
+    /// The pair each family's last rotation minted (what a grace-period reuse answers).
+    last_pair: HashMap<String, (String, String)>,
 }
 
 pub struct RotatingAs {
@@ -159,6 +166,11 @@ impl RotatingAs {
             .insert(family.to_string(), client_id.to_string());
     }
 
+    /// Presenting the family's last spent token again answers the pair minted from it.
+    pub fn set_reuse_grace(&self, on: bool) {
+        self.state.lock().unwrap().reuse_grace = on;
+    }
+
     pub fn fail_every_nth_with_503(&self, n: Option<usize>) {
         self.state.lock().unwrap().every_nth_503 = n;
     }
@@ -206,6 +218,8 @@ fn rotate(s: &mut State, family: &str, presented: &str) -> (String, String) {
     let refresh = format!("rt-{family}-{}", f.generation);
     f.current = refresh.clone();
     s.owner.insert(refresh.clone(), family.to_string());
+    s.last_pair
+        .insert(family.to_string(), (access.clone(), refresh.clone()));
     s.refreshes += 1;
     (access, refresh)
 }
@@ -342,7 +356,7 @@ async fn token(
                 }
             }
         }
-        if let Some(Fault::Status(..)) = fault {
+        if let Some(Fault::Status(..) | Fault::HangUnprocessed) = fault {
             (fault, None, s.expires_in)
         } else if let Some((status, error)) = refused_request(&s, &form, headers) {
             let body = json!({ "error": error }).to_string();
@@ -361,6 +375,8 @@ async fn token(
                     // Issued to another client, or revoked: refused, nothing spent.
                     if f.revoked || issued_to.is_some_and(|c| *c != client_id) {
                         Err("invalid_grant")
+                    } else if s.reuse_grace && f.spent.last() == Some(&presented) {
+                        Ok(s.last_pair[&family].clone())
                     } else if f.current != presented {
                         // Reuse of a spent token: revoke the whole family.
                         s.reuse_detected += 1;
@@ -374,6 +390,10 @@ async fn token(
             (fault, Some(outcome), s.expires_in)
         }
     };
+    if let Some(Fault::HangUnprocessed) = fault {
+        tokio::time::sleep(Duration::from_secs(3600)).await;
+        return json_response(504, json!({ "error": "server_error" }));
+    }
     if let Some(Fault::Status(status, content_type, body)) = fault {
         return Response::builder()
             .status(status)
