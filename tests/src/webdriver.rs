@@ -52,7 +52,7 @@ pub fn webkit_webdriver_bin() -> Option<PathBuf> {
 pub fn missing_for_webdriver() -> Option<String> {
     let mut missing = Vec::new();
     if tauri_driver_bin().is_none() {
-        missing.push("tauri-driver (cargo install tauri-driver --version '^2' --locked)");
+        missing.push("tauri-driver (scripts/setup.sh: cargo install tauri-driver --version 2.1.0)");
     }
     if webkit_webdriver_bin().is_none() {
         missing.push("WebKitWebDriver (apt: webkit2gtk-driver)");
@@ -223,6 +223,14 @@ impl TauriDriver {
             &self.session_path(&format!("/element/{element}/click")),
             Some(json!({})),
         );
+    }
+
+    /// The session's windows (WebDriver handles).
+    pub fn window_handles(&self) -> Vec<Value> {
+        self.call("GET", &self.session_path("/window/handles"), None)
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
     }
 
     /// A PNG of the window.

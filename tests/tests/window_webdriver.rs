@@ -10,6 +10,9 @@
 //!   `patchbay status --json` says; the panel's menu heads with "2 need attention"; a click on
 //!   the Demo row's Authorize opens the browser at the server's /authorize once, the row turns
 //!   Ready, the CLI agrees, and the panel's menu says "1 needs attention" (latencies printed).
+//! - `a_link_reaches_the_running_app_and_opens_the_row`: `patchbay-app patchbay://authorize/search`,
+//!   run while the app runs, exits at once and the running app's window opens the Search row
+//!   (highlighted or focused) and says it does not need authorizing; nothing is started.
 //! - `a_link_opens_the_row_and_asks_before_consent`: `patchbay-app patchbay://authorize/demo`,
 //!   run while the app runs, is handed to it (single instance); the window shows the Demo row and
 //!   asks; nothing reached the authorization server and no browser opened until the user confirms
@@ -33,6 +36,8 @@ use std::time::{Duration, Instant};
 const START: Duration = Duration::from_secs(60);
 /// A flow through the browser stand-in and the loopback server; a row or tray updating.
 const REACT: Duration = Duration::from_secs(20);
+/// The port of the app's loopback receiver (patchbay_oauth::DEFAULT_PORT; the app has no other).
+const RECEIVER_PORT: u16 = 3118;
 /// How the app is started so that it opens its window at once (WebKitWebDriver attaches to the
 /// web view the app creates at start).
 const SHOW_WINDOW: &[&str] = &["--show"];
@@ -60,6 +65,11 @@ struct Desktop {
 
 impl Desktop {
     fn start() -> Desktop {
+        // The app's loopback receiver has a fixed port: taken, the flow falls back to paste-back.
+        assert!(
+            !patchbay_e2e::peers::listening(RECEIVER_PORT),
+            "port {RECEIVER_PORT} (Patchbay's loopback receiver) is taken by another process"
+        );
         let server = OAuthServer::start("sdk-oauth-logged-server.mjs");
         let catalog = json!({ "mcpServers": {
             "demo": { "title": "Demo", "type": "http", "url": server.mcp_url() },
@@ -237,6 +247,59 @@ fn the_window_authorizes_a_connector_and_the_tray_follows() {
     );
 }
 
+/// A `patchbay://` link as the desktop delivers it: the app started again with the URL, which hands
+/// it to the running one (single instance) and exits. Returns when it has.
+fn deliver_link(desktop: &Desktop, link: &str) -> Instant {
+    let mut second = Command::new(app_bin());
+    desktop.session.environment(&mut second);
+    let handed = Instant::now();
+    let mut second = second
+        .arg(link)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("patchbay-app with the link");
+    let status = patchbay_e2e::wait_within(&mut second, REACT, "the second launch", String::new);
+    assert!(status.success(), "the second launch with {link}: {status}");
+    handed
+}
+
+/// Waits until the window has opened `name`'s row: highlighted, or holding the focus.
+fn wait_row_opened(desktop: &Desktop, name: &str) {
+    desktop.driver.wait_for(
+        REACT,
+        &format!("the window to open the {name} row"),
+        "const row = document.querySelector(`li[data-connector=\"${arguments[0]}\"]`);
+         return !!row && (row.classList.contains('row--highlight') || row.contains(document.activeElement)) || null;",
+        json!([name]),
+    );
+}
+
+fn a_link_reaches_the_running_app_and_opens_the_row() {
+    let desktop = Desktop::start();
+    // Search needs a variable, not consent: the link opens its row and says so, and starts nothing.
+    let handed = deliver_link(&desktop, "patchbay://authorize/search");
+    wait_row_opened(&desktop, "search");
+    let said = desktop.driver.wait_for(
+        REACT,
+        "the row to say Search needs no authorizing",
+        "const row = document.querySelector('li[data-connector=search]');
+         const said = Array.from(row?.querySelectorAll('*') ?? [])
+             .find(e => e.children.length === 0 && e.textContent.includes('does not need authorizing now'));
+         return said ? said.textContent : null;",
+        json!([]),
+    );
+    eprintln!(
+        "the link opened the Search row {:?} after the second launch started: {}",
+        handed.elapsed(),
+        said.as_str().unwrap_or_default().trim()
+    );
+    assert!(desktop.browser_calls().is_empty(), "a browser opened");
+    assert_eq!(desktop.auth_requests("POST", "/register"), 0);
+    assert_eq!(desktop.driver.window_handles().len(), 1, "one window");
+}
+
 fn a_link_opens_the_row_and_asks_before_consent() {
     let desktop = Desktop::start();
     let report = desktop.session.report();
@@ -245,21 +308,8 @@ fn a_link_opens_the_row_and_asks_before_consent() {
         "needs_authorization",
         "{report:#}"
     );
-
-    // The link, as the desktop delivers it: the app started again with the URL, which hands it
-    // to the running one and exits.
-    let mut second = Command::new(app_bin());
-    desktop.session.environment(&mut second);
-    let handed = Instant::now();
-    let mut second = second
-        .arg("patchbay://authorize/demo")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("patchbay-app with the link");
-    let status = patchbay_e2e::wait_within(&mut second, REACT, "the second launch", String::new);
-    assert!(status.success(), "the second launch: {status}");
+    let handed = deliver_link(&desktop, "patchbay://authorize/demo");
+    wait_row_opened(&desktop, "demo");
 
     // The window asks. Until the user answers, nothing reached the authorization server and no
     // browser opened: polled while waiting for the question, so a flow started at once is seen.
@@ -329,6 +379,11 @@ const CASES: &[Case] = &[
         ignored: None,
     },
     Case {
+        name: "a_link_reaches_the_running_app_and_opens_the_row",
+        run: a_link_reaches_the_running_app_and_opens_the_row,
+        ignored: None,
+    },
+    Case {
         name: "a_link_opens_the_row_and_asks_before_consent",
         run: a_link_opens_the_row_and_asks_before_consent,
         ignored: Some(
@@ -381,7 +436,8 @@ fn main() {
     let in_ci = std::env::var("PATCHBAY_TEST_INNER").as_deref() == Ok("1");
     let missing = missing_for_webdriver();
     let started = Instant::now();
-    println!("\nrunning {} tests", selected.len());
+    let plural = if selected.len() == 1 { "" } else { "s" };
+    println!("\nrunning {} test{plural}", selected.len());
     let (mut passed, mut failed, mut ignored) = (Vec::new(), Vec::new(), 0);
     for case in &selected {
         let skip_reason = match (case.ignored, &missing) {
