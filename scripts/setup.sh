@@ -94,3 +94,22 @@ if ! cargo install --list 2>/dev/null | grep -q '^tauri-driver v2\.'; then
   echo "setup: cargo install tauri-driver 2.1.0"
   cargo install tauri-driver --version 2.1.0 --locked
 fi
+
+# --- Windows cross build + wine (scripts/ci/windows.sh) ---
+# Debian's mingw-w64 links the x86_64-pc-windows-gnu CLI; wine64 (8.0 on Debian 12) runs it.
+# Skipped when both packages and the Rust target are already there.
+WINDOWS_PACKAGES=(gcc-mingw-w64-x86-64 wine64)
+win_missing=()
+for p in "${WINDOWS_PACKAGES[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || win_missing+=("$p")
+done
+if [ "${#win_missing[@]}" -gt 0 ]; then
+  sudo=""; [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  echo "setup: installing ${win_missing[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${win_missing[@]}"
+fi
+if command -v rustup >/dev/null 2>&1 \
+  && ! rustup target list --installed | grep -qx x86_64-pc-windows-gnu; then
+  rustup target add x86_64-pc-windows-gnu
+fi

@@ -27,6 +27,7 @@ mod check;
 mod connect;
 mod gateway;
 mod import;
+mod paths;
 mod refresh;
 mod setup;
 mod table;
@@ -88,8 +89,8 @@ enum Command {
     /// Adopt the tokens already on this machine (Claude Code, Codex, mcp-remote) for connectors
     /// Patchbay holds no credential for, with the client they were issued to.
     Import(import::ImportArgs),
-    /// Where Patchbay keeps its files.
-    Paths,
+    /// Where Patchbay keeps its files, and where it reads each runtime's and client's.
+    Paths(paths::PathsArgs),
     /// The agent runtimes found (Claude Code, Codex) and the connectors bridged to each.
     Runtimes {
         #[arg(long)]
@@ -521,23 +522,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             catalog_readable(&cli.data_dir, &cli.catalog)?;
             import::run(open(cli.data_dir, cli.catalog)?, args, &mut out)
         }
-        Command::Paths => {
-            let paths = Paths::resolve(cli.data_dir)?.with_catalog_override(cli.catalog)?;
-            writeln!(out, "user catalog:    {}", paths.user_catalog().display())?;
-            writeln!(out, "database:        {}", paths.database().display())?;
-            let default = match &paths.default_catalog {
-                patchbay_catalog::CatalogSource::File { path, .. } => path.display().to_string(),
-                patchbay_catalog::CatalogSource::Embedded => "<built-in>".into(),
-            };
-            writeln!(out, "default catalog: {default}")?;
-            writeln!(
-                out,
-                "keychain item:   service \"{}\", account \"{}\"",
-                patchbay_core::paths::KEYCHAIN_SERVICE,
-                paths.keychain_account
-            )?;
-            Ok(ExitCode::SUCCESS)
-        }
+        Command::Paths(args) => paths::run(cli.data_dir, cli.catalog, args, &mut out),
     }
 }
 

@@ -141,8 +141,22 @@ fn default_catalog() -> CatalogSource {
         .into_iter()
         .find(|p| p.is_file())
         .and_then(|p| p.canonicalize().ok())
+        .map(without_verbatim_prefix)
         .map(file)
         .unwrap_or(CatalogSource::Embedded)
+}
+
+/// `canonicalize` answers a verbatim path on Windows (`\\?\C:\...`); the plain drive form means
+/// the same for a path this short, and it is what users see and what status reports as a source.
+fn without_verbatim_prefix(path: PathBuf) -> PathBuf {
+    if cfg!(windows) {
+        if let Some(rest) = path.to_str().and_then(|t| t.strip_prefix(r"\\?\")) {
+            if rest.len() < 260 && rest.as_bytes().get(1) == Some(&b':') {
+                return PathBuf::from(rest);
+            }
+        }
+    }
+    path
 }
 
 fn absolute(path: PathBuf) -> Result<PathBuf, CoreError> {

@@ -29,7 +29,7 @@ use crate::claude_lock::ClaudeWriteLock;
 use crate::lock::FileLock;
 use crate::RuntimeError;
 use serde_json::{Map, Value};
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -489,8 +489,11 @@ enum Replaced {
     /// Renamed over the target (or created it).
     Done,
     /// Exchanged with the target; this is what the target held (now gone).
+    // Only Linux's renameat2 exchanges or notices a race; elsewhere a plain rename is all there is.
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     Exchanged(Option<Vec<u8>>),
     /// The target appeared or vanished since our re-read: start again.
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     Raced,
 }
 
@@ -540,7 +543,7 @@ fn sync_dir(path: &Path) {
         } else {
             dir
         };
-        if let Err(e) = File::open(dir).and_then(|d| d.sync_all()) {
+        if let Err(e) = fs::File::open(dir).and_then(|d| d.sync_all()) {
             tracing::warn!(dir = %dir.display(), "cannot fsync the directory: {e}");
         }
     }
