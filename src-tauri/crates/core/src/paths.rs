@@ -174,9 +174,56 @@ fn short_hash(path: &std::path::Path) -> String {
     digest[..8].iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// Creates `dir` and its missing parents readable by their owner only (0700 on unix, whatever
+/// the umask would give): locks, databases and catalogs are nobody else's business. A
+/// directory that exists keeps its mode.
+pub fn create_private_dir(dir: &std::path::Path) -> std::io::Result<()> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        builder.mode(0o700);
+    }
+    builder.create(dir)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(unix)]
+    #[test]
+    fn a_private_dir_and_its_new_parents_are_the_owners_only() {
+        use std::os::unix::fs::PermissionsExt;
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("a/b/locks");
+        create_private_dir(&dir).unwrap();
+        for d in [root.path().join("a"), root.path().join("a/b"), dir.clone()] {
+            let mode = std::fs::metadata(&d).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, 0o700, "{}", d.display());
+        }
+        // Again: an existing directory is fine.
+        create_private_dir(&dir).unwrap();
+    }
+
+    /// The user catalog Patchbay writes: a new one (and its new directory) the owner's only,
+    /// an existing one keeping the mode its owner gave it.
+    #[cfg(unix)]
+    #[test]
+    fn a_new_user_catalog_is_the_owners_only_and_an_old_one_keeps_its_mode() {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        let root = tempfile::tempdir().unwrap();
+        let file = root.path().join("config/patchbay/mcp.json");
+        crate::user_catalog::atomic_write(&file, b"{}").unwrap();
+        assert_eq!(mode(&file), 0o600);
+        assert_eq!(mode(&root.path().join("config")), 0o700);
+        assert_eq!(mode(&root.path().join("config/patchbay")), 0o700);
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o640)).unwrap();
+        crate::user_catalog::atomic_write(&file, b"{ }").unwrap();
+        assert_eq!(mode(&file), 0o640);
+    }
 
     #[test]
     fn an_override_keeps_everything_in_one_directory_with_its_own_keychain_item() {

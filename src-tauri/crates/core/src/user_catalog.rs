@@ -104,7 +104,7 @@ pub fn atomic_write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir)?;
+    crate::paths::create_private_dir(dir)?;
     let file_name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -115,7 +115,15 @@ pub fn atomic_write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         Utc::now().timestamp_nanos_opt().unwrap_or_default()
     ));
     let result = (|| {
-        let mut f = std::fs::File::create(&temp)?;
+        // A new catalog may hold a header's secret: the owner's only. An old one keeps its mode.
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create_new(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            options.mode(0o600);
+        }
+        let mut f = options.open(&temp)?;
         if let Ok(meta) = std::fs::metadata(path) {
             f.set_permissions(meta.permissions())?;
         }

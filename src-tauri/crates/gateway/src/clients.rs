@@ -189,7 +189,7 @@ impl Clients {
             source,
         };
         let dir = self.path.parent().unwrap_or(Path::new("."));
-        std::fs::create_dir_all(dir).map_err(err)?;
+        private_dir(dir).map_err(err)?;
         let text = serde_json::to_string_pretty(file).expect("plain JSON") + "\n";
         let mut tmp = tempfile_in(dir).map_err(err)?;
         tmp.1.write_all(text.as_bytes()).map_err(err)?;
@@ -198,6 +198,18 @@ impl Clients {
         *self.cached.lock().unwrap_or_else(|p| p.into_inner()) = None;
         Ok(())
     }
+}
+
+/// The data directory and its missing parents, the owner's only (0700 whatever the umask).
+fn private_dir(dir: &Path) -> std::io::Result<()> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        builder.mode(0o700);
+    }
+    builder.create(dir)
 }
 
 /// A new file beside the target, readable by its owner only (it holds hashes, but no need to
@@ -233,6 +245,21 @@ fn hex(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 14: the clients file (secrets' hashes) and the directory it creates are the
+    /// owner's only.
+    #[cfg(unix)]
+    #[test]
+    fn the_clients_file_and_its_directory_are_the_owners_only() {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        let root = tempfile::tempdir().unwrap();
+        let data = root.path().join("data");
+        let clients = Clients::new(&data);
+        clients.add("cursor", None, chrono::Utc::now()).unwrap();
+        assert_eq!(mode(&data), 0o700);
+        assert_eq!(mode(&data.join(CLIENTS_FILE)), 0o600);
+    }
 
     #[test]
     fn minted_secrets_authenticate_until_revoked_and_only_their_hash_is_stored() {
