@@ -1,53 +1,15 @@
 //! Errors at the IPC edge: what the Connectors window receives from a failed command,
-//! `{ "kind": "...", "message": "..." }`, never a secret value. The kinds are patchbay-core's
-//! (`CoreError::kind`).
+//! `{ "kind": "...", "message": "..." }`, never a secret value. The type is patchbay-core's
+//! [`IpcError`] (its TypeScript in ui/src/generated/ is generated from it); a core error and the
+//! gateway's Add/Switch errors convert into it with their kind.
 
-use patchbay_core::CoreError;
-use serde::Serialize;
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct IpcError {
-    /// A stable machine-readable kind: `no_home`, `secret_store`, `invalid`, `not_authorizable`,
-    /// `invalid_input`, `oauth`, `timed_out`, `watch`.
-    pub kind: &'static str,
-    /// An English sentence for the user.
-    pub message: String,
-}
-
-impl From<CoreError> for IpcError {
-    fn from(error: CoreError) -> IpcError {
-        IpcError {
-            kind: error.kind(),
-            message: error.to_string(),
-        }
-    }
-}
-
-impl From<patchbay_gateway::client_entries::EntryError> for IpcError {
-    fn from(error: patchbay_gateway::client_entries::EntryError) -> IpcError {
-        use patchbay_gateway::client_entries::EntryError;
-        let kind = match &error {
-            EntryError::Core(core) => core.kind(),
-            EntryError::Conflict(_) => "conflict",
-            EntryError::Clients(_) | EntryError::LabelsTaken(_) => "gateway_clients",
-            EntryError::Via(_) => "invalid_input",
-        };
-        IpcError {
-            kind,
-            message: error.to_string(),
-        }
-    }
-}
-
-impl std::fmt::Display for IpcError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {}", self.kind, self.message)
-    }
-}
+pub use patchbay_core::IpcError;
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use patchbay_core::CoreError;
+    use patchbay_gateway::client_entries::EntryError;
 
     #[test]
     fn serializes_as_kind_and_message() {
@@ -55,6 +17,11 @@ mod tests {
         assert_eq!(
             serde_json::to_value(&e).unwrap(),
             serde_json::json!({ "kind": "not_authorizable", "message": "x cannot be authorized" })
+        );
+        let conflict = IpcError::from(EntryError::Conflict("Cursor has notion".into()));
+        assert_eq!(
+            serde_json::to_value(&conflict).unwrap(),
+            serde_json::json!({ "kind": "conflict", "message": "Cursor has notion" })
         );
     }
 }

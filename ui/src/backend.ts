@@ -5,6 +5,7 @@ import { invoke } from "@tauri-apps/api/core";
 import { listen } from "@tauri-apps/api/event";
 import type {
   BackendError,
+  ErrorKind,
   ClientTarget,
   ClientWrite,
   ConnectorCheck,
@@ -86,13 +87,14 @@ export function isTauri(): boolean {
   return typeof window !== "undefined" && window.__TAURI_INTERNALS__ !== undefined;
 }
 
-/** Whatever a command rejected with, as `{ kind, message }`. */
+/** Whatever a command rejected with, as `{ kind, message }`: the backend's error as it is, or
+ * kind `error` for anything else (a fault in the window itself, named in the message). */
 export function toBackendError(err: unknown): BackendError {
   if (err && typeof err === "object") {
     const o = err as Record<string, unknown>;
     const message = typeof o.message === "string" ? o.message : JSON.stringify(err);
-    const kind = typeof o.kind === "string" ? o.kind : err instanceof Error ? err.name : "error";
-    return { kind, message };
+    if (typeof o.kind === "string") return { kind: o.kind as ErrorKind, message };
+    return { kind: "error", message: err instanceof Error ? `${err.name}: ${message}` : message };
   }
   if (typeof err === "string") return { kind: "error", message: err };
   return { kind: "error", message: String(err) };

@@ -63,6 +63,7 @@ import type {
   GalleryEntry,
   HealthBoard,
   HealthRow,
+  InUseReason,
   RefreshEntry,
   StartedFlow,
   StatusReport,
@@ -179,7 +180,7 @@ export async function createMockBackend(params: URLSearchParams): Promise<Backen
   const failing = new Set((params.get("fail") ?? "").split(",").filter(Boolean));
   if (failing.has("get_status")) {
     failures.set("get_status", [
-      { kind: "data_dir_unreadable", message: "Could not read /home/me/.local/share/patchbay: Permission denied (os error 13)" },
+      { kind: "secret_store", message: "Could not read /home/me/.local/share/patchbay: Permission denied (os error 13)" },
     ]);
   }
   const storeDown = "The secret store did not answer: org.freedesktop.secrets was not provided by any .service files";
@@ -187,9 +188,9 @@ export async function createMockBackend(params: URLSearchParams): Promise<Backen
   if (failing.has("disconnect_connector")) always.set("disconnect_connector", { kind: "secret_store", message: storeDown });
   const healthDown = "cannot open the health board /home/me/.local/share/patchbay/health.sqlite: database is locked";
   for (const cmd of ["check_connector", "get_health_board"]) {
-    if (failing.has(cmd)) always.set(cmd, { kind: "health", message: healthDown });
+    if (failing.has(cmd)) always.set(cmd, { kind: "health_store", message: healthDown });
   }
-  const catalogDown = {
+  const catalogDown: BackendError = {
     kind: "catalog_write",
     message: "cannot write /home/me/.config/patchbay/mcp.json: Permission denied (os error 13); nothing was written",
   };
@@ -197,7 +198,7 @@ export async function createMockBackend(params: URLSearchParams): Promise<Backen
     if (failing.has(cmd)) always.set(cmd, catalogDown);
   }
   if (failing.has("add_to_client") || failing.has("switch_client_entry")) {
-    const denied = {
+    const denied: BackendError = {
       kind: "invalid",
       message: "cannot write /home/me/.cursor/mcp.json: Permission denied (os error 13); nothing was changed",
     };
@@ -455,7 +456,7 @@ export async function createMockBackend(params: URLSearchParams): Promise<Backen
                 ...x,
                 origin: "catalog",
                 source: user,
-                in_use_because: [...new Set([...x.in_use_because, "user_catalog"])],
+                in_use_because: [...new Set<InUseReason>([...x.in_use_because, "user_catalog"])],
               },
         );
         mock.emitStatus(report);
@@ -605,9 +606,9 @@ function fromGallery(g: GalleryEntry, source: string): Connector {
     can_add_to: [],
     refresh_history: [],
     degraded: null,
-    in_use_because: ["enabled", "user_catalog"],
+    in_use_because: ["enabled", "user_catalog"] as InUseReason[],
     found_in: [],
-    origin: "catalog",
+    origin: "catalog" as const,
     credential_source: null,
   };
   if (g.needs === "oauth") {
@@ -774,7 +775,7 @@ function mockCheck(
     error,
     advice,
     action,
-    attempts: configured ? [{ transport: configured, ok: false, elapsed_ms: elapsed, error }] : [],
+    attempts: configured ? [{ transport: configured, ok: false, elapsed_ms: elapsed, error, retry: 0, waited_ms: 0 }] : [],
   });
   const skipped = (reason: string, advice: string, action: ConnectorCheck["action"] = null): ConnectorCheck => ({
     ...base,
@@ -831,7 +832,7 @@ function mockCheck(
         latency_ms: latency,
         server: { name: `${c.name}-mcp`, version: "1.4.2", protocol_version: "2025-06-18" },
         tools: clone(tools),
-        attempts: configured ? [{ transport: configured, ok: true, elapsed_ms: latency + 1, error: null }] : [],
+        attempts: configured ? [{ transport: configured, ok: true, elapsed_ms: latency + 1, error: null, retry: 0, waited_ms: 0 }] : [],
       };
     }
   }
@@ -854,7 +855,8 @@ function recordCheck(row: HealthRow, check: ConnectorCheck): ConnectorCheck {
     row.degraded = null;
     row.consecutive_failures = 0;
     row.next_check_at = null;
-    row.tools = { checked_at: at, transport: check.transport ?? row.transport, tools: clone(check.tools) };
+    // The board names a row's transport as text; a check, by kind.
+    row.tools = { checked_at: at, transport: check.transport ?? (row.transport as TransportKind), tools: clone(check.tools) };
   } else {
     const error = check.error!;
     row.failures += 1;
@@ -884,7 +886,7 @@ function recordCheck(row: HealthRow, check: ConnectorCheck): ConnectorCheck {
         at,
         ok: false,
         latency_ms: check.attempts.reduce((n, a) => n + a.elapsed_ms, 0),
-        transport: check.transport ?? row.transport,
+        transport: check.transport ?? (row.transport as TransportKind),
         error_kind: error.kind,
         http_status: error.http_status,
         error: error.message,

@@ -1,7 +1,7 @@
 // Runs the real `patchbay status --json` in a throwaway home that holds realistic client configs
 // (Claude Code, Cursor user and project, VS Code, Claude Desktop, Windsurf) and a user catalog
 // changed by the real `patchbay enable` / `patchbay disable`: the report the window is typed
-// against (src/types.ts). Used by tests/types-drift.test.mjs and scripts/cli-status-fixture.mjs.
+// against (src/generated/ipc.ts, generated from the Rust types). Used by tests/types-drift.test.mjs and scripts/cli-status-fixture.mjs.
 
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";

@@ -116,7 +116,7 @@ describe("rendering", () => {
   test("a rejected get_status shows kind and message with a Retry that recovers", async () => {
     const page = await open("fixture=mixed&fail=get_status");
     assert.match(await page.textContent(".error-box__message"), /Permission denied/);
-    assert.equal(await page.textContent(".error-box__kind"), "data_dir_unreadable");
+    assert.equal(await page.textContent(".error-box__kind"), "secret_store");
     await page.click("text=Retry");
     await page.waitForSelector("li[data-connector]");
     assert.equal(await page.locator(".error-box").count(), 0);
@@ -1101,7 +1101,7 @@ describe("connection checks", () => {
     const notice = row(page, "slack").locator(".notice--error");
     await notice.waitFor();
     assert.match(await notice.textContent(), /health\.sqlite: database is locked/);
-    assert.equal(await notice.locator("[data-kind]").getAttribute("data-kind"), "health");
+    assert.equal(await notice.locator("[data-kind]").getAttribute("data-kind"), "health_store");
     assert.equal(await panel(page, "slack").count(), 0);
     assert.equal(await control(page, "slack", "test").textContent(), "Test");
     await page.context.close();

@@ -1,5 +1,6 @@
-// src/types.ts mirrors the status JSON by hand. This test walks a real `patchbay status --json`
-// report against those types with the TypeScript checker: every key the CLI sends must be a
+// src/generated/ipc.ts is generated from the Rust types (tests/tests/ui_types.rs checks it is
+// current). This test walks a real `patchbay status --json` report against those types with the
+// TypeScript checker, so a serde attribute the generator does not see still shows: every key the CLI sends must be a
 // property of the type at that place (recursively, through arrays, nullables and unions), and
 // every property the types call required must be in the report wherever its object appears.
 // It checks the committed tests/fixtures/cli-status.json (scripts/cli-status-fixture.mjs wrote it
@@ -13,14 +14,14 @@ import { fileURLToPath } from "node:url";
 import ts from "typescript";
 import { cliClients, cliStatus, patchbayBin } from "./cli-status.mjs";
 
-const TYPES = fileURLToPath(new URL("../src/types.ts", import.meta.url));
+const TYPES = fileURLToPath(new URL("../src/generated/ipc.ts", import.meta.url));
 const program = ts.createProgram([TYPES], { strict: true, noEmit: true, target: ts.ScriptTarget.ES2022 });
 const checker = program.getTypeChecker();
 
 function declared(name) {
   const file = program.getSourceFile(TYPES);
   const decl = file.statements.find((s) => (ts.isInterfaceDeclaration(s) || ts.isTypeAliasDeclaration(s)) && s.name.text === name);
-  assert.ok(decl, `src/types.ts declares ${name}`);
+  assert.ok(decl, `src/generated/ipc.ts declares ${name}`);
   return checker.getTypeAtLocation(decl.name);
 }
 
@@ -66,7 +67,7 @@ function walk(value, type, path, problems) {
   for (const [key, v] of Object.entries(value)) {
     const prop = target.getProperty(key);
     if (!prop && !index) {
-      problems.push(`${path}.${key}: sent by the CLI, missing from ${typeName(target)} in src/types.ts`);
+      problems.push(`${path}.${key}: sent by the CLI, missing from ${typeName(target)} in src/generated/ipc.ts`);
       continue;
     }
     walk(v, prop ? checker.getTypeOfSymbol(prop) : index, `${path}.${key}`, problems);
@@ -91,12 +92,12 @@ test("the walker itself: an unknown key and a missing required one are both caug
   delete report.gallery[0].needs;
   report.secret_store.also_new = true;
   const problems = check(report);
-  assert.ok(problems.some((p) => p.startsWith("report.connectors[0].brand_new_field: sent by the CLI, missing from Connector")), problems.join("\n"));
+  assert.ok(problems.some((p) => p.startsWith("report.connectors[0].brand_new_field: sent by the CLI, missing from ConnectorStatus")), problems.join("\n"));
   assert.ok(problems.some((p) => p.startsWith("report.gallery[0].needs: required in GalleryEntry")), problems.join("\n"));
   assert.ok(problems.some((p) => p.startsWith("report.secret_store.also_new")), problems.join("\n"));
 });
 
-test("the committed CLI report fits src/types.ts, and covers issue 11's fields", () => {
+test("the committed CLI report fits src/generated/ipc.ts, and covers issue 11's fields", () => {
   const report = JSON.parse(readFileSync(new URL("./fixtures/cli-status.json", import.meta.url), "utf8"));
   assert.deepEqual(check(report), []);
   // what the fixture has to hold for the walk to mean something
@@ -106,7 +107,7 @@ test("the committed CLI report fits src/types.ts, and covers issue 11's fields",
   assert.ok(report.connectors.some((c) => c.in_use_because.includes("enabled")), "one enabled with patchbay enable");
 });
 
-test("a live `patchbay status --json` fits src/types.ts", (t) => {
+test("a live `patchbay status --json` fits src/generated/ipc.ts", (t) => {
   const bin = patchbayBin();
   if (!bin) {
     t.skip("no patchbay binary (cargo build -p patchbay-cli, or set PATCHBAY_BIN)");
@@ -116,7 +117,7 @@ test("a live `patchbay status --json` fits src/types.ts", (t) => {
   assert.deepEqual(
     check(report),
     [],
-    `${bin} status --json does not fit src/types.ts (type the new fields; or, if the binary is older than the source, rebuild it: cargo build -p patchbay-cli)`,
+    `${bin} status --json does not fit src/generated/ipc.ts (type the new fields; or, if the binary is older than the source, rebuild it: cargo build -p patchbay-cli)`,
   );
 });
 
@@ -128,7 +129,7 @@ function checkClients(out) {
   return problems;
 }
 
-test("the committed `switch --list --json` and `gateway client list --json` fit src/types.ts", () => {
+test("the committed `switch --list --json` and `gateway client list --json` fit src/generated/ipc.ts", () => {
   const out = JSON.parse(readFileSync(new URL("./fixtures/cli-clients.json", import.meta.url), "utf8"));
   assert.ok(out.switch_candidates.length > 0 && out.gateway_clients.some((g) => g.only), "a candidate and a limited client");
   assert.deepEqual(checkClients(out), []);
@@ -137,7 +138,7 @@ test("the committed `switch --list --json` and `gateway client list --json` fit 
   assert.ok(checkClients(out).some((p) => p.startsWith("gateway_clients[0].secret_sha256")));
 });
 
-test("a live `switch --list --json` and `gateway client list --json` fit src/types.ts", (t) => {
+test("a live `switch --list --json` and `gateway client list --json` fit src/generated/ipc.ts", (t) => {
   const bin = patchbayBin();
   if (!bin) {
     t.skip("no patchbay binary (cargo build -p patchbay-cli, or set PATCHBAY_BIN)");

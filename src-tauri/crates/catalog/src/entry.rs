@@ -76,7 +76,9 @@ impl Transport {
 }
 
 /// The catalog's `oauth` block. Values may hold `${VAR}` placeholders (a client secret should).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// `Debug` redacts the client secret unless it is nothing but one placeholder: a user catalog
+/// may hold a literal one, and a printed entry must not carry it into a log.
+#[derive(Clone, Default, PartialEq, Eq)]
 pub struct OAuthConfig {
     pub client_id: Option<String>,
     /// A placeholder such as `${SLACK_CLIENT_SECRET}`, never a literal secret in a shipped catalog.
@@ -88,6 +90,37 @@ pub struct OAuthConfig {
     /// Force paste-back completion.
     pub manual: bool,
     pub auth_server_metadata_url: Option<String>,
+}
+
+impl std::fmt::Debug for OAuthConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let client_secret = self.client_secret.as_deref().map(|value| {
+            if is_one_placeholder(value) {
+                value
+            } else {
+                "[redacted]"
+            }
+        });
+        f.debug_struct("OAuthConfig")
+            .field("client_id", &self.client_id)
+            .field("client_secret", &client_secret)
+            .field("redirect_uri", &self.redirect_uri)
+            .field("scopes", &self.scopes)
+            .field("resource", &self.resource)
+            .field("manual", &self.manual)
+            .field("auth_server_metadata_url", &self.auth_server_metadata_url)
+            .finish()
+    }
+}
+
+/// `${NAME}` and nothing else (no default, no literal around it): safe to print.
+fn is_one_placeholder(value: &str) -> bool {
+    value
+        .strip_prefix("${")
+        .and_then(|rest| rest.strip_suffix('}'))
+        .is_some_and(|name| {
+            !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        })
 }
 
 /// A catalog entry that passed validation.
@@ -203,6 +236,33 @@ pub fn normalize_unavailable(value: &serde_json::Value) -> Option<String> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn debug_of_an_oauth_block_never_shows_a_literal_client_secret() {
+        let literal = "sl4ck-L1teral-Secret-0123456789";
+        for secret in [
+            literal.to_string(),
+            format!("${{SLACK_SECRET:-{literal}}}"),
+            format!("x${{SLACK_SECRET}}{literal}"),
+        ] {
+            let config = OAuthConfig {
+                client_id: Some("1234.5678".into()),
+                client_secret: Some(secret),
+                ..OAuthConfig::default()
+            };
+            let shown = format!("{config:?} {config:#?}");
+            assert!(!shown.contains(literal), "{shown}");
+            assert!(
+                shown.contains("1234.5678") && shown.contains("[redacted]"),
+                "{shown}"
+            );
+        }
+        let placeholder = OAuthConfig {
+            client_secret: Some("${SLACK_CLIENT_SECRET}".into()),
+            ..OAuthConfig::default()
+        };
+        assert!(format!("{placeholder:?}").contains("${SLACK_CLIENT_SECRET}"));
+    }
 
     fn entry(transport: Transport, oauth: Option<OAuthConfig>) -> ServerEntry {
         ServerEntry {

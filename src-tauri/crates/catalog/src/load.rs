@@ -26,6 +26,7 @@ use std::sync::OnceLock;
 pub const BUILT_IN_PATH: &str = "<built-in>";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "snake_case")]
 pub enum SourceKind {
     /// The catalog Patchbay ships.

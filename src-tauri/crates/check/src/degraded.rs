@@ -22,6 +22,7 @@ pub fn system_clock() -> Clock {
 
 /// Why and since when a connector is degraded.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct Degraded {
     #[serde(serialize_with = "crate::health::rfc3339")]
     pub since: DateTime<Utc>,
@@ -44,6 +45,7 @@ pub struct Streak {
 
 /// What a check did to the streak.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "snake_case")]
 pub enum Transition {
     /// Passed, nothing was amiss.

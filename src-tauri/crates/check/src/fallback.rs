@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 /// An error as `--json` and the window show it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct ErrorSummary {
     /// [`CheckError::kind`]: `unreachable`, `timed_out`, `rejected`, `needs_authorization`, ...
     pub kind: String,
@@ -37,6 +38,7 @@ impl From<&CheckError> for ErrorSummary {
 
 /// One try over one transport.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct Attempt {
     pub transport: TransportKind,
     pub ok: bool,

@@ -67,6 +67,7 @@ impl Timeouts {
 
 /// Who answered.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct ServerIdentity {
     pub name: String,
     pub version: String,
@@ -76,6 +77,7 @@ pub struct ServerIdentity {
 
 /// A tool the server offers, named as the agent sees it: `<connector>.<tool>`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct ToolInfo {
     /// `<connector>.<tool>`, e.g. `notion.search`.
     pub name: String,

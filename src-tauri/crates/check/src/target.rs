@@ -9,6 +9,7 @@ use std::path::PathBuf;
 
 /// The three ways to reach an MCP server, spelled as the catalog and `status --json` spell them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "kebab-case")]
 pub enum TransportKind {
     StreamableHttp,

@@ -52,6 +52,7 @@ pub struct StartOptions {
 /// How a started flow will finish. Serialized into [`Started`] as `completion: "receiver" |
 /// "paste_back"` beside `redirect_uri` (and `why` for paste-back).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(tag = "completion", rename_all = "snake_case")]
 pub enum Completion {
     /// The browser comes back to our receiver; nothing to do but approve.
@@ -64,6 +65,7 @@ pub enum Completion {
 /// `{ connector, authorize_url, completion: "receiver" | "paste_back", redirect_uri, why?,
 /// notice, expires_at }`.
 #[derive(Debug, Clone, serde::Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct Started {
     pub connector: String,
     pub authorize_url: String,

@@ -53,6 +53,7 @@ pub struct Checker {
 
 /// What the window offers when the other HTTP transport answered.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct WriteBackOffer {
     /// The transport to write (`sse` or `streamable-http`).
     pub transport: TransportKind,
@@ -62,6 +63,7 @@ pub struct WriteBackOffer {
 
 /// One connector's check, as `patchbay check --json` prints it and the window draws it.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct ConnectorCheck {
     pub connector: String,
     #[serde(serialize_with = "rfc3339")]
@@ -100,6 +102,7 @@ pub struct ConnectorCheck {
 
 /// One row of the health board.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct BoardRow {
     /// Also in `stats`, which the JSON flattens: serialized once, from there.
     #[serde(skip)]
@@ -118,6 +121,7 @@ pub struct BoardRow {
 
 /// The health board: every catalog connector, checked or not, by name.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct HealthBoard {
     #[serde(serialize_with = "rfc3339")]
     pub generated_at: DateTime<Utc>,

@@ -178,6 +178,7 @@ pub fn add_to_client(
 
 /// A client "Add to" writes, as the window offers it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct ClientTarget {
     /// The client's id (`cursor`, `vscode`, `claude-desktop`, `windsurf`).
     pub client: &'static str,
@@ -275,6 +276,7 @@ pub fn switch_to_patchbay(
 /// An `npx mcp-remote URL` entry in a client's user config that "Switch to Patchbay" can
 /// rewrite (what the window offers the button for).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct SwitchCandidate {
     /// The client's id (`cursor`, `vscode`, `claude-desktop`, `windsurf`).
     pub client: &'static str,

@@ -39,22 +39,101 @@ pub enum CoreError {
 }
 
 impl CoreError {
-    /// A stable machine-readable kind, for the window's `{ kind, message }` errors: `no_home`,
-    /// `secret_store`, `invalid`, `not_authorizable`, `invalid_input`, `oauth`, `timed_out`,
-    /// `watch`, `health_store`, `catalog_write`.
-    pub fn kind(&self) -> &'static str {
+    /// A stable machine-readable kind, for the window's `{ kind, message }` errors.
+    pub fn kind(&self) -> ErrorKind {
         match self {
-            CoreError::NoHome => "no_home",
-            CoreError::Vault(_) => "secret_store",
-            CoreError::Invalid(_) => "invalid",
-            CoreError::NotAuthorizable(_) => "not_authorizable",
-            CoreError::InvalidInput(_) => "invalid_input",
-            CoreError::OAuth(_) => "oauth",
-            CoreError::WaitTimedOut { .. } => "timed_out",
-            CoreError::Watch { .. } => "watch",
-            CoreError::Health(_) => "health_store",
-            CoreError::CatalogWrite { .. } => "catalog_write",
+            CoreError::NoHome => ErrorKind::NoHome,
+            CoreError::Vault(_) => ErrorKind::SecretStore,
+            CoreError::Invalid(_) => ErrorKind::Invalid,
+            CoreError::NotAuthorizable(_) => ErrorKind::NotAuthorizable,
+            CoreError::InvalidInput(_) => ErrorKind::InvalidInput,
+            CoreError::OAuth(_) => ErrorKind::Oauth,
+            CoreError::WaitTimedOut { .. } => ErrorKind::TimedOut,
+            CoreError::Watch { .. } => ErrorKind::Watch,
+            CoreError::Health(_) => ErrorKind::HealthStore,
+            CoreError::CatalogWrite { .. } => ErrorKind::CatalogWrite,
         }
+    }
+}
+
+/// What kind of error a command of the Connectors window failed with (the `kind` of
+/// [`IpcError`]), serialized as its snake_case id. The window may branch on it (`conflict`
+/// offers Replace); the message is for people.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    NoHome,
+    SecretStore,
+    Invalid,
+    NotAuthorizable,
+    InvalidInput,
+    Oauth,
+    TimedOut,
+    Watch,
+    HealthStore,
+    CatalogWrite,
+    /// A client's config already has a foreign entry of that name (the gateway's Add to).
+    Conflict,
+    /// The gateway's client registry could not be read or written.
+    GatewayClients,
+}
+
+impl ErrorKind {
+    /// The snake_case id, as serialized.
+    pub fn id(self) -> &'static str {
+        match self {
+            ErrorKind::NoHome => "no_home",
+            ErrorKind::SecretStore => "secret_store",
+            ErrorKind::Invalid => "invalid",
+            ErrorKind::NotAuthorizable => "not_authorizable",
+            ErrorKind::InvalidInput => "invalid_input",
+            ErrorKind::Oauth => "oauth",
+            ErrorKind::TimedOut => "timed_out",
+            ErrorKind::Watch => "watch",
+            ErrorKind::HealthStore => "health_store",
+            ErrorKind::CatalogWrite => "catalog_write",
+            ErrorKind::Conflict => "conflict",
+            ErrorKind::GatewayClients => "gateway_clients",
+        }
+    }
+}
+
+impl std::fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.id())
+    }
+}
+
+/// Compares with the snake_case id, so callers and tests can say `kind() == "no_home"`.
+impl PartialEq<&str> for ErrorKind {
+    fn eq(&self, other: &&str) -> bool {
+        self.id() == *other
+    }
+}
+
+/// What the Connectors window receives from a failed command: `{ "kind", "message" }`, an
+/// English sentence and never a secret value.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct IpcError {
+    pub kind: ErrorKind,
+    /// An English sentence for the user.
+    pub message: String,
+}
+
+impl From<CoreError> for IpcError {
+    fn from(error: CoreError) -> IpcError {
+        IpcError {
+            kind: error.kind(),
+            message: error.to_string(),
+        }
+    }
+}
+
+impl std::fmt::Display for IpcError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.kind, self.message)
     }
 }
 
@@ -69,7 +148,7 @@ mod tests {
         let e = CoreError::NotAuthorizable("stdio cannot be authorized".into());
         assert_eq!(
             (e.kind(), e.to_string().as_str()),
-            ("not_authorizable", "stdio cannot be authorized")
+            (ErrorKind::NotAuthorizable, "stdio cannot be authorized")
         );
         assert_eq!(CoreError::InvalidInput("x".into()).kind(), "invalid_input");
         assert_eq!(
@@ -81,5 +160,30 @@ mod tests {
             after: std::time::Duration::from_secs(1),
         };
         assert_eq!(timed_out.kind(), "timed_out");
+    }
+
+    #[test]
+    fn every_kind_serializes_as_its_id_and_the_ipc_error_as_kind_and_message() {
+        for kind in [
+            ErrorKind::NoHome,
+            ErrorKind::SecretStore,
+            ErrorKind::Invalid,
+            ErrorKind::NotAuthorizable,
+            ErrorKind::InvalidInput,
+            ErrorKind::Oauth,
+            ErrorKind::TimedOut,
+            ErrorKind::Watch,
+            ErrorKind::HealthStore,
+            ErrorKind::CatalogWrite,
+            ErrorKind::Conflict,
+            ErrorKind::GatewayClients,
+        ] {
+            assert_eq!(serde_json::to_value(kind).unwrap(), kind.id());
+        }
+        let e = IpcError::from(CoreError::NotAuthorizable("x cannot be authorized".into()));
+        assert_eq!(
+            serde_json::to_value(&e).unwrap(),
+            serde_json::json!({ "kind": "not_authorizable", "message": "x cannot be authorized" })
+        );
     }
 }

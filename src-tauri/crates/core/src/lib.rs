@@ -27,7 +27,7 @@ pub mod watch;
 pub use authorize::{Authorizer, AuthorizerOptions, Completion, StartOptions, Started};
 pub use bridges::Bridges;
 pub use check::{Checker, CheckerOptions, ConnectorCheck, HealthBoard};
-pub use error::CoreError;
+pub use error::{CoreError, ErrorKind, IpcError};
 pub use notify::{NeedsHumanTracker, Notice};
 pub use patchbay::Patchbay;
 pub use paths::Paths;

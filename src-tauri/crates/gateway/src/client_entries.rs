@@ -15,6 +15,7 @@ use crate::{Clients, ClientsError};
 
 /// How the client reaches the connector.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "snake_case")]
 pub enum Via {
     /// The client launches `patchbay connect NAME` by its absolute path (every client, Claude
@@ -50,8 +51,26 @@ pub enum EntryError {
     Via(String),
 }
 
+/// A failed Add or Switch as the Connectors window receives it (`conflict` offers Replace).
+impl From<EntryError> for patchbay_core::IpcError {
+    fn from(error: EntryError) -> patchbay_core::IpcError {
+        use patchbay_core::ErrorKind;
+        let kind = match &error {
+            EntryError::Core(core) => core.kind(),
+            EntryError::Conflict(_) => ErrorKind::Conflict,
+            EntryError::Clients(_) | EntryError::LabelsTaken(_) => ErrorKind::GatewayClients,
+            EntryError::Via(_) => ErrorKind::InvalidInput,
+        };
+        patchbay_core::IpcError {
+            kind,
+            message: error.to_string(),
+        }
+    }
+}
+
 /// What an Add or a Switch wrote.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct ClientWrite {
     /// The client's id (`cursor`, `vscode`, `claude-desktop`, `windsurf`).
     pub client: &'static str,
@@ -74,6 +93,7 @@ pub struct ClientWrite {
 
 /// The gateway's address and its clients.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct GatewayClients {
     /// The aggregate endpoint; `/mcp/NAME` reaches one connector.
     pub url: String,
@@ -85,6 +105,7 @@ pub struct GatewayClients {
 
 /// A gateway client as it is listed: no secret, no hash.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct GatewayClient {
     pub label: String,
     /// The only connectors it may reach; `null`: every connector in use.

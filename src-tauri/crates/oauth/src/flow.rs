@@ -140,8 +140,9 @@ pub struct FlowRequest<'a> {
     pub ttl: Duration,
 }
 
-/// A started flow.
-#[derive(Debug, Clone)]
+/// A started flow. `Debug` redacts the state, in the authorize URL too (with the code it
+/// finishes the flow).
+#[derive(Clone)]
 pub struct Begun {
     pub connector: String,
     pub authorize_url: String,
@@ -150,6 +151,25 @@ pub struct Begun {
     pub state: String,
     pub issuer: String,
     pub expires_at: DateTime<Utc>,
+}
+
+impl std::fmt::Debug for Begun {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        use crate::receiver::REDACTED;
+        let url = match self.state.is_empty() {
+            true => self.authorize_url.clone(),
+            false => self.authorize_url.replace(&self.state, REDACTED),
+        };
+        f.debug_struct("Begun")
+            .field("connector", &self.connector)
+            .field("authorize_url", &url)
+            .field("redirect_uri", &self.redirect_uri)
+            .field("completion", &self.completion)
+            .field("state", &REDACTED)
+            .field("issuer", &self.issuer)
+            .field("expires_at", &self.expires_at)
+            .finish()
+    }
 }
 
 /// Where the client came from.
@@ -381,6 +401,36 @@ pub async fn begin(http: &Http, vault: &Vault, req: &FlowRequest<'_>) -> Result<
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn debug_of_a_started_flow_and_of_a_callback_never_shows_the_state_or_the_code() {
+        let state = "st4te-V4lue-0123456789abcdef";
+        let begun = Begun {
+            connector: "notion".into(),
+            authorize_url: format!("https://as.example/authorize?client_id=c&state={state}"),
+            redirect_uri: "http://127.0.0.1:3118/callback".into(),
+            completion: Completion::Receiver,
+            state: state.into(),
+            issuer: "https://as.example".into(),
+            expires_at: Utc::now(),
+        };
+        let shown = format!("{begun:?} {begun:#?}");
+        assert!(!shown.contains(state), "{shown}");
+        assert!(
+            shown.contains("notion") && shown.contains("client_id=c"),
+            "{shown}"
+        );
+
+        let code = "c0de-V4lue-0123456789abcdef";
+        let params =
+            crate::receiver::parse_query(&format!("code={code}&state={state}&iss=x")).unwrap();
+        let shown = format!("{params:?} {params:#?}");
+        assert!(!shown.contains(code) && !shown.contains(state), "{shown}");
+        assert!(shown.contains("iss"), "{shown}");
+        let pasted = crate::pasteback::parse(code).unwrap();
+        let shown = format!("{pasted:?}");
+        assert!(!shown.contains(code), "{shown}");
+    }
 
     #[test]
     fn only_our_exact_callback_is_the_receiver() {

@@ -54,8 +54,9 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 const CSP: &str = "default-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 /// The parameters of an authorization response (RFC 6749 §4.1.2 and §4.1.2.1, RFC 9207 `iss`),
-/// from the receiver's query or from a pasted URL. An empty value counts as absent.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+/// from the receiver's query or from a pasted URL. An empty value counts as absent. `Debug`
+/// redacts the code and the state: together they finish a flow, so neither reaches a log.
+#[derive(Clone, PartialEq, Eq, Default)]
 pub struct CallbackParams {
     pub state: Option<String>,
     pub code: Option<String>,
@@ -63,6 +64,22 @@ pub struct CallbackParams {
     pub error: Option<String>,
     pub error_description: Option<String>,
 }
+
+impl std::fmt::Debug for CallbackParams {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let redacted = |value: &Option<String>| value.as_ref().map(|_| REDACTED);
+        f.debug_struct("CallbackParams")
+            .field("state", &redacted(&self.state))
+            .field("code", &redacted(&self.code))
+            .field("iss", &self.iss)
+            .field("error", &self.error)
+            .field("error_description", &self.error_description)
+            .finish()
+    }
+}
+
+/// What `Debug` prints in place of a secret value (as `patchbay_vault::Secret` does).
+pub(crate) const REDACTED: &str = "[redacted]";
 
 /// What the handler decided; the browser gets it as a small self-contained HTML page
 /// (200 for `Completed`, 400 for `Rejected`). Title and message are plain text (escaped).
@@ -391,7 +408,7 @@ const PARAMS: [&str; 5] = ["state", "code", "iss", "error", "error_description"]
 
 /// Parses an `application/x-www-form-urlencoded` query strictly for the five parameters of an
 /// authorization response (RFC 6749 §3.1: none may appear twice). Others are ignored.
-pub(crate) fn parse_query(query: &str) -> Result<CallbackParams, QueryError> {
+pub fn parse_query(query: &str) -> Result<CallbackParams, QueryError> {
     let mut values: [Option<String>; 5] = Default::default();
     let mut seen = [false; 5];
     for pair in query.split('&') {

@@ -16,8 +16,8 @@ pub use offered::{Offered, OfferedServer, RosterLine};
 pub use probe::{LocalSignals, StoreHealth, VaultVariables};
 pub use report::{
     compute, BridgeSummary, CatalogSourceStatus, ConnectorStatus, CredentialSummary,
-    DegradedStatus, MissingVariable, RefreshEntry, RuntimeSummary, SecretStoreStatus, StatusReport,
-    UnclaimedCredential, REPORT_VERSION,
+    DegradedStatus, MissingVariable, RefreshAttemptOutcome, RefreshEntry, RuntimeSummary,
+    SecretStoreStatus, StatusReport, UnclaimedCredential, UnknownRefreshOutcome, REPORT_VERSION,
 };
 pub use state::{Action, ConnectorState, ATTENTION_THRESHOLD, SEVERITY};
 pub use usage::{FoundIn, GalleryEntry, InUseReason, Needs, Origin, Usage};

@@ -16,6 +16,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 pub const REPORT_VERSION: u32 = 1;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct MissingVariable {
     pub name: String,
     pub field: String,
@@ -23,25 +24,30 @@ pub struct MissingVariable {
 
 /// What the report says of a stored credential: metadata only, never a token.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct CredentialSummary {
     pub key: String,
     #[serde(with = "rfc3339_opt")]
+    #[cfg_attr(feature = "ts", ts(type = "string | null"))]
     pub expires_at: Option<DateTime<Utc>>,
     pub has_refresh_token: bool,
     pub issuer: Option<String>,
     #[serde(with = "rfc3339")]
+    #[cfg_attr(feature = "ts", ts(type = "string"))]
     pub updated_at: DateTime<Utc>,
     /// The runtime (`claude_code`, `codex`) whose rotated pair Patchbay adopted last; `null` when
     /// Patchbay obtained the stored pair itself.
     #[serde(default)]
     pub last_rotated_by: Option<String>,
     #[serde(default, with = "rfc3339_opt")]
+    #[cfg_attr(feature = "ts", ts(type = "string | null"))]
     pub last_rotated_at: Option<DateTime<Utc>>,
 }
 
 /// One runtime server a connector is bridged to (filled by the core's runtime bridges; empty
 /// when none is configured or the report was computed without them).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct BridgeSummary {
     /// `claude_code` or `codex`.
     pub runtime: String,
@@ -56,6 +62,7 @@ pub struct BridgeSummary {
 /// One agent runtime and whether it was found on this machine (filled by the core's runtime
 /// bridges; empty when the report was computed without them).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct RuntimeSummary {
     /// `claude_code` or `codex`.
     pub runtime: String,
@@ -80,6 +87,7 @@ impl From<&CredentialRow> for CredentialSummary {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct ConnectorStatus {
     pub name: String,
     pub title: String,
@@ -131,8 +139,10 @@ pub struct ConnectorStatus {
 
 /// Why and since when a connector is degraded (from the health board).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct DegradedStatus {
     #[serde(with = "rfc3339")]
+    #[cfg_attr(feature = "ts", ts(type = "string"))]
     pub since: DateTime<Utc>,
     /// The failure that tipped it (or the latest one since), one line, secrets scrubbed.
     pub error: String,
@@ -141,11 +151,12 @@ pub struct DegradedStatus {
 /// One refresh attempt, as the error drawer shows it. Nothing secret: the detail was scrubbed
 /// before it was recorded.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct RefreshEntry {
     #[serde(with = "rfc3339")]
+    #[cfg_attr(feature = "ts", ts(type = "string"))]
     pub at: DateTime<Utc>,
-    /// `refreshed`, `adopted`, `retryable`, `ambiguous`, `transient`, `permanent`, `retired`.
-    pub outcome: String,
+    pub outcome: RefreshAttemptOutcome,
     pub http_status: Option<u16>,
     pub summary: String,
     /// The raw answer (up to 4 KB), secrets scrubbed.
@@ -153,17 +164,93 @@ pub struct RefreshEntry {
     pub retries: u32,
 }
 
+/// How one refresh attempt ended. The vault keeps it as [`RefreshAttemptOutcome::id`] text;
+/// the report, the window and `--json` see this enum (the same snake_case ids).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(rename_all = "snake_case")]
+pub enum RefreshAttemptOutcome {
+    /// The token endpoint issued a new pair.
+    Refreshed,
+    /// A runtime had rotated a newer pair, which Patchbay took instead of refreshing.
+    Adopted,
+    /// The token endpoint could not be reached: the request never got there.
+    Retryable,
+    /// The request went out and its answer was lost or unusable.
+    Ambiguous,
+    /// 429 or 5xx: the refresh token is kept, the next pass tries again.
+    Transient,
+    /// The server refused Patchbay's request rather than the token; the refresh token is kept.
+    Rejected,
+    /// The refresh token was refused and is dropped: authorize again.
+    Permanent,
+    /// A runtime reported its own refresh rejected: the credential is retired everywhere.
+    Retired,
+}
+
+impl RefreshAttemptOutcome {
+    /// Every outcome: what `FromStr` accepts (a test checks each against serde's spelling).
+    pub const ALL: [RefreshAttemptOutcome; 8] = [
+        RefreshAttemptOutcome::Refreshed,
+        RefreshAttemptOutcome::Adopted,
+        RefreshAttemptOutcome::Retryable,
+        RefreshAttemptOutcome::Ambiguous,
+        RefreshAttemptOutcome::Transient,
+        RefreshAttemptOutcome::Rejected,
+        RefreshAttemptOutcome::Permanent,
+        RefreshAttemptOutcome::Retired,
+    ];
+
+    /// The snake_case id: the JSON value and the text the vault's history stores.
+    pub fn id(self) -> &'static str {
+        match self {
+            RefreshAttemptOutcome::Refreshed => "refreshed",
+            RefreshAttemptOutcome::Adopted => "adopted",
+            RefreshAttemptOutcome::Retryable => "retryable",
+            RefreshAttemptOutcome::Ambiguous => "ambiguous",
+            RefreshAttemptOutcome::Transient => "transient",
+            RefreshAttemptOutcome::Rejected => "rejected",
+            RefreshAttemptOutcome::Permanent => "permanent",
+            RefreshAttemptOutcome::Retired => "retired",
+        }
+    }
+}
+
+impl std::fmt::Display for RefreshAttemptOutcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.id())
+    }
+}
+
+/// A stored outcome text that no [`RefreshAttemptOutcome`] spells (a newer build wrote it).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown refresh outcome {0:?} in the refresh history")]
+pub struct UnknownRefreshOutcome(pub String);
+
+impl std::str::FromStr for RefreshAttemptOutcome {
+    type Err = UnknownRefreshOutcome;
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        RefreshAttemptOutcome::ALL
+            .into_iter()
+            .find(|o| o.id() == text)
+            .ok_or_else(|| UnknownRefreshOutcome(text.to_owned()))
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct UnclaimedCredential {
     pub credential_key: String,
     pub server_name: String,
     pub server_url: Option<String>,
     #[serde(with = "rfc3339")]
+    #[cfg_attr(feature = "ts", ts(type = "string"))]
     pub updated_at: DateTime<Utc>,
     pub why: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct SecretStoreStatus {
     /// Whether the vault's secrets can be unsealed (the keychain answered with this vault's key).
     pub reachable: bool,
@@ -175,6 +262,7 @@ pub struct SecretStoreStatus {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct CatalogSourceStatus {
     pub path: String,
     pub kind: patchbay_catalog::SourceKind,
@@ -184,14 +272,17 @@ pub struct CatalogSourceStatus {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct CatalogStatus {
     pub sources: Vec<CatalogSourceStatus>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct StatusReport {
     pub version: u32,
     #[serde(with = "rfc3339")]
+    #[cfg_attr(feature = "ts", ts(type = "string"))]
     pub generated_at: DateTime<Utc>,
     pub need_attention: usize,
     pub worst: Option<ConnectorState>,
@@ -505,5 +596,25 @@ mod rfc3339_opt {
                 .map_err(serde::de::Error::custom)
         })
         .transpose()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refresh_outcomes_keep_their_stored_text_and_json_spelling() {
+        for outcome in RefreshAttemptOutcome::ALL {
+            let json = serde_json::to_value(outcome).unwrap();
+            assert_eq!(json, outcome.id(), "{outcome:?}");
+            assert_eq!(outcome.id().parse::<RefreshAttemptOutcome>(), Ok(outcome));
+        }
+        let ids: HashSet<&str> = RefreshAttemptOutcome::ALL.iter().map(|o| o.id()).collect();
+        assert_eq!(ids.len(), RefreshAttemptOutcome::ALL.len());
+        assert_eq!(
+            "lost".parse::<RefreshAttemptOutcome>(),
+            Err(UnknownRefreshOutcome("lost".into()))
+        );
     }
 }

@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 
 /// A connector's state, serialized as the seed's snake_case id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "snake_case")]
 pub enum ConnectorState {
     Ready,
@@ -38,6 +39,7 @@ pub const ATTENTION_THRESHOLD: u8 = 30;
 
 /// What the user can do about a row.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "snake_case")]
 pub enum Action {
     Authorize,

@@ -18,6 +18,7 @@ use crate::report::{sort_rows, StatusReport};
 
 /// Why a connector is in use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "snake_case")]
 pub enum InUseReason {
     /// Its entry says `"enabled": true` (Add connector, `patchbay enable`).
@@ -34,6 +35,7 @@ pub enum InUseReason {
 
 /// Where a connector's server was found: one client's config entry.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct FoundIn {
     /// `claude_code`, `codex`, `claude_desktop`, `cursor`, `vs_code`, `windsurf`, `gemini_cli`.
     pub client: String,
@@ -46,6 +48,7 @@ pub struct FoundIn {
 
 /// Where a row comes from.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "snake_case")]
 pub enum Origin {
     /// A catalog entry.
@@ -57,6 +60,7 @@ pub enum Origin {
 
 /// What a gallery entry needs before it works.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "snake_case")]
 pub enum Needs {
     /// Signing in (Patchbay runs the OAuth flow).
@@ -69,6 +73,7 @@ pub enum Needs {
 
 /// A catalog entry not in use, as the window's "Add connector" view lists it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct GalleryEntry {
     pub name: String,
     pub title: String,
