@@ -85,7 +85,11 @@ export class ConnectorsWindow {
   // since an event sent before the page listens is lost.
   private pendingFocus: string | null = new URLSearchParams(window.location.search).get("focus");
   // ... and the tray's "Authorize …" items and patchbay://authorize/NAME links add &authorize=1.
-  private pendingAuthorize = new URLSearchParams(window.location.search).get("authorize") === "1";
+  // "1": start authorizing (the tray); "ask": ask first (a patchbay:// link).
+  private pendingAuthorize: "start" | "ask" | null = (() => {
+    const v = new URLSearchParams(window.location.search).get("authorize");
+    return v === "1" ? "start" : v === "ask" ? "ask" : null;
+  })();
   private highlightTimer = 0;
   /** A request to authorize a connector the catalog does not have (a stale tray item or link). */
   private requestError: string | null = null;
@@ -146,6 +150,7 @@ export class ConnectorsWindow {
       this.backend.onHealthChanged(() => void this.loadBoard()),
       this.backend.onFocusConnector((name) => this.focusConnector(name)),
       this.backend.onAuthorizeConnector((name) => this.requestAuthorize(name)),
+      this.backend.onAskAuthorizeConnector((name) => this.requestAuthorize(name, true)),
     ]);
     await this.load();
     window.setInterval(() => this.tick(), TICK_MS);
@@ -363,9 +368,9 @@ export class ConnectorsWindow {
     if (this.pendingFocus) {
       const name = this.pendingFocus;
       this.pendingFocus = null;
-      if (this.pendingAuthorize) this.requestAuthorize(name);
+      if (this.pendingAuthorize) this.requestAuthorize(name, this.pendingAuthorize === "ask");
       else this.focusConnector(name);
-      this.pendingAuthorize = false;
+      this.pendingAuthorize = null;
     }
   }
 
@@ -994,6 +999,12 @@ export class ConnectorsWindow {
       this.rows.get(name)?.el.querySelector<HTMLElement>("[data-control=test]")?.focus();
       return;
     }
+    if (btn.dataset.control === "confirm-authorize") {
+      // The user confirmed what a link asked: exactly the row's Authorize.
+      this.updateRowUi(name, { notice: null });
+      void this.authorize(name, c.state);
+      return;
+    }
     if (btn.dataset.control === "check-authorize") {
       // Exactly what the row's Authorize does.
       if (btn.getAttribute("aria-disabled") !== "true") void this.authorize(name, c.state);
@@ -1132,10 +1143,15 @@ export class ConnectorsWindow {
   }
 
   /** The tray or a link asks to authorize `name`: as if its Authorize button were pressed. */
-  requestAuthorize(name: string): void {
+  /**
+   * Authorize `name` as asked by the tray (`ask` false: start at once) or by a `patchbay://`
+   * link (`ask` true: any program or page can open a link, so the row asks first and consent
+   * starts only from its button).
+   */
+  requestAuthorize(name: string, ask = false): void {
     if (!this.report) {
       this.pendingFocus = name;
-      this.pendingAuthorize = true;
+      this.pendingAuthorize = ask ? "ask" : "start";
       return;
     }
     const c = this.report.connectors.find((x) => x.name === name);
@@ -1155,7 +1171,18 @@ export class ConnectorsWindow {
       return;
     }
     this.focusConnector(name);
-    if (c.action === "authorize" || c.action === "reauthorize") {
+    if ((c.action === "authorize" || c.action === "reauthorize") && ask) {
+      this.updateRowUi(name, {
+        notice: {
+          tone: "info",
+          kind: "link-authorize",
+          text: `A link asked to authorize ${c.title || c.name}. Continue only if you opened it yourself.`,
+          confirmAuthorize: c.title || c.name,
+          forState: c.state,
+        },
+      });
+      this.rows.get(name)?.el.querySelector<HTMLElement>("[data-control=confirm-authorize]")?.focus();
+    } else if (c.action === "authorize" || c.action === "reauthorize") {
       void this.authorize(name, c.state);
     } else {
       this.updateRowUi(name, {

@@ -75,6 +75,8 @@ export interface Backend {
   onFocusConnector(cb: (name: string) => void): Promise<() => void>;
   /** The tray or a patchbay://authorize/NAME link asks the window to authorize a connector. */
   onAuthorizeConnector(cb: (name: string) => void): Promise<() => void>;
+  /** A `patchbay://authorize/NAME` link: show the row and ask before starting consent. */
+  onAskAuthorizeConnector(cb: (name: string) => void): Promise<() => void>;
 }
 
 declare global {
@@ -127,6 +129,7 @@ function tauriBackend(): Backend {
     onHealthChanged: (cb) => listen<null>("health-changed", () => cb()),
     onFocusConnector: (cb) => listen<string>("focus-connector", (e) => cb(e.payload)),
     onAuthorizeConnector: (cb) => listen<string>("authorize-connector", (e) => cb(e.payload)),
+    onAskAuthorizeConnector: (cb) => listen<string>("ask-authorize-connector", (e) => cb(e.payload)),
   };
 }
 

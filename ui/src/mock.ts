@@ -110,6 +110,7 @@ export interface PatchbayMock {
   focusConnector(name: string): void;
   /** What the tray or a patchbay://authorize/NAME link sends the window. */
   authorizeConnector(name: string): void;
+  askAuthorizeConnector(name: string): void;
   /** The next call of `cmd` rejects with `error`. */
   failNext(cmd: string, error: BackendError | string): void;
   /** The next call of `cmd` resolves with `value` (e.g. a StartedFlow, or a report). */
@@ -171,6 +172,7 @@ export async function createMockBackend(params: URLSearchParams): Promise<Backen
   const statusListeners = new Set<(r: StatusReport) => void>();
   const focusListeners = new Set<(n: string) => void>();
   const authorizeListeners = new Set<(n: string) => void>();
+  const askAuthorizeListeners = new Set<(n: string) => void>();
   const healthListeners = new Set<() => void>();
   const failures = new Map<string, (BackendError | string)[]>();
   const results = new Map<string, unknown[]>();
@@ -236,6 +238,9 @@ export async function createMockBackend(params: URLSearchParams): Promise<Backen
     },
     authorizeConnector(n) {
       for (const cb of authorizeListeners) cb(n);
+    },
+    askAuthorizeConnector(n) {
+      for (const cb of askAuthorizeListeners) cb(n);
     },
     failNext(cmd, error) {
       const list = failures.get(cmd) ?? [];
@@ -568,6 +573,10 @@ export async function createMockBackend(params: URLSearchParams): Promise<Backen
     onAuthorizeConnector: async (cb) => {
       authorizeListeners.add(cb);
       return () => authorizeListeners.delete(cb);
+    },
+    onAskAuthorizeConnector: async (cb) => {
+      askAuthorizeListeners.add(cb);
+      return () => askAuthorizeListeners.delete(cb);
     },
   };
 }

@@ -63,6 +63,8 @@ export interface RowNotice {
   forState: ConnectorStateId;
   /** An Add refused for a same-name entry that is not Patchbay's: offer "Replace" for it. */
   replace?: { client: string; clientName: string; via: string } | null;
+  /** A link asked to authorize this connector: offer "Authorize <this>…" (the title). */
+  confirmAuthorize?: string | null;
 }
 
 /** An authorization that finishes by pasting the redirected address (or the code). */
@@ -1270,6 +1272,15 @@ function buildNotice(n: RowNotice, id: string): HTMLDivElement {
   body.append(text);
   if (n.detail) body.append(el("p", "notice__detail", n.detail));
   if (n.link) body.append(buildLinkLine(n.link, `${id}-notice-link`));
+  if (n.confirmAuthorize) {
+    const line = el("div", "row__actions notice__actions");
+    const btn = el("button", "btn btn--primary", `Authorize ${n.confirmAuthorize}…`);
+    btn.type = "button";
+    btn.dataset.control = "confirm-authorize";
+    btn.title = "Start signing in, in your browser";
+    line.append(btn);
+    body.append(line);
+  }
   if (n.replace) {
     const line = el("div", "row__actions notice__actions");
     const btn = el("button", "btn", `Replace ${n.replace.clientName}’s entry`);

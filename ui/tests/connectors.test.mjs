@@ -454,7 +454,7 @@ describe("authorization flow", () => {
     await page.context.close();
   });
 
-  test("the tray or a link asks the window to authorize a row", async () => {
+  test("the tray asks the window to authorize a row, and it starts", async () => {
     let page = await open("fixture=mixed", { viewport: { width: 900, height: 420 } });
     await page.evaluate(() => window.__patchbayMock.authorizeConnector("figma"));
     await page.locator('li[data-connector="figma"] .notice--info').waitFor();
@@ -475,6 +475,29 @@ describe("authorization flow", () => {
     page = await open("fixture=mixed&focus=notion&authorize=1&start=paste_back");
     await page.locator('li[data-connector="notion"] .flow').waitFor();
     assert.deepEqual(await calls(page, "start_authorization"), [{ name: "notion" }]);
+    await page.context.close();
+  });
+
+  test("a patchbay:// link shows the row and asks; consent starts only from its button", async () => {
+    let page = await open("fixture=mixed&start=paste_back");
+    await page.evaluate(() => window.__patchbayMock.askAuthorizeConnector("notion"));
+    const notice = page.locator('li[data-connector="notion"] .notice--info');
+    await notice.waitFor();
+    assert.match(await notice.textContent(), /A link asked to authorize .*Continue only if you opened it yourself/);
+    const confirm = page.locator('li[data-connector="notion"] [data-control="confirm-authorize"]');
+    assert.equal(await confirm.evaluate((e) => e === document.activeElement), true, "the question has the focus");
+    // the row's own render is done: still nothing started
+    assert.deepEqual(await calls(page, "start_authorization"), []);
+    await confirm.click();
+    await page.locator('li[data-connector="notion"] .flow').waitFor();
+    assert.deepEqual(await calls(page, "start_authorization"), [{ name: "notion" }]);
+    assert.equal(await notice.count(), 0, "the question is gone once answered");
+    await page.context.close();
+
+    // a window the link opened carries the question in its URL, and asks too
+    page = await open("fixture=mixed&focus=notion&authorize=ask&start=paste_back");
+    await page.locator('li[data-connector="notion"] [data-control="confirm-authorize"]').waitFor();
+    assert.deepEqual(await calls(page, "start_authorization"), []);
     await page.context.close();
   });
 });
