@@ -10,6 +10,12 @@
 //! does. `patchbay://authorize/NAME` links (parsed by `patchbay_core::deeplink`) and the tray's
 //! "Authorize …" items open the window at that row and start the same flow as its button.
 //! Where no panel shows the tray (no StatusNotifier host), the window opens at start (`tray`).
+//!
+//! Light all day: a plain launch (the app menu, a second launch) opens the Connectors window;
+//! `--background` (the launch at login) starts in the tray only, with no web view at all. The
+//! window is created when asked for and destroyed when closed, so WebKit's web process goes with
+//! it (`window`). Nothing ticks while nothing changes but the 30 s expiry tick, the schedule's
+//! timers and the file watchers, which sleep on their events.
 
 mod commands;
 mod error;
@@ -34,7 +40,11 @@ use tauri::{AppHandle, Emitter, Manager, RunEvent, Runtime};
 pub const STATUS_EVENT: &str = "status-changed";
 /// The event telling the window that checks were recorded (fetch the health board again).
 pub const HEALTH_EVENT: &str = "health-changed";
-/// The command-line flag that opens the Connectors window at startup.
+/// The command-line flag that starts Patchbay in the tray only (the launch at login passes it);
+/// without it a launch opens the Connectors window.
+pub const BACKGROUND_FLAG: &str = "--background";
+/// Opens the Connectors window at startup: what a plain launch does anyway (kept for launchers
+/// and tests that pass it).
 pub const SHOW_FLAG: &str = "--show";
 /// How often the status is recomputed even when no file changed (expiry-driven transitions).
 const TICK: Duration = Duration::from_secs(30);
@@ -121,6 +131,7 @@ impl AppState {
 }
 
 fn setup(app: &mut tauri::App) -> Result<(), Box<dyn std::error::Error>> {
+    window::gtk_started();
     let paths = Paths::resolve(None)?;
     // The clients' configs (Claude Code, Cursor, ...) decide what is in use, with the catalog.
     let mut core = Patchbay::open(paths.clone())?;
@@ -165,12 +176,13 @@ fn setup(app: &mut tauri::App) -> Result<(), Box<dyn std::error::Error>> {
             &format!("the tray icon cannot be created ({error})"),
         ),
     }
-    // A tray app opens no window at startup, unless asked (a launcher entry, end-to-end tests)
-    // or started by the OS for a link (Linux, Windows: the link is an argument; a second launch
-    // forwards its arguments through the single-instance plugin, see `run`).
+    // Someone who starts Patchbay from the app menu wants to see it: a plain launch opens the
+    // window; the launch at login passes --background and stays in the tray. A link opens the
+    // window at its row (Linux, Windows: the link is an argument; a second launch forwards its
+    // arguments through the single-instance plugin, see `run`).
     if let Some(link) = deeplink::from_args(std::env::args()) {
         open_link(&handle, link);
-    } else if std::env::args().skip(1).any(|a| a == SHOW_FLAG) {
+    } else if !in_background(std::env::args()) {
         window::show_connectors(&handle, None);
     }
     #[cfg(target_os = "linux")]
@@ -290,6 +302,16 @@ fn open_link<R: Runtime>(app: &AppHandle<R>, link: Result<DeepLink, DeepLinkErro
     }
 }
 
+/// Whether a launch with these arguments stays in the tray (`--background`, and not `--show`).
+fn in_background<S: AsRef<str>>(args: impl IntoIterator<Item = S>) -> bool {
+    let (mut background, mut show) = (false, false);
+    for arg in args.into_iter().skip(1) {
+        background |= arg.as_ref() == BACKGROUND_FLAG;
+        show |= arg.as_ref() == SHOW_FLAG;
+    }
+    background && !show
+}
+
 /// Run the tray app until "Quit".
 pub fn run() {
     tracing_subscriber::fmt()
@@ -299,13 +321,17 @@ pub fn run() {
         )
         .with_writer(std::io::stderr)
         .init();
+    // The tray draws no OpenGL: GTK is not to load a renderer for it (window.rs says why).
+    window::skip_gl_at_start();
 
     let built = tauri::Builder::default()
-        // First, so that a second launch only focuses the running one's window, or hands it
-        // the link it was started with.
+        // First, so that a second launch only shows the running one's window (a second
+        // --background launch, e.g. at login, changes nothing), or hands it the link it was
+        // started with.
         .plugin(tauri_plugin_single_instance::init(
             |app, argv, _cwd| match deeplink::from_args(&argv) {
                 Some(link) => open_link(app, link),
+                None if in_background(&argv) => {}
                 None => window::show_connectors(app, None),
             },
         ))

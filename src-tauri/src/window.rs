@@ -1,6 +1,31 @@
-//! The Connectors window, created on demand (a tray app opens no window at startup) and shown,
-//! unminimized and focused when it already exists.
+//! The Connectors window, created on demand (the tray needs no web view) and shown, unminimized
+//! and focused when it already exists. Closing it destroys it, web view and all (Tauri's default
+//! close; the app only keeps running, see `run`), so WebKit's web process exits with it; the next
+//! request creates it again.
+//!
+//! WebKitGTK keeps its network process after the last web view closes (Tauri keeps the web context
+//! for reuse on Linux, tauri-apps/tauri#14626), about as large as the app itself. The window
+//! stores nothing (no cookies, no web storage), so once the window is gone and its web process has
+//! exited, that process is ended too ([`end_network_process`]); WebKit starts a new one for the
+//! next window.
+//!
+//! GTK 3 on X11 sets up OpenGL when it opens the display (to pick its visuals), which loads Mesa
+//! and, without a GPU driver, its LLVM-based software renderer: about 20 MB that the tray never
+//! uses. [`skip_gl_at_start`] turns that off (GDK_GL=disable, unless the user set GDK_GL) before
+//! GTK starts, and [`gtk_started`] takes the variable out of the environment again so that
+//! nothing Patchbay starts (a browser, a server) inherits it. The window then draws without
+//! WebKit's hardware acceleration ("Disabled hardware acceleration because GTK failed to
+//! initialize GL" in the log), which a list of connectors does not need.
+//!
+//! Each window says in the log how long its rows took to appear: "window: rows drawn N ms after
+//! it was asked for" (tests/bench/footprint.sh reads it). The page marks the first frame after its
+//! first render ([`DRAWN_PROBE`], an initialization script: the page's root loses `aria-busy` once
+//! the rows are in); after the page has loaded, the app reads that mark back. Both ends are wall
+//! clock times on this machine, in ms.
 
+use std::sync::Mutex;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use tauri::webview::PageLoadEvent;
 use tauri::{AppHandle, Emitter, Manager, Runtime, WebviewUrl, WebviewWindowBuilder};
 
 pub const LABEL: &str = "connectors";
@@ -11,6 +36,54 @@ pub const FOCUS_EVENT: &str = "focus-connector";
 /// Authorize button does (the tray's "Authorize …" items, `patchbay://authorize/NAME`);
 /// payload: its name.
 pub const AUTHORIZE_EVENT: &str = "authorize-connector";
+
+/// Records, in the page, when the first frame after the rows were rendered was drawn
+/// (`window.__patchbayDrawnAt`, ms since the Unix epoch).
+const DRAWN_PROBE: &str = r#"(function () {
+  function check() {
+    var root = document.getElementById("app");
+    if (root && !root.hasAttribute("aria-busy")) {
+      window.__patchbayDrawnAt = performance.timeOrigin + performance.now();
+      return;
+    }
+    requestAnimationFrame(check);
+  }
+  requestAnimationFrame(check);
+})();"#;
+/// How often, and how long, the app looks for that mark once the page has loaded.
+const DRAWN_POLL: Duration = Duration::from_millis(20);
+const DRAWN_GIVE_UP: Duration = Duration::from_secs(20);
+
+/// When the window being created was asked for, and how many windows were created before it.
+struct Request {
+    at: SystemTime,
+    opening: u32,
+}
+
+static REQUEST: Mutex<Option<Request>> = Mutex::new(None);
+static OPENINGS: Mutex<u32> = Mutex::new(0);
+
+#[cfg(target_os = "linux")]
+const GDK_GL: &str = "GDK_GL";
+#[cfg(target_os = "linux")]
+static GL_SKIPPED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Before GTK starts (first thing in `run`, on the only thread): tell it not to set up OpenGL.
+pub fn skip_gl_at_start() {
+    #[cfg(target_os = "linux")]
+    if std::env::var_os(GDK_GL).is_none() {
+        std::env::set_var(GDK_GL, "disable");
+        GL_SKIPPED.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// Once GTK has read it (in `setup`): the variable leaves the environment children inherit.
+pub fn gtk_started() {
+    #[cfg(target_os = "linux")]
+    if GL_SKIPPED.load(std::sync::atomic::Ordering::SeqCst) {
+        std::env::remove_var(GDK_GL);
+    }
+}
 
 /// Show the Connectors window, optionally focused on one connector. A window created for a
 /// connector also gets it as `?focus=<name>` in its URL, since it cannot have listened yet.
@@ -38,14 +111,165 @@ fn open<R: Runtime>(app: &AppHandle<R>, focus: Option<&str>, authorize: bool) {
         }
         return;
     }
+    // Held until the window exists, so that the network process is not ended under it.
+    let mut openings = OPENINGS.lock().unwrap_or_else(|p| p.into_inner());
+    *openings += 1;
+    let opening = *openings;
+    *REQUEST.lock().unwrap_or_else(|p| p.into_inner()) = Some(Request {
+        at: SystemTime::now(),
+        opening,
+    });
+    tracing::info!(opening, "window: asked for, creating it");
     let url = patchbay_core::tray_model::connectors_page(focus, authorize);
     let built = WebviewWindowBuilder::new(app, LABEL, WebviewUrl::App(url.into()))
         .title(TITLE)
         .inner_size(900.0, 640.0)
         .min_inner_size(560.0, 400.0)
         .focused(true)
+        .initialization_script(DRAWN_PROBE)
+        .on_page_load(|window, payload| {
+            if payload.event() == PageLoadEvent::Finished {
+                report_when_drawn(window);
+            }
+        })
         .build();
-    if let Err(error) = built {
-        tracing::error!("cannot open the Connectors window: {error}");
+    drop(openings);
+    match built {
+        Ok(window) => {
+            #[cfg(target_os = "linux")]
+            window.on_window_event(|event| {
+                if let tauri::WindowEvent::Destroyed = event {
+                    end_network_process();
+                }
+            });
+            #[cfg(not(target_os = "linux"))]
+            let _ = window;
+        }
+        Err(error) => tracing::error!("cannot open the Connectors window: {error}"),
+    }
+}
+
+/// Once no WebKit web process is left (the window's exits with it), end WebKit's network process:
+/// nothing else would (see the module doc). Runs after a close only, on a thread of its own, for
+/// at most [`WEB_PROCESS_GRACE`]; a window opened meanwhile keeps it.
+#[cfg(target_os = "linux")]
+fn end_network_process() {
+    let spawned = std::thread::Builder::new()
+        .name("webkit-reaper".into())
+        .spawn(|| {
+            let started = Instant::now();
+            loop {
+                let children = webkit_children();
+                if children.iter().any(|(_, name)| name.starts_with("WebKitWebProces")) {
+                    if started.elapsed() > WEB_PROCESS_GRACE {
+                        tracing::info!("window: a WebKit web process is still running; keeping the network process");
+                        return;
+                    }
+                    std::thread::sleep(Duration::from_millis(50));
+                    continue;
+                }
+                // Not while a new window is being created (`open` holds it then).
+                let _creating = OPENINGS.lock().unwrap_or_else(|p| p.into_inner());
+                for (pid, name) in children {
+                    if !name.starts_with("WebKitNetworkP") {
+                        continue;
+                    }
+                    let Some(pid) = rustix::process::Pid::from_raw(pid) else {
+                        continue;
+                    };
+                    match rustix::process::kill_process(pid, rustix::process::Signal::TERM) {
+                        Ok(()) => tracing::info!("window: closed; WebKit's network process ended"),
+                        Err(error) => tracing::warn!("cannot end WebKit's network process: {error}"),
+                    }
+                }
+                return;
+            }
+        });
+    if let Err(error) = spawned {
+        tracing::warn!("cannot end WebKit's network process: {error}");
+    }
+}
+
+#[cfg(target_os = "linux")]
+const WEB_PROCESS_GRACE: Duration = Duration::from_secs(10);
+
+/// This process's WebKit children (pid, name), from /proc.
+#[cfg(target_os = "linux")]
+fn webkit_children() -> Vec<(i32, String)> {
+    let me = std::process::id().to_string();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let mut children = Vec::new();
+    for entry in entries.flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // "pid (name) state ppid ...": the name may hold spaces and parentheses.
+        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
+            continue;
+        };
+        let name = &stat[open + 1..close];
+        let ppid = stat[close + 1..].split_whitespace().nth(1);
+        if ppid == Some(me.as_str()) && name.starts_with("WebKit") {
+            children.push((pid, name.to_owned()));
+        }
+    }
+    children
+}
+
+/// Read the page's drawn mark (off the main thread, which draws it) and log how long after the
+/// request it came.
+fn report_when_drawn<R: Runtime>(window: tauri::WebviewWindow<R>) {
+    let Some(request) = REQUEST.lock().unwrap_or_else(|p| p.into_inner()).take() else {
+        return;
+    };
+    let spawned = std::thread::Builder::new()
+        .name("window-drawn".into())
+        .spawn(move || {
+            let started = Instant::now();
+            while started.elapsed() < DRAWN_GIVE_UP {
+                let (tx, rx) = std::sync::mpsc::channel();
+                let asked = window.eval_with_callback(
+                    "window.__patchbayDrawnAt === undefined ? null : window.__patchbayDrawnAt",
+                    move |value| {
+                        let _ = tx.send(value);
+                    },
+                );
+                if asked.is_err() {
+                    return; // The window is gone.
+                }
+                let drawn_at = rx
+                    .recv_timeout(Duration::from_secs(2))
+                    .ok()
+                    .and_then(|v| v.trim().parse::<f64>().ok());
+                if let Some(drawn_at) = drawn_at {
+                    let asked_at = request
+                        .at
+                        .duration_since(UNIX_EPOCH)
+                        .unwrap_or_default()
+                        .as_secs_f64()
+                        * 1000.0;
+                    let ms = (drawn_at - asked_at).max(0.0).round() as u64;
+                    let kind = if request.opening == 1 {
+                        "cold"
+                    } else {
+                        "again"
+                    };
+                    tracing::info!(
+                        opening = request.opening,
+                        "window: rows drawn {ms} ms after it was asked for ({kind})"
+                    );
+                    return;
+                }
+                std::thread::sleep(DRAWN_POLL);
+            }
+            tracing::warn!("window: no rows drawn {DRAWN_GIVE_UP:?} after the page loaded");
+        });
+    if let Err(error) = spawned {
+        tracing::warn!("cannot time the window: {error}");
     }
 }

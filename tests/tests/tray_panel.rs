@@ -486,6 +486,8 @@ impl App {
     fn start(session: &Session) -> App {
         let log = session.path("app.log");
         let mut cmd = Command::new(app_bin());
+        // As the launch at login starts it: in the tray only (a plain launch opens the window).
+        cmd.arg("--background");
         session.environment(&mut cmd);
         let file = std::fs::File::create(&log).expect("log");
         cmd.stdin(Stdio::null())
