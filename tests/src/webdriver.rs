@@ -233,12 +233,53 @@ impl TauriDriver {
             .unwrap_or_default()
     }
 
-    /// A PNG of the window.
-    pub fn screenshot_base64(&self) -> String {
-        self.call("GET", &self.session_path("/screenshot"), None)
-            .as_str()
-            .unwrap_or_default()
-            .to_owned()
+    /// A PNG of the window once what it shows has settled: after two animation frames, the
+    /// same picture twice in a row (WebKit answers with the last frame it painted, which may
+    /// predate the DOM a moment ago), within 10 s.
+    pub fn settled_screenshot(&self) -> Vec<u8> {
+        self.call(
+            "POST",
+            &self.session_path("/execute/async"),
+            Some(json!({
+                "script": "const done = arguments[arguments.length - 1];
+                           requestAnimationFrame(() => requestAnimationFrame(() => done(true)));",
+                "args": [],
+            })),
+        );
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut last = self.screenshot();
+        loop {
+            std::thread::sleep(Duration::from_millis(250));
+            let next = self.screenshot();
+            if next == last || Instant::now() > deadline {
+                return next;
+            }
+            last = next;
+        }
+    }
+
+    /// A PNG of the window (the web view's viewport), as WebKit last painted it.
+    pub fn screenshot(&self) -> Vec<u8> {
+        let encoded = self.call("GET", &self.session_path("/screenshot"), None);
+        let encoded = encoded.as_str().expect("a base64 PNG");
+        // coreutils' base64 decodes it: no crate for one call.
+        let mut decode = Command::new("base64")
+            .arg("-d")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("base64 (coreutils)");
+        let mut input = decode.stdin.take().expect("stdin");
+        let owned = encoded.to_owned();
+        let writer = std::thread::spawn(move || {
+            use std::io::Write;
+            input.write_all(owned.as_bytes())
+        });
+        let output = decode.wait_with_output().expect("base64 -d");
+        writer.join().expect("writer").expect("write to base64 -d");
+        assert!(output.status.success(), "base64 -d: {}", output.status);
+        assert!(output.stdout.starts_with(b"\x89PNG"), "not a PNG");
+        output.stdout
     }
 
     /// The processes still alive (not zombies) in the driver's process group.

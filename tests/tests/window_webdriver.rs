@@ -65,6 +65,11 @@ struct Desktop {
 
 impl Desktop {
     fn start() -> Desktop {
+        Desktop::start_with(&[])
+    }
+
+    /// [`start`](Desktop::start), the app's environment with `env` on top.
+    fn start_with(env: &[(&str, &str)]) -> Desktop {
         // The app's loopback receiver has a fixed port: taken, the flow falls back to paste-back.
         assert!(
             !patchbay_e2e::peers::listening(RECEIVER_PORT),
@@ -90,6 +95,9 @@ impl Desktop {
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&browser, std::fs::Permissions::from_mode(0o755)).expect("chmod");
         session.set_env("BROWSER", browser.display().to_string());
+        for (key, value) in env {
+            session.set_env(key, *value);
+        }
         let panel = StandInPanel::start(&session, &[]);
         let mut driver = TauriDriver::start(&session, &session.path("driver.log"));
         let took = driver.open(&app_bin(), SHOW_WINDOW);
@@ -363,32 +371,95 @@ fn a_link_opens_the_row_and_asks_before_consent() {
     assert_eq!(state_of(&desktop.session.report(), "demo"), "ready");
 }
 
+/// Where `real_window_screenshots` writes (scripts/screenshots.sh --real sets it).
+const SCREENSHOTS_ENV: &str = "PATCHBAY_WINDOW_SCREENSHOTS";
+
+/// The real window, light and dark (GTK's Adwaita:dark), before and after authorizing Demo through
+/// its button: real-window-{needs-authorization,ready}-{light,dark}.png in $PATCHBAY_WINDOW_SCREENSHOTS.
+///
+/// With GL (the app turns GTK's off, GDK_GL=disable, unless GDK_GL is set): WebKit without its
+/// accelerated compositing never answers WebDriver's screenshot command, as with
+/// WEBKIT_DISABLE_COMPOSITING_MODE. An empty GDK_GL is GTK's default.
+fn real_window_screenshots() {
+    let dir = PathBuf::from(std::env::var_os(SCREENSHOTS_ENV).expect(SCREENSHOTS_ENV));
+    std::fs::create_dir_all(&dir).expect("the screenshots' directory");
+    for (scheme, theme) in [("light", "Adwaita"), ("dark", "Adwaita:dark")] {
+        let desktop = Desktop::start_with(&[("GTK_THEME", theme), ("GDK_GL", "")]);
+        let dark = desktop.driver.execute(
+            "return matchMedia('(prefers-color-scheme: dark)').matches;",
+            json!([]),
+        );
+        assert_eq!(
+            dark,
+            Value::Bool(scheme == "dark"),
+            "the window is not {scheme}"
+        );
+        let shoot = |state: &str| {
+            let file = dir.join(format!("real-window-{state}-{scheme}.png"));
+            std::fs::write(&file, desktop.driver.settled_screenshot())
+                .expect("write the screenshot");
+            eprintln!("wrote {}", file.display());
+        };
+        shoot("needs-authorization");
+        desktop
+            .driver
+            .click("li[data-connector=demo] [data-control=primary][data-action=authorize]");
+        desktop.driver.wait_for(
+            REACT,
+            "the Demo row to turn Ready",
+            "return document.querySelector('li[data-connector=demo]')?.dataset.state === 'ready' || null;",
+            json!([]),
+        );
+        // The row's notice ("Finish in your browser") goes with the state change; focus off the button.
+        desktop
+            .driver
+            .execute("document.activeElement?.blur(); return null;", json!([]));
+        shoot("ready");
+    }
+}
+
 // ---- the harness --------------------------------------------------------------------------
 
 struct Case {
     name: &'static str,
     run: fn(),
-    /// Ignored unless asked for (`--ignored`, `--include-ignored`), with the reason.
-    ignored: Option<&'static str>,
+    when: When,
+}
+
+/// When a case runs.
+enum When {
+    Always,
+    /// Ignored, with the reason, unless asked for (`--ignored`, `--include-ignored`).
+    AskedFor(&'static str),
+    /// Only when this environment variable is set (it says where to write); ignored otherwise.
+    EnvSet(&'static str, &'static str),
 }
 
 const CASES: &[Case] = &[
     Case {
         name: "the_window_authorizes_a_connector_and_the_tray_follows",
         run: the_window_authorizes_a_connector_and_the_tray_follows,
-        ignored: None,
+        when: When::Always,
     },
     Case {
         name: "a_link_reaches_the_running_app_and_opens_the_row",
         run: a_link_reaches_the_running_app_and_opens_the_row,
-        ignored: None,
+        when: When::Always,
     },
     Case {
         name: "a_link_opens_the_row_and_asks_before_consent",
         run: a_link_opens_the_row_and_asks_before_consent,
-        ignored: Some(
+        when: When::AskedFor(
             "the window starts consent from a patchbay:// link without asking (issue 14); \
              run it with --include-ignored once the row asks ([data-control=confirm-authorize])",
+        ),
+    },
+    Case {
+        name: "real_window_screenshots",
+        run: real_window_screenshots,
+        when: When::EnvSet(
+            SCREENSHOTS_ENV,
+            "writes screenshots: set PATCHBAY_WINDOW_SCREENSHOTS=DIR (scripts/screenshots.sh --real)",
         ),
     },
 ];
@@ -440,9 +511,14 @@ fn main() {
     println!("\nrunning {} test{plural}", selected.len());
     let (mut passed, mut failed, mut ignored) = (Vec::new(), Vec::new(), 0);
     for case in &selected {
-        let skip_reason = match (case.ignored, &missing) {
-            (Some(reason), _) if !(ignored_only || include_ignored) => Some(reason.to_owned()),
-            (None, _) if ignored_only => Some("not an ignored test".to_owned()),
+        let skip_reason = match (&case.when, &missing) {
+            (When::EnvSet(var, reason), _) if std::env::var_os(var).is_none() => {
+                Some((*reason).to_owned())
+            }
+            (When::AskedFor(reason), _) if !(ignored_only || include_ignored) => {
+                Some((*reason).to_owned())
+            }
+            (When::Always, _) if ignored_only => Some("not an ignored test".to_owned()),
             // CI has everything installed: a missing piece there is a failure, not a skip.
             (_, Some(why)) if !in_ci => Some(why.clone()),
             _ => None,
