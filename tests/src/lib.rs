@@ -7,6 +7,7 @@ use std::process::{Child, Command, ExitStatus, Output, Stdio};
 pub mod desktop;
 pub mod peers;
 pub mod sdk_servers;
+pub mod secret_scan;
 pub mod webdriver;
 
 /// The `patchbay` binary beside this test executable (target/<profile>/patchbay).
@@ -31,12 +32,31 @@ pub fn keychain_available() -> bool {
     std::env::var("PATCHBAY_TEST_KEYCHAIN").as_deref() == Ok("1")
 }
 
-/// Skip (with a notice) a test that needs the real keychain when it is not provided.
+/// True in a CI-like run (scripts/test.sh sets PATCHBAY_TEST_INNER=1), where everything a test
+/// needs is provided, so a test that cannot run is a failure, not a skip.
+pub fn ci_like() -> bool {
+    std::env::var("PATCHBAY_TEST_INNER").as_deref() == Ok("1")
+}
+
+/// A test that cannot run here because `why`: fails under [`ci_like`]; elsewhere says SKIPPED
+/// on stderr, and the caller returns (libtest counts it as passed: scripts/test.sh runs it).
+pub fn skip_or_fail(why: &str) {
+    assert!(
+        !ci_like(),
+        "cannot run: {why}; under PATCHBAY_TEST_INNER=1 (scripts/test.sh) it must be provided"
+    );
+    eprintln!("SKIPPED: {why}");
+}
+
+/// Skip (with a SKIPPED notice; a failure under PATCHBAY_TEST_INNER=1) a test that needs the real
+/// keychain when it is not provided.
 #[macro_export]
 macro_rules! require_keychain {
     () => {
         if !$crate::keychain_available() {
-            eprintln!("skipped: needs the real keychain (PATCHBAY_TEST_KEYCHAIN=1 in a D-Bus session with gnome-keyring)");
+            $crate::skip_or_fail(
+                "needs the real keychain (PATCHBAY_TEST_KEYCHAIN=1 in a D-Bus session with gnome-keyring)",
+            );
             return;
         }
     };

@@ -5,6 +5,7 @@
 //! with the bounded waits they need (a port listening, a condition polled).
 
 use crate::sdk_servers::{examples_dir, free_port, node_dir};
+use crate::secret_scan::{read_issued_file, record_issued_module, Issuer, ISSUED_ENV};
 use crate::{wait_within, Sandbox};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Read, Write};
@@ -126,7 +127,10 @@ impl OAuthServer {
         let file = |name: &str| std::fs::File::create(logs.join(name)).expect("log file");
         let mut child = Command::new("node")
             .current_dir(node_dir())
+            .arg("--import")
+            .arg(record_issued_module())
             .args([script, "--oauth"])
+            .env(ISSUED_ENV, logs.join("issued.jsonl"))
             .env("MCP_PORT", mcp_port.to_string())
             .env("MCP_AUTH_PORT", auth_port.to_string())
             .envs(tokens.map(|t| ("ACCESS_TOKENS_FILE", t.as_os_str())))
@@ -226,6 +230,13 @@ impl OAuthServer {
     /// [`initialize_status`] at its MCP endpoint.
     pub fn initialize_status(&self, token: &str) -> String {
         initialize_status(&self.mcp_url(), token)
+    }
+}
+
+/// What it issued and was shown, across restarts (tests/node/record-issued.mjs).
+impl Issuer for OAuthServer {
+    fn issued(&self) -> Vec<(String, String)> {
+        read_issued_file(&self.logs.path().join("issued.jsonl"))
     }
 }
 
@@ -483,7 +494,8 @@ pub fn path_with_support() -> std::ffi::OsString {
 
 /// `patchbay authorize NAME` with the browser stand-in that follows the consent's 302
 /// (tests/support/follow-browser.sh), bounded by [`STEP`]; fails the test unless it succeeds.
-pub fn authorize(sandbox: &Sandbox, catalog: &Path, name: &str) {
+/// Returns its stdout and stderr (for the secret scan).
+pub fn authorize(sandbox: &Sandbox, catalog: &Path, name: &str) -> String {
     let out = tempfile::tempdir().unwrap();
     let file = |n: &str| std::fs::File::create(out.path().join(n)).unwrap();
     let read = |n: &str| std::fs::read_to_string(out.path().join(n)).unwrap_or_default();
@@ -512,6 +524,7 @@ pub fn authorize(sandbox: &Sandbox, catalog: &Path, name: &str) {
         read("stdout"),
         read("stderr")
     );
+    read("stdout") + &read("stderr")
 }
 
 /// [`claude_mcp_list_in`] a throwaway home.

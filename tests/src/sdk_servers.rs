@@ -94,10 +94,13 @@ impl SdkServer {
         let file = |name: &str| std::fs::File::create(logs.path().join(name)).expect("log file");
         let mut cmd = Command::new("node");
         cmd.current_dir(node_dir())
+            .arg("--import")
+            .arg(node_dir().join("record-issued.mjs"))
             .arg("sdk-example-server.mjs")
             .arg(example)
             .args(args)
             .env("MCP_PORT", port.to_string())
+            .env("PATCHBAY_E2E_ISSUED", logs.path().join("issued.jsonl"))
             .stdin(Stdio::null())
             .stdout(file("stdout"))
             .stderr(file("stderr"));
@@ -148,6 +151,12 @@ impl SdkServer {
         let read =
             |name: &str| std::fs::read_to_string(self.logs.path().join(name)).unwrap_or_default();
         format!("{}{}", read("stderr"), read("stdout"))
+    }
+
+    /// What it issued and was shown (tests/node/record-issued.mjs writes them down): (label,
+    /// value) lines, read by tests/src/secret_scan.rs.
+    pub fn issued_file(&self) -> PathBuf {
+        self.logs.path().join("issued.jsonl")
     }
 
     /// The MCP endpoint (the SSE stream, for the SSE example) on 127.0.0.1.

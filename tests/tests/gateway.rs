@@ -12,6 +12,7 @@ use patchbay_e2e::peers::{
     Serving, INITIALIZE, STEP,
 };
 use patchbay_e2e::sdk_servers::free_port;
+use patchbay_e2e::secret_scan::SecretScan;
 use patchbay_e2e::{require_keychain, Sandbox};
 use serde_json::{json, Value};
 use std::path::PathBuf;
@@ -39,7 +40,7 @@ fn the_sdk_client_lists_and_calls_tools_through_the_gateway_across_a_lapsed_toke
     let mut server = OAuthServer::start(EXPIRING);
     let sandbox = Sandbox::new(true);
     let catalog = sdk_catalog(&sandbox, &server);
-    authorize(&sandbox, &catalog, "sdk");
+    let authorized = authorize(&sandbox, &catalog, "sdk");
 
     let gateway = Serving::start(&sandbox, &catalog);
     let headers = add_client(&sandbox, "sdk-e2e", gateway.port, &[]);
@@ -128,6 +129,12 @@ fn the_sdk_client_lists_and_calls_tools_through_the_gateway_across_a_lapsed_toke
         "{}",
         gateway.output()
     );
+    SecretScan::new(sandbox.path())
+        .issued_by("the SDK server", &server)
+        .gateway_client("sdk-e2e", &headers)
+        .text("patchbay authorize", &authorized)
+        .text("patchbay gateway serve", gateway.output())
+        .assert_clean();
 }
 
 #[test]
@@ -218,6 +225,11 @@ fn the_gates_refuse_missing_secrets_foreign_hosts_and_origins_and_other_connecto
     assert_eq!(status, 502, "the other client still passes");
     // The gateway never logged a secret.
     assert!(!gateway.output().contains(secret), "{}", gateway.output());
+    SecretScan::new(sandbox.path())
+        .gateway_client("all", &json!({ "Authorization": all }))
+        .gateway_client("only-alpha", &json!({ "Authorization": only }))
+        .text("patchbay gateway serve", gateway.output())
+        .assert_clean();
 }
 
 #[test]
@@ -226,7 +238,7 @@ fn claude_code_lists_a_gateway_connector_as_connected() {
     let server = OAuthServer::start(EXPIRING);
     let sandbox = Sandbox::new(true);
     let catalog = sdk_catalog(&sandbox, &server);
-    authorize(&sandbox, &catalog, "sdk");
+    let authorized = authorize(&sandbox, &catalog, "sdk");
     let gateway = Serving::start(&sandbox, &catalog);
     let headers = add_client(&sandbox, "claude-code", gateway.port, &[]);
 
@@ -254,6 +266,18 @@ fn claude_code_lists_a_gateway_connector_as_connected() {
     // Claude Code's files hold the gateway secret, never an upstream token.
     let stored = std::fs::read_to_string(claude.join(".claude.json")).unwrap();
     assert!(!stored.contains("access_token"), "{stored}");
+    SecretScan::new(sandbox.path())
+        .issued_by("the SDK server", &server)
+        .gateway_client("claude-code", &headers)
+        .text("patchbay authorize", &authorized)
+        .text("patchbay gateway serve", gateway.output())
+        .text("claude mcp list", &list)
+        .excluding(
+            &claude,
+            "Claude Code's home, where the test wrote the gateway client's header as `claude \
+             mcp add --header` would: the client holding its gateway secret is the point",
+        )
+        .assert_clean();
 }
 
 #[test]
@@ -307,6 +331,11 @@ fn a_legacy_sse_connector_passes_through_with_its_endpoint_rewritten() {
     assert_eq!(status, 400);
     let closed = client.ask(json!({ "op": "close" }));
     assert_eq!(closed["ok"], true, "{closed}");
+    SecretScan::new(sandbox.path())
+        .issued_by("the SSE server", &server)
+        .gateway_client("sse", &headers)
+        .text("patchbay gateway serve", gateway.output())
+        .assert_clean();
 }
 
 #[test]
@@ -315,7 +344,7 @@ fn calls_keep_working_when_the_server_restarts_mid_session() {
     let mut server = OAuthServer::start_keeping_tokens(EXPIRING);
     let sandbox = Sandbox::new(true);
     let catalog = sdk_catalog(&sandbox, &server);
-    authorize(&sandbox, &catalog, "sdk");
+    let authorized = authorize(&sandbox, &catalog, "sdk");
     let gateway = Serving::start(&sandbox, &catalog);
     let headers = add_client(&sandbox, "restart", gateway.port, &[]);
     let (mut client, connected) =
@@ -346,4 +375,10 @@ fn calls_keep_working_when_the_server_restarts_mid_session() {
     );
     let listed = client.ask(json!({ "op": "list" }));
     assert_eq!(listed["ok"], true, "{listed}");
+    SecretScan::new(sandbox.path())
+        .issued_by("the SDK server", &server)
+        .gateway_client("restart", &headers)
+        .text("patchbay authorize", &authorized)
+        .text("patchbay gateway serve", gateway.output())
+        .assert_clean();
 }

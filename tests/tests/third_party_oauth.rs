@@ -17,6 +17,7 @@
 
 use patchbay_e2e::peers::{claude_mcp_list_in, path_with_support, OAuthServer};
 use patchbay_e2e::sdk_servers::free_port;
+use patchbay_e2e::secret_scan::SecretScan;
 use patchbay_e2e::{json, require_keychain, state_of, Sandbox};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -350,8 +351,13 @@ fn authorize_opens_the_browser_and_the_receiver_stores_the_sdk_servers_token() {
         &catalog,
         &server,
         &["sdk"],
-        &[done.stdout, done.stderr],
+        &[done.stdout.clone(), done.stderr.clone()],
     );
+    SecretScan::new(sandbox.path())
+        .issued_by("the SDK server", &server)
+        .text("patchbay authorize (stdout)", &done.stdout)
+        .text("patchbay authorize (stderr)", &done.stderr)
+        .assert_clean();
 }
 
 #[test]
@@ -430,6 +436,11 @@ fn no_browser_prints_the_url_and_completes_by_receiver_or_by_paste_back() {
         &["sdk", "sdk-manual", "sdk-elsewhere"],
         &outputs,
     );
+    let mut scan = SecretScan::new(sandbox.path()).issued_by("the SDK server", &server);
+    for (i, text) in outputs.iter().enumerate() {
+        scan = scan.text(&format!("patchbay authorize output #{i}"), text);
+    }
+    scan.assert_clean();
 }
 
 /// One query parameter of a URL (the SDK's codes are UUIDs: no decoding needed).
@@ -477,6 +488,12 @@ fn claude_code_connects_with_the_credential_authorize_writes_through() {
         "{after}\npatchbay authorize said:\n{}",
         done.stdout
     );
+    SecretScan::new(sandbox.path())
+        .issued_by("the SDK server", &server)
+        .text("patchbay authorize (stdout)", &done.stdout)
+        .text("patchbay authorize (stderr)", &done.stderr)
+        .text("claude mcp list", format!("{before}{after}"))
+        .assert_clean();
 }
 
 #[test]
@@ -563,8 +580,16 @@ fn the_refresher_renews_at_a_third_party_server_and_disconnect_revokes_there() {
     // Refused (the example's introspection-backed verifier answers a revoked token with a
     // 500 rather than a 401, which is the SDK's business; what matters is that it is refused).
     assert_ne!(server.initialize_status(&access1), "200");
-    let status = json(&sandbox.run(&["status", "--json", "--catalog", catalog_arg]));
-    assert_eq!(state_of(&status, "sdk"), "needs_authorization");
+    let status = sandbox.run(&["status", "--json", "--catalog", catalog_arg]);
+    assert_eq!(state_of(&json(&status), "sdk"), "needs_authorization");
+    SecretScan::new(sandbox.path())
+        .issued_by("the SDK server", &server)
+        .output("patchbay refresh", &pass)
+        .output("patchbay refresh sdk", &forced)
+        .text("patchbay history", &history)
+        .output("patchbay disconnect", &done)
+        .output("patchbay status", &status)
+        .assert_clean();
 }
 
 #[test]
@@ -667,8 +692,14 @@ fn a_refresh_claude_code_logs_as_rejected_retires_the_credential_everywhere() {
         store["mcpOAuth"].as_object().is_none_or(|m| m.is_empty()),
         "{store:#}"
     );
-    let status = json(&run(&["status", "--json", "--catalog", catalog_arg]));
-    assert_eq!(state_of(&status, "sdk"), "needs_reauth");
+    let status = run(&["status", "--json", "--catalog", catalog_arg]);
+    assert_eq!(state_of(&json(&status), "sdk"), "needs_reauth");
     // Patchbay itself never presented the dead token.
     assert_eq!(server.stdout_lines("REFRESHED"), 0);
+    SecretScan::new(sandbox.path())
+        .issued_by("the SDK server", &server)
+        .output("patchbay refresh", &pass)
+        .text("patchbay history", &history)
+        .output("patchbay status", &status)
+        .assert_clean();
 }
