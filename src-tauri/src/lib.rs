@@ -294,7 +294,11 @@ fn setup(app: &mut tauri::App) -> Result<(), Box<dyn std::error::Error>> {
 /// does not parse is logged (never echoed) and only shows the window.
 fn open_link<R: Runtime>(app: &AppHandle<R>, link: Result<DeepLink, DeepLinkError>) {
     match link {
-        Ok(DeepLink::Authorize { connector }) => window::authorize(app, &connector),
+        Ok(DeepLink::Authorize { connector }) => {
+            // A checked name (deeplink::parse); scripts/ci/package.sh waits for this line.
+            tracing::info!(connector = %connector, "a patchbay://authorize link arrived");
+            window::ask_to_authorize(app, &connector)
+        }
         Err(error) => {
             tracing::warn!("ignoring a patchbay:// link: {error}");
             window::show_connectors(app, None);

@@ -23,6 +23,7 @@
 //! the rows are in); after the page has loaded, the app reads that mark back. Both ends are wall
 //! clock times on this machine, in ms.
 
+use patchbay_core::tray_model::RowRequest;
 use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tauri::webview::PageLoadEvent;
@@ -36,6 +37,9 @@ pub const FOCUS_EVENT: &str = "focus-connector";
 /// Authorize button does (the tray's "Authorize …" items, `patchbay://authorize/NAME`);
 /// payload: its name.
 pub const AUTHORIZE_EVENT: &str = "authorize-connector";
+/// The event that asks the window to show one connector and ask the user before authorizing it
+/// (`patchbay://authorize/NAME`: a link never starts consent by itself); payload: its name.
+pub const ASK_AUTHORIZE_EVENT: &str = "ask-authorize-connector";
 
 /// Records, in the page, when the first frame after the rows were rendered was drawn
 /// (`window.__patchbayDrawnAt`, ms since the Unix epoch).
@@ -88,25 +92,37 @@ pub fn gtk_started() {
 /// Show the Connectors window, optionally focused on one connector. A window created for a
 /// connector also gets it as `?focus=<name>` in its URL, since it cannot have listened yet.
 pub fn show_connectors<R: Runtime>(app: &AppHandle<R>, focus: Option<&str>) {
-    open(app, focus, false);
+    open(app, focus.map(|name| (name, RowRequest::Focus)));
 }
 
 /// Show the Connectors window at `name`'s row and have it start authorizing that connector; the
 /// window shows how to finish (in the browser, or by pasting). `name` is checked against the
 /// catalog by the Authorizer the window calls.
 pub fn authorize<R: Runtime>(app: &AppHandle<R>, name: &str) {
-    open(app, Some(name), true);
+    open(app, Some((name, RowRequest::Authorize)));
 }
 
-fn open<R: Runtime>(app: &AppHandle<R>, focus: Option<&str>, authorize: bool) {
+/// Show the Connectors window at `name`'s row and ask the user whether to authorize it: what a
+/// `patchbay://authorize/NAME` link does, since any program or web page can open one.
+pub fn ask_to_authorize<R: Runtime>(app: &AppHandle<R>, name: &str) {
+    open(app, Some((name, RowRequest::AskToAuthorize)));
+}
+
+fn open<R: Runtime>(app: &AppHandle<R>, row: Option<(&str, RowRequest)>) {
     if let Some(window) = app.get_webview_window(LABEL) {
         let _ = window.unminimize();
         let _ = window.show();
         let _ = window.set_focus();
-        if let Some(name) = focus {
+        if let Some((name, request)) = row {
             let _ = app.emit_to(LABEL, FOCUS_EVENT, name);
-            if authorize {
-                let _ = app.emit_to(LABEL, AUTHORIZE_EVENT, name);
+            match request {
+                RowRequest::Focus => {}
+                RowRequest::Authorize => {
+                    let _ = app.emit_to(LABEL, AUTHORIZE_EVENT, name);
+                }
+                RowRequest::AskToAuthorize => {
+                    let _ = app.emit_to(LABEL, ASK_AUTHORIZE_EVENT, name);
+                }
             }
         }
         return;
@@ -120,7 +136,7 @@ fn open<R: Runtime>(app: &AppHandle<R>, focus: Option<&str>, authorize: bool) {
         opening,
     });
     tracing::info!(opening, "window: asked for, creating it");
-    let url = patchbay_core::tray_model::connectors_page(focus, authorize);
+    let url = patchbay_core::tray_model::connectors_page(row);
     let built = WebviewWindowBuilder::new(app, LABEL, WebviewUrl::App(url.into()))
         .title(TITLE)
         .inner_size(900.0, 640.0)

@@ -109,15 +109,31 @@ impl TrayModel {
     }
 }
 
-/// The Connectors window's page, focused on one connector when given, and asked to start
-/// authorizing it when `authorize`: a window created for a connector cannot have listened for
-/// the focus or authorize event yet, so the request rides in the URL.
-pub fn connectors_page(focus: Option<&str>, authorize: bool) -> String {
-    match focus {
-        Some(name) if authorize => {
+/// What opening the window asks of one connector's row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RowRequest {
+    /// Scroll to it and highlight it.
+    Focus,
+    /// Start authorizing it, as its Authorize button does (the tray's "Authorize …" items: the
+    /// user asked Patchbay itself).
+    Authorize,
+    /// Show it and ask before starting consent (`patchbay://authorize/NAME`: anything on the
+    /// machine can open a link, so a link never starts consent by itself).
+    AskToAuthorize,
+}
+
+/// The Connectors window's page, with a request for one connector's row when given: a window
+/// created for a connector cannot have listened for the focus or authorize event yet, so the
+/// request rides in the URL.
+pub fn connectors_page(row: Option<(&str, RowRequest)>) -> String {
+    match row {
+        Some((name, RowRequest::Authorize)) => {
             format!("index.html?focus={}&authorize=1", percent_encode(name))
         }
-        Some(name) => format!("index.html?focus={}", percent_encode(name)),
+        Some((name, RowRequest::AskToAuthorize)) => {
+            format!("index.html?focus={}&authorize=ask", percent_encode(name))
+        }
+        Some((name, RowRequest::Focus)) => format!("index.html?focus={}", percent_encode(name)),
         None => "index.html".to_owned(),
     }
 }
@@ -290,18 +306,21 @@ mod tests {
 
     #[test]
     fn the_page_url_carries_the_focused_connector_encoded() {
-        assert_eq!(connectors_page(None, false), "index.html");
-        assert_eq!(connectors_page(None, true), "index.html");
+        assert_eq!(connectors_page(None), "index.html");
         assert_eq!(
-            connectors_page(Some("notion"), false),
+            connectors_page(Some(("notion", RowRequest::Focus))),
             "index.html?focus=notion"
         );
         assert_eq!(
-            connectors_page(Some("notion"), true),
+            connectors_page(Some(("notion", RowRequest::Authorize))),
             "index.html?focus=notion&authorize=1"
         );
         assert_eq!(
-            connectors_page(Some("a b/é&x"), false),
+            connectors_page(Some(("notion", RowRequest::AskToAuthorize))),
+            "index.html?focus=notion&authorize=ask"
+        );
+        assert_eq!(
+            connectors_page(Some(("a b/é&x", RowRequest::Focus))),
             "index.html?focus=a%20b%2F%C3%A9%26x"
         );
     }
