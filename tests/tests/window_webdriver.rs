@@ -38,9 +38,11 @@ const START: Duration = Duration::from_secs(60);
 const REACT: Duration = Duration::from_secs(20);
 /// The port of the app's loopback receiver (patchbay_oauth::DEFAULT_PORT; the app has no other).
 const RECEIVER_PORT: u16 = 3118;
-/// How the app is started so that it opens its window at once (WebKitWebDriver attaches to the
-/// web view the app creates at start).
-const SHOW_WINDOW: &[&str] = &["--show"];
+/// How the app is started: plainly, as from the app menu, which opens the Connectors window (only
+/// `--background`, the launch at login, stays in the tray). WebKitWebDriver attaches to the first
+/// web view the app creates; with the stand-in panel showing the tray nothing else opens one, so a
+/// plain launch that opened no window fails every test here.
+const PLAIN_LAUNCH: &[&str] = &[];
 
 /// The rows the window shows: name, state, title and state label of each.
 const READ_ROWS: &str =
@@ -100,7 +102,7 @@ impl Desktop {
         }
         let panel = StandInPanel::start(&session, &[]);
         let mut driver = TauriDriver::start(&session, &session.path("driver.log"));
-        let took = driver.open(&app_bin(), SHOW_WINDOW);
+        let took = driver.open(&app_bin(), PLAIN_LAUNCH);
         eprintln!("WebDriver session (the app started, its web view attached) in {took:?}");
         let desktop = Desktop {
             driver,
