@@ -95,9 +95,9 @@ if ! cargo install --list 2>/dev/null | grep -q '^tauri-driver v2\.'; then
   cargo install tauri-driver --version 2.1.0 --locked
 fi
 
-# --- Windows cross build + wine (scripts/ci/windows.sh) ---
+# --- Windows cross build + wine (scripts/ci/windows.sh), macOS type-check (scripts/ci/cross-check.sh) ---
 # Debian's mingw-w64 links the x86_64-pc-windows-gnu CLI; wine64 (8.0 on Debian 12) runs it.
-# Skipped when both packages and the Rust target are already there.
+# Skipped when both packages and the Rust targets are already there.
 WINDOWS_PACKAGES=(gcc-mingw-w64-x86-64 wine64)
 win_missing=()
 for p in "${WINDOWS_PACKAGES[@]}"; do
@@ -109,7 +109,9 @@ if [ "${#win_missing[@]}" -gt 0 ]; then
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${win_missing[@]}"
 fi
-if command -v rustup >/dev/null 2>&1 \
-  && ! rustup target list --installed | grep -qx x86_64-pc-windows-gnu; then
-  rustup target add x86_64-pc-windows-gnu
+# x86_64-apple-darwin: only type-checked (scripts/ci/cross-check.sh), never linked.
+if command -v rustup >/dev/null 2>&1; then
+  for target in x86_64-pc-windows-gnu x86_64-apple-darwin; do
+    rustup target list --installed | grep -qx "$target" || rustup target add "$target"
+  done
 fi

@@ -201,7 +201,7 @@ export async function createMockBackend(params: URLSearchParams): Promise<Backen
   }
   if (failing.has("add_to_client") || failing.has("switch_client_entry")) {
     const denied: BackendError = {
-      kind: "invalid",
+      kind: "client_config",
       message: "cannot write /home/me/.cursor/mcp.json: Permission denied (os error 13); nothing was changed",
     };
     for (const cmd of ["add_to_client", "switch_client_entry"]) if (failing.has(cmd)) always.set(cmd, denied);
@@ -334,7 +334,7 @@ export async function createMockBackend(params: URLSearchParams): Promise<Backen
     refreshConnector: (name) =>
       call("refresh_connector", { name }, () => {
         const c = report.connectors.find((x) => x.name === name);
-        if (!c?.credential) throw { kind: "invalid", message: `no stored credential for the connector ${name}` };
+        if (!c?.credential) throw { kind: "no_credential", message: `no stored credential for the connector ${name}` };
         // The refresher skips a credential it has no refresh token for: nothing is recorded.
         if (!c.credential.has_refresh_token) return clone(report);
         const t = now();
@@ -364,7 +364,7 @@ export async function createMockBackend(params: URLSearchParams): Promise<Backen
     disconnectConnector: (name, forgetRegistration) =>
       call("disconnect_connector", { name, forgetRegistration }, () => {
         const c = report.connectors.find((x) => x.name === name);
-        if (!c?.credential) throw { kind: "invalid", message: `no stored credential for the connector ${name}` };
+        if (!c?.credential) throw { kind: "no_credential", message: `no stored credential for the connector ${name}` };
         report = withConnectors(report, (x) =>
           x.name !== name
             ? x
@@ -388,7 +388,7 @@ export async function createMockBackend(params: URLSearchParams): Promise<Backen
     checkConnector: (name) =>
       call("check_connector", { name }, () => {
         const c = report.connectors.find((x) => x.name === name);
-        if (!c) throw { kind: "invalid", message: `no connector named "${name}" in the catalog` };
+        if (!c) throw { kind: "unknown_connector", message: `no connector named "${name}" in the catalog` };
         const row = board.connectors.find((r) => r.connector === name) ?? emptyRow(name, c.transport);
         if (!board.connectors.includes(row)) board.connectors.push(row);
         const fail = checkFail.has(name) || checkFail.has("all");
@@ -408,12 +408,12 @@ export async function createMockBackend(params: URLSearchParams): Promise<Backen
     writeBackTransport: (name, transport) =>
       call("write_back_transport", { name, transport }, () => {
         const c = report.connectors.find((x) => x.name === name);
-        if (!c) throw { kind: "invalid", message: `no connector named "${name}" in the catalog` };
+        if (!c) throw { kind: "unknown_connector", message: `no connector named "${name}" in the catalog` };
         if (transport !== "sse" && transport !== "streamable-http") {
           throw { kind: "invalid_input", message: `"${transport}" is not an HTTP transport; expected streamable-http or sse` };
         }
         if (c.transport === "stdio" || c.transport === "unknown") {
-          throw { kind: "invalid", message: `only a remote connector's HTTP transport can be written back; ${name} is ${c.transport}` };
+          throw { kind: "refused", message: `only a remote connector's HTTP transport can be written back; ${name} is ${c.transport}` };
         }
         report = withConnectors(report, (x) => (x.name === name ? { ...x, transport } : x));
         const row = board.connectors.find((r) => r.connector === name);
@@ -424,7 +424,7 @@ export async function createMockBackend(params: URLSearchParams): Promise<Backen
     enableConnector: (name) =>
       call("enable_connector", { name }, () => {
         const entry = (report.gallery ?? []).find((g) => g.name === name);
-        if (!entry) throw { kind: "invalid", message: `no catalog entry named "${name}" to enable` };
+        if (!entry) throw { kind: "unknown_connector", message: `no catalog entry named "${name}" to enable` };
         const user = userCatalog(report);
         report = withConnectors(
           {
@@ -440,7 +440,7 @@ export async function createMockBackend(params: URLSearchParams): Promise<Backen
     disableConnector: (name) =>
       call("disable_connector", { name }, () => {
         const c = report.connectors.find((x) => x.name === name);
-        if (!c) throw { kind: "invalid", message: `no connector named "${name}" in use` };
+        if (!c) throw { kind: "unknown_connector", message: `no connector named "${name}" in use` };
         const gallery = [...(report.gallery ?? []).filter((g) => g.name !== name), toGallery(c)];
         gallery.sort((a, b) => a.title.localeCompare(b.title, "en", { sensitivity: "base" }));
         report = { ...report, gallery, connectors: report.connectors.filter((x) => x.name !== name) };
@@ -451,8 +451,8 @@ export async function createMockBackend(params: URLSearchParams): Promise<Backen
     manageConnector: (name) =>
       call("manage_connector", { name }, () => {
         const c = report.connectors.find((x) => x.name === name);
-        if (!c) throw { kind: "invalid", message: `no connector named "${name}" in use` };
-        if (c.origin !== "client") throw { kind: "invalid", message: `${name} is already in a catalog` };
+        if (!c) throw { kind: "unknown_connector", message: `no connector named "${name}" in use` };
+        if (c.origin !== "client") throw { kind: "refused", message: `${name} is already in a catalog` };
         const user = userCatalog(report);
         report = withConnectors(report, (x) =>
           x.name !== name
@@ -473,11 +473,11 @@ export async function createMockBackend(params: URLSearchParams): Promise<Backen
         const target = clients.targets.find((t) => t.client === client);
         if (!target) throw { kind: "invalid_input", message: `unknown client "${client}"; expected one of cursor, vscode, claude-desktop, windsurf` };
         const c = report.connectors.find((x) => x.name === connector);
-        if (!c) throw { kind: "invalid", message: `no connector in use is named ${connector}` };
+        if (!c) throw { kind: "unknown_connector", message: `no connector in use is named ${connector}` };
         if (c.transport === "stdio") {
-          throw { kind: "invalid", message: `${connector} is a local (stdio) server; Patchbay fronts remote servers only` };
+          throw { kind: "refused", message: `${connector} is a local (stdio) server; Patchbay fronts remote servers only` };
         }
-        if (via === "gateway" && !target.http) throw { kind: "invalid", message: `${target.display_name} cannot use an HTTP server` };
+        if (via === "gateway" && !target.http) throw { kind: "refused", message: `${target.display_name} cannot use an HTTP server` };
         // An mcp-remote entry of that name is not Patchbay's either.
         const remote = clients.candidates.find((x) => x.client === client && x.entry === connector);
         const foreign = clients.foreign[client]?.[connector] ?? (remote ? `stdio: npx -y mcp-remote ${remote.url}` : undefined);
@@ -521,9 +521,9 @@ export async function createMockBackend(params: URLSearchParams): Promise<Backen
       call("switch_client_entry", { client, server }, () => {
         const target = clients.targets.find((t) => t.client === client);
         const candidate = clients.candidates.find((x) => x.client === client && x.entry === server);
-        if (!target || !candidate) throw { kind: "invalid", message: `${target?.file ?? client}: ${target?.display_name ?? client} has no server named "${server}"` };
+        if (!target || !candidate) throw { kind: "client_config", message: `${target?.file ?? client}: ${target?.display_name ?? client} has no server named "${server}"` };
         if (!candidate.connector) {
-          throw { kind: "invalid", message: `no connector in use has the URL ${candidate.url} that "${server}" bridges` };
+          throw { kind: "unknown_connector", message: `no connector in use has the URL ${candidate.url} that "${server}" bridges` };
         }
         clients.candidates = clients.candidates.filter((x) => x !== candidate);
         const written = ours.get(client) ?? new Map<string, string>();

@@ -178,7 +178,7 @@ describe("Switch CLIENT to Patchbay", () => {
     const page = await open();
     await page.evaluate(() =>
       window.__patchbayMock.failNext("switch_client_entry", {
-        kind: "invalid",
+        kind: "client_config",
         message: '/home/me/.config/Claude/claude_desktop_config.json: "Sentry" does not run mcp-remote (stdio: node server.js); nothing was changed',
       }),
     );

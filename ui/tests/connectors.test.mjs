@@ -282,7 +282,7 @@ describe("runtime bridges", () => {
     const page = await open("fixture=mixed");
     await page.evaluate(() =>
       window.__patchbayMock.failNext("add_to_runtime", {
-        kind: "invalid",
+        kind: "conflict",
         message: "Claude Code already has a different server named notion (https://other/mcp); nothing was changed",
       }),
     );
@@ -290,7 +290,7 @@ describe("runtime bridges", () => {
     const notice = page.locator('li[data-connector="notion"] .notice--error');
     await notice.waitFor();
     assert.match(await notice.textContent(), /already has a different server named notion/);
-    assert.equal(await notice.locator(".notice__text").getAttribute("data-kind"), "invalid");
+    assert.equal(await notice.locator(".notice__text").getAttribute("data-kind"), "conflict");
     assert.equal(await page.locator(".notice--error").count(), 1, "only on that row");
     assert.equal(
       await page.textContent('li[data-connector="notion"] [data-control=add-runtime]'),
@@ -755,7 +755,7 @@ describe("refresh history and credential actions", () => {
         "refresh_connector",
         () =>
           new Promise((_, reject) => {
-            window.__rejectRefresh = () => reject({ kind: "invalid", message: "no stored credential for the connector slack" });
+            window.__rejectRefresh = () => reject({ kind: "no_credential", message: "no stored credential for the connector slack" });
           }),
       ),
     );
@@ -771,7 +771,7 @@ describe("refresh history and credential actions", () => {
     const notice = row(page, "slack").locator(".notice--error");
     await notice.waitFor();
     assert.match(await notice.textContent(), /no stored credential for the connector slack/);
-    assert.equal(await notice.locator("[data-kind]").getAttribute("data-kind"), "invalid");
+    assert.equal(await notice.locator("[data-kind]").getAttribute("data-kind"), "no_credential");
     assert.equal(await btn.textContent(), "Refresh now");
     assert.equal(await btn.getAttribute("aria-disabled"), null);
     await page.context.close();

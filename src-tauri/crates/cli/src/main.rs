@@ -594,8 +594,11 @@ async fn authorize_once(auth: &Authorizer, name: &str, no_browser: bool) -> Resu
                 std::io::stdin().read_line(&mut line).map(|_| line)
             })
             .await
-            .map_err(|e| CoreError::Invalid(format!("cannot read standard input: {e}")))?
-            .map_err(|e| CoreError::Invalid(format!("cannot read standard input: {e}")))?;
+            .map_err(|e| CoreError::TaskFailed {
+                task: "reading standard input",
+                message: e.to_string(),
+            })?
+            .map_err(|e| CoreError::io("read", std::path::Path::new("standard input"), e))?;
             auth.complete_pasted(name, &line).await
         }
     }

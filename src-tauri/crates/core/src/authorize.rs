@@ -229,9 +229,9 @@ impl Authorizer {
                 match states.as_slice() {
                     [one] => params.state = Some(one.clone()),
                     [] => {
-                        return Err(CoreError::Invalid(format!(
-                            "no authorization of {connector} is pending (it expired or was finished); start it again"
-                        )))
+                        return Err(CoreError::NoPendingAuthorization {
+                            connector: connector.to_string(),
+                        })
                     }
                     _ => {
                         return Err(CoreError::InvalidInput(format!(
@@ -262,7 +262,10 @@ impl Authorizer {
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
             if let Some(outcome) = lock(&self.inner.outcomes).remove(connector) {
-                return outcome.map_err(CoreError::Invalid);
+                return outcome.map_err(|message| CoreError::AuthorizationFailed {
+                    connector: connector.to_string(),
+                    message,
+                });
             }
             match tokio::time::timeout_at(deadline, rx.changed()).await {
                 Ok(Ok(())) => continue,

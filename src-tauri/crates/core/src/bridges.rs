@@ -283,10 +283,12 @@ impl Bridges {
                 })
             })
             .collect();
-        let done = self
-            .reconciler
-            .write_through(self.vault(), &vault_key, &targets, self.patchbay.now())
-            .map_err(|e| CoreError::Invalid(e.to_string()))?;
+        let done = self.reconciler.write_through(
+            self.vault(),
+            &vault_key,
+            &targets,
+            self.patchbay.now(),
+        )?;
         Ok(Some(done))
     }
 
@@ -365,7 +367,7 @@ impl Bridges {
         let targets = targets(&runtime_keys, &stores);
         self.reconciler
             .retire(self.vault(), vault_key, &targets, self.patchbay.now())
-            .map_err(|e| CoreError::Invalid(e.to_string()))
+            .map_err(CoreError::from)
     }
 
     /// Remove the connector's entry from every runtime store it is bridged to (Disconnect).
@@ -516,9 +518,9 @@ impl Bridges {
         on_adopted: impl Fn(Vec<Adoption>) + Send + 'static,
     ) -> Result<StoreWatch, CoreError> {
         let Some(paths) = self.paths.clone() else {
-            return Err(CoreError::Invalid(
-                "no home directory: no runtime to watch".into(),
-            ));
+            return Err(CoreError::NoRuntimeHome {
+                purpose: "no runtime to watch",
+            });
         };
         let mut watched = Vec::new();
         for runtime in [Runtime::ClaudeCode, Runtime::Codex] {
@@ -617,18 +619,25 @@ impl Bridges {
     /// "Add to Claude Code" / "Add to Codex": configure the catalog connector `name` in the
     /// runtime the way its own `mcp add` would, under the catalog's name.
     pub fn add(&self, name: &str, runtime: Runtime) -> Result<Added, CoreError> {
-        let paths = self.paths.as_ref().ok_or_else(|| {
-            CoreError::Invalid("no home directory: cannot find the runtimes".into())
-        })?;
+        let paths = self
+            .paths
+            .as_ref()
+            .ok_or_else(|| CoreError::NoRuntimeHome {
+                purpose: "cannot find the runtimes",
+            })?;
         let entry = self
             .catalog_servers()
             .into_iter()
             .find(|e| e.name.as_str() == name)
-            .ok_or_else(|| {
-                CoreError::Invalid(format!("no valid connector named {name} in the catalog"))
+            .ok_or_else(|| CoreError::UnknownConnector {
+                name: name.to_owned(),
+                looked_in: "among the catalog's valid entries".into(),
             })?;
         if let Some(why) = add_refusal(&entry, runtime) {
-            return Err(CoreError::Invalid(why));
+            return Err(CoreError::Refused {
+                connector: name.to_owned(),
+                why,
+            });
         }
         let (kind, url, headers) = match &entry.transport {
             Transport::Stdio { .. } => unreachable!("refused above"),
@@ -646,9 +655,11 @@ impl Bridges {
                 match add_server(paths, &spec).map_err(runtime_error)? {
                     AddServerOutcome::Added => Ok(Added::Added),
                     AddServerOutcome::AlreadyPresent => Ok(Added::AlreadyPresent),
-                    AddServerOutcome::Conflict { existing } => Err(CoreError::Invalid(format!(
-                        "Claude Code already has a different server named {name} ({existing}); nothing was changed"
-                    ))),
+                    AddServerOutcome::Conflict { existing } => Err(CoreError::RuntimeConflict {
+                        runtime: Runtime::ClaudeCode.display_name(),
+                        name: name.to_owned(),
+                        existing: Some(existing.to_string()),
+                    }),
                 }
             }
             Runtime::Codex => add_codex_server(&paths.codex_config(), name, url),
@@ -707,7 +718,7 @@ fn targets<'a>(
 }
 
 fn runtime_error(e: RuntimeError) -> CoreError {
-    CoreError::Invalid(e.to_string())
+    CoreError::Runtime(e)
 }
 
 /// Writes `[mcp_servers.<name>] url = "<url>"` into Codex's `config.toml`, preserving the rest
@@ -750,10 +761,10 @@ fn with_codex_server(
         Ok(doc) => doc,
         Err(e) => {
             return (
-                Err(CoreError::Invalid(format!(
-                    "{}: not valid TOML: {e}",
-                    config.display()
-                ))),
+                Err(CoreError::BadFile {
+                    path: config.to_path_buf(),
+                    message: format!("not valid TOML: {e}"),
+                }),
                 None,
             )
         }
@@ -768,10 +779,10 @@ fn with_codex_server(
         .as_table_like_mut()
     else {
         return (
-            Err(CoreError::Invalid(format!(
-                "{}: mcp_servers is not a table",
-                config.display()
-            ))),
+            Err(CoreError::BadFile {
+                path: config.to_path_buf(),
+                message: "mcp_servers is not a table".into(),
+            }),
             None,
         );
     };
@@ -785,9 +796,11 @@ fn with_codex_server(
             (Ok(Added::AlreadyPresent), None)
         } else {
             (
-                Err(CoreError::Invalid(format!(
-                    "Codex already has a different server named {name}; nothing was changed"
-                ))),
+                Err(CoreError::RuntimeConflict {
+                    runtime: Runtime::Codex.display_name(),
+                    name: name.to_owned(),
+                    existing: None,
+                }),
                 None,
             )
         };

@@ -188,9 +188,10 @@ impl Checker {
     pub async fn check(&self, name: &str) -> Result<ConnectorCheck, CoreError> {
         let catalog = self.patchbay.catalog();
         let Some(item) = catalog.get(name) else {
-            return Err(CoreError::Invalid(format!(
-                "no connector named \"{name}\" in the catalog"
-            )));
+            return Err(CoreError::UnknownConnector {
+                name: name.to_owned(),
+                looked_in: "in the catalog".into(),
+            });
         };
         self.check_item(&catalog, item, true).await
     }
@@ -254,8 +255,10 @@ impl Checker {
         }
         let mut results = Vec::new();
         while let Some(joined) = tasks.join_next().await {
-            let (i, result) = joined
-                .map_err(|e| CoreError::Invalid(format!("a connection check crashed: {e}")))?;
+            let (i, result) = joined.map_err(|e| CoreError::TaskFailed {
+                task: "a connection check",
+                message: e.to_string(),
+            })?;
             results.push((i, result?));
         }
         results.sort_by_key(|(i, _)| *i);
@@ -474,21 +477,26 @@ impl Checker {
         let entry = match catalog.get(name) {
             Some(CatalogItem::Server(entry)) => entry.clone(),
             Some(CatalogItem::Invalid(_)) => {
-                return Err(CoreError::Invalid(format!(
-                    "the catalog entry \"{name}\" is invalid; fix it before writing to it"
-                )))
+                return Err(CoreError::InvalidEntry {
+                    name: name.to_owned(),
+                    doing: "writing to it",
+                })
             }
             None => {
-                return Err(CoreError::Invalid(format!(
-                    "no connector named \"{name}\" in the catalog"
-                )))
+                return Err(CoreError::UnknownConnector {
+                    name: name.to_owned(),
+                    looked_in: "in the catalog".into(),
+                })
             }
         };
         if !entry.transport.is_remote() || transport == TransportKind::Stdio {
-            return Err(CoreError::Invalid(format!(
-                "only a remote connector's HTTP transport can be written back; {name} is {}",
-                entry.transport.display_name()
-            )));
+            return Err(CoreError::Refused {
+                connector: name.to_owned(),
+                why: format!(
+                    "only a remote connector's HTTP transport can be written back; {name} is {}",
+                    entry.transport.display_name()
+                ),
+            });
         }
         let file = self.write_back_file();
         write_type(&file, &entry, transport)?;

@@ -140,7 +140,7 @@ fn client_paths(patchbay: &Patchbay) -> Result<ClientPaths, CoreError> {
 }
 
 fn write_error(error: WriteError) -> CoreError {
-    CoreError::Invalid(error.to_string())
+    CoreError::ClientConfig(error)
 }
 
 /// The client's user config file that Add and Switch write.
@@ -164,14 +164,16 @@ pub fn add_to_client(
             Some(_) => format!("; `patchbay enable {name}` puts it in use"),
             None => String::new(),
         };
-        return Err(CoreError::Invalid(format!(
-            "no connector in use is named {name}{hint}"
-        )));
+        return Err(CoreError::UnknownConnector {
+            name: name.to_owned(),
+            looked_in: format!("in use{hint}"),
+        });
     };
     if row.transport == "stdio" {
-        return Err(CoreError::Invalid(format!(
-            "{name} is a local (stdio) server; Patchbay fronts remote servers only"
-        )));
+        return Err(CoreError::Refused {
+            connector: name.to_owned(),
+            why: format!("{name} is a local (stdio) server; Patchbay fronts remote servers only"),
+        });
     }
     write::add(client, &file, name, &route.target(name), conflict).map_err(write_error)
 }
@@ -251,11 +253,11 @@ pub fn switch_to_patchbay(
 ) -> Result<Switched, CoreError> {
     let file = client_file(patchbay, client)?;
     let url = write::mcp_remote_url(client, &file, entry).map_err(write_error)?;
-    let connector = connector_with_url(patchbay, &url)?.ok_or_else(|| {
-        CoreError::Invalid(format!(
-            "no connector in use has the URL {url} that \"{entry}\" bridges"
-        ))
-    })?;
+    let connector =
+        connector_with_url(patchbay, &url)?.ok_or_else(|| CoreError::NoConnectorForUrl {
+            url: url.clone(),
+            entry: entry.to_owned(),
+        })?;
     let report = patchbay.status();
     let managed = report
         .connector(&connector)

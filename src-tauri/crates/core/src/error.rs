@@ -6,8 +6,77 @@ pub enum CoreError {
     NoHome,
     #[error(transparent)]
     Vault(#[from] patchbay_vault::VaultError),
-    #[error("{0}")]
-    Invalid(String),
+    /// No connector of that name where it was looked for (`looked_in`: "in the catalog", "in
+    /// use", ...).
+    #[error("no connector named \"{name}\" {looked_in}")]
+    UnknownConnector { name: String, looked_in: String },
+    /// The connector's catalog entry does not validate, so it cannot be changed or used.
+    #[error("the catalog entry \"{name}\" is invalid; fix it before {doing}")]
+    InvalidEntry { name: String, doing: &'static str },
+    /// Patchbay holds no credential for the connector.
+    #[error("no stored credential for the connector {connector}")]
+    NoCredential { connector: String },
+    /// No stored credential has that key, or one does and a connector claims it.
+    #[error("no unclaimed credential has the key {key}")]
+    NoUnclaimedCredential { key: String },
+    /// No client entry bridges that URL to a connector in use.
+    #[error("no connector in use has the URL {url} that \"{entry}\" bridges")]
+    NoConnectorForUrl { url: String, entry: String },
+    /// A paste-back arrived with no authorization of the connector pending.
+    #[error(
+        "no authorization of {connector} is pending (it expired or was finished); start it again"
+    )]
+    NoPendingAuthorization { connector: String },
+    /// An authorization awaited by `wait_for` ended in an error (said by the flow).
+    #[error("{message}")]
+    AuthorizationFailed { connector: String, message: String },
+    /// What was asked cannot be done to this connector as things stand; `why` says why and
+    /// what to do instead.
+    #[error("{why}")]
+    Refused { connector: String, why: String },
+    /// A runtime's config (Claude Code's, Codex's) already has a different server of that name.
+    #[error("{runtime} already has a different server named {name}{}; nothing was changed", existing_note(.existing))]
+    RuntimeConflict {
+        runtime: &'static str,
+        name: String,
+        existing: Option<String>,
+    },
+    /// No home directory, so the agent runtimes' files cannot be found.
+    #[error("no home directory: {purpose}")]
+    NoRuntimeHome { purpose: &'static str },
+    /// A file or directory could not be read, listed or changed.
+    #[error("cannot {action} {}: {message}", .path.display())]
+    Io {
+        action: &'static str,
+        path: std::path::PathBuf,
+        message: String,
+    },
+    /// A file's content is not what it must be (`message` says what and where in it).
+    #[error("{}: {message}", .path.display())]
+    BadFile {
+        path: std::path::PathBuf,
+        message: String,
+    },
+    /// A JSON file that does not parse, with where (compiler style, `path:line:column`).
+    #[error("{}:{line}:{column}: not JSON: {message}", .path.display())]
+    NotJson {
+        path: std::path::PathBuf,
+        line: usize,
+        column: usize,
+        message: String,
+    },
+    /// A background task ended without its answer (it panicked or was cancelled).
+    #[error("{task} failed: {message}")]
+    TaskFailed { task: &'static str, message: String },
+    /// An agent runtime's credential store or config.
+    #[error(transparent)]
+    Runtime(#[from] patchbay_runtimes::RuntimeError),
+    /// Writing a credential through to the runtimes, or retiring it there.
+    #[error(transparent)]
+    Reconcile(#[from] patchbay_runtimes::reconcile::ReconcileError),
+    /// An MCP client's config file (Cursor's, VS Code's, ...): reading or writing an entry.
+    #[error(transparent)]
+    ClientConfig(#[from] patchbay_runtimes::clients::write::WriteError),
     /// The connector cannot be authorized (not in the catalog, not an OAuth server, missing
     /// configuration).
     #[error("{0}")]
@@ -38,13 +107,43 @@ pub enum CoreError {
     },
 }
 
+fn existing_note(existing: &Option<String>) -> String {
+    existing
+        .as_deref()
+        .map(|e| format!(" ({e})"))
+        .unwrap_or_default()
+}
+
 impl CoreError {
+    /// `cannot {action} {path}: {error}`.
+    pub fn io(action: &'static str, path: &std::path::Path, error: std::io::Error) -> CoreError {
+        CoreError::Io {
+            action,
+            path: path.to_path_buf(),
+            message: error.to_string(),
+        }
+    }
+
     /// A stable machine-readable kind, for the window's `{ kind, message }` errors.
     pub fn kind(&self) -> ErrorKind {
         match self {
-            CoreError::NoHome => ErrorKind::NoHome,
+            CoreError::NoHome | CoreError::NoRuntimeHome { .. } => ErrorKind::NoHome,
             CoreError::Vault(_) => ErrorKind::SecretStore,
-            CoreError::Invalid(_) => ErrorKind::Invalid,
+            CoreError::UnknownConnector { .. } => ErrorKind::UnknownConnector,
+            CoreError::InvalidEntry { .. } => ErrorKind::InvalidEntry,
+            CoreError::NoCredential { .. } | CoreError::NoUnclaimedCredential { .. } => {
+                ErrorKind::NoCredential
+            }
+            CoreError::NoConnectorForUrl { .. } => ErrorKind::UnknownConnector,
+            CoreError::NoPendingAuthorization { .. } => ErrorKind::NotPending,
+            CoreError::AuthorizationFailed { .. } => ErrorKind::Oauth,
+            CoreError::Refused { .. } => ErrorKind::Refused,
+            CoreError::RuntimeConflict { .. } => ErrorKind::Conflict,
+            CoreError::Io { .. } => ErrorKind::Io,
+            CoreError::BadFile { .. } | CoreError::NotJson { .. } => ErrorKind::BadFile,
+            CoreError::TaskFailed { .. } => ErrorKind::Internal,
+            CoreError::Runtime(_) | CoreError::Reconcile(_) => ErrorKind::RuntimeStore,
+            CoreError::ClientConfig(_) => ErrorKind::ClientConfig,
             CoreError::NotAuthorizable(_) => ErrorKind::NotAuthorizable,
             CoreError::InvalidInput(_) => ErrorKind::InvalidInput,
             CoreError::OAuth(_) => ErrorKind::Oauth,
@@ -65,7 +164,26 @@ impl CoreError {
 pub enum ErrorKind {
     NoHome,
     SecretStore,
-    Invalid,
+    /// No connector of that name (or URL) where it was looked for.
+    UnknownConnector,
+    /// Its catalog entry does not validate.
+    InvalidEntry,
+    /// No stored credential for it.
+    NoCredential,
+    /// No authorization of it is pending.
+    NotPending,
+    /// Refused as things stand (the message says why).
+    Refused,
+    /// A file or directory could not be read or changed.
+    Io,
+    /// A file's content is malformed.
+    BadFile,
+    /// A background task failed (a bug or a shutdown).
+    Internal,
+    /// An agent runtime's credential store or config.
+    RuntimeStore,
+    /// An MCP client's config file.
+    ClientConfig,
     NotAuthorizable,
     InvalidInput,
     Oauth,
@@ -73,7 +191,7 @@ pub enum ErrorKind {
     Watch,
     HealthStore,
     CatalogWrite,
-    /// A client's config already has a foreign entry of that name (the gateway's Add to).
+    /// A client's or a runtime's config already has a different entry of that name.
     Conflict,
     /// The gateway's client registry could not be read or written.
     GatewayClients,
@@ -85,7 +203,16 @@ impl ErrorKind {
         match self {
             ErrorKind::NoHome => "no_home",
             ErrorKind::SecretStore => "secret_store",
-            ErrorKind::Invalid => "invalid",
+            ErrorKind::UnknownConnector => "unknown_connector",
+            ErrorKind::InvalidEntry => "invalid_entry",
+            ErrorKind::NoCredential => "no_credential",
+            ErrorKind::NotPending => "not_pending",
+            ErrorKind::Refused => "refused",
+            ErrorKind::Io => "io",
+            ErrorKind::BadFile => "bad_file",
+            ErrorKind::Internal => "internal",
+            ErrorKind::RuntimeStore => "runtime_store",
+            ErrorKind::ClientConfig => "client_config",
             ErrorKind::NotAuthorizable => "not_authorizable",
             ErrorKind::InvalidInput => "invalid_input",
             ErrorKind::Oauth => "oauth",
@@ -144,7 +271,36 @@ mod tests {
     #[test]
     fn kinds_are_stable() {
         assert_eq!(CoreError::NoHome.kind(), "no_home");
-        assert_eq!(CoreError::Invalid("x".into()).kind(), "invalid");
+        let unknown = CoreError::UnknownConnector {
+            name: "nope".into(),
+            looked_in: "in the catalog".into(),
+        };
+        assert_eq!(
+            (unknown.kind(), unknown.to_string().as_str()),
+            (
+                ErrorKind::UnknownConnector,
+                "no connector named \"nope\" in the catalog"
+            )
+        );
+        let conflict = CoreError::RuntimeConflict {
+            runtime: "Claude Code",
+            name: "notion".into(),
+            existing: Some("https://other.example/mcp".into()),
+        };
+        assert_eq!(
+            conflict.to_string(),
+            "Claude Code already has a different server named notion (https://other.example/mcp); nothing was changed"
+        );
+        let io = CoreError::io(
+            "list",
+            std::path::Path::new("/x/mcp-remote"),
+            std::io::Error::from(std::io::ErrorKind::PermissionDenied),
+        );
+        assert_eq!(io.kind(), ErrorKind::Io);
+        assert!(
+            io.to_string().starts_with("cannot list /x/mcp-remote: "),
+            "{io}"
+        );
         let e = CoreError::NotAuthorizable("stdio cannot be authorized".into());
         assert_eq!(
             (e.kind(), e.to_string().as_str()),
@@ -167,7 +323,16 @@ mod tests {
         for kind in [
             ErrorKind::NoHome,
             ErrorKind::SecretStore,
-            ErrorKind::Invalid,
+            ErrorKind::UnknownConnector,
+            ErrorKind::InvalidEntry,
+            ErrorKind::NoCredential,
+            ErrorKind::NotPending,
+            ErrorKind::Refused,
+            ErrorKind::Io,
+            ErrorKind::BadFile,
+            ErrorKind::Internal,
+            ErrorKind::RuntimeStore,
+            ErrorKind::ClientConfig,
             ErrorKind::NotAuthorizable,
             ErrorKind::InvalidInput,
             ErrorKind::Oauth,

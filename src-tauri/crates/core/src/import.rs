@@ -433,7 +433,10 @@ pub async fn import(
             (found, errors)
         })
         .await
-        .map_err(|e| CoreError::Invalid(format!("the import's read of the stores failed: {e}")))?
+        .map_err(|e| CoreError::TaskFailed {
+            task: "the import's read of the stores",
+            message: e.to_string(),
+        })?
     };
     report.errors = errors;
 
@@ -459,11 +462,10 @@ pub async fn import(
     }
     let mut chosen_all = Vec::new();
     while let Some(done) = discoveries.join_next().await {
-        chosen_all.push(
-            done.map_err(|e| {
-                CoreError::Invalid(format!("the import's discovery task failed: {e}"))
-            })?,
-        );
+        chosen_all.push(done.map_err(|e| CoreError::TaskFailed {
+            task: "the import's discovery task",
+            message: e.to_string(),
+        })?);
     }
     chosen_all.sort_by_key(|(index, _, _)| *index);
     for (index, chosen, (grant, issuer, note)) in chosen_all {
@@ -613,8 +615,7 @@ pub fn plaintext_files(
         return Ok(Vec::new());
     };
     let candidates = target.mcp_remote_candidates();
-    let scan = read_mcp_remote(dir, &candidates)
-        .map_err(|e| CoreError::Invalid(format!("mcp-remote: {e}")))?;
+    let scan = read_mcp_remote(dir, &candidates)?;
     Ok(scan
         .credentials
         .into_iter()
@@ -637,10 +638,13 @@ pub fn delete_plaintext(
         .credential_row(&target.credential_key)?
         .is_none()
     {
-        return Err(CoreError::Invalid(format!(
-            "Patchbay holds no credential for {}: mcp-remote's files may be the only copy, so they are kept (run `patchbay import` first)",
-            target.connector
-        )));
+        return Err(CoreError::Refused {
+            connector: target.connector.clone(),
+            why: format!(
+                "Patchbay holds no credential for {}: mcp-remote's files may be the only copy, so they are kept (run `patchbay import` first)",
+                target.connector
+            ),
+        });
     }
     let Some(dir) = &sources.mcp_remote_dir else {
         return Ok(Vec::new());
@@ -653,17 +657,11 @@ pub fn delete_plaintext(
     let entries = match std::fs::read_dir(dir) {
         Ok(entries) => entries,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => {
-            return Err(CoreError::Invalid(format!(
-                "cannot list {}: {e}",
-                dir.display()
-            )))
-        }
+        Err(e) => return Err(CoreError::io("list", dir, e)),
     };
     let mut deleted = Vec::new();
     for entry in entries {
-        let entry =
-            entry.map_err(|e| CoreError::Invalid(format!("cannot list {}: {e}", dir.display())))?;
+        let entry = entry.map_err(|e| CoreError::io("list", dir, e))?;
         let name = entry.file_name().to_string_lossy().into_owned();
         let Some((prefix, _)) = name.split_once('_') else {
             continue;
@@ -672,13 +670,11 @@ pub fn delete_plaintext(
             continue;
         }
         let path = entry.path();
-        let kind = std::fs::symlink_metadata(&path)
-            .map_err(|e| CoreError::Invalid(format!("cannot read {}: {e}", path.display())))?;
+        let kind = std::fs::symlink_metadata(&path).map_err(|e| CoreError::io("read", &path, e))?;
         if kind.is_dir() {
             continue;
         }
-        std::fs::remove_file(&path)
-            .map_err(|e| CoreError::Invalid(format!("cannot delete {}: {e}", path.display())))?;
+        std::fs::remove_file(&path).map_err(|e| CoreError::io("delete", &path, e))?;
         deleted.push(path);
     }
     deleted.sort();

@@ -289,14 +289,16 @@ impl Patchbay {
         let entry = match catalog.get(name) {
             Some(CatalogItem::Server(entry)) => entry.clone(),
             Some(CatalogItem::Invalid(_)) => {
-                return Err(CoreError::Invalid(format!(
-                    "the catalog entry \"{name}\" is invalid; fix it before changing it"
-                )))
+                return Err(CoreError::InvalidEntry {
+                    name: name.to_owned(),
+                    doing: "changing it",
+                })
             }
             None => {
-                return Err(CoreError::Invalid(format!(
-                    "no connector named \"{name}\" in the catalog or any client"
-                )))
+                return Err(CoreError::UnknownConnector {
+                    name: name.to_owned(),
+                    looked_in: "in the catalog or any client".into(),
+                })
             }
         };
         let client_only = usage.client_only.contains(name);
@@ -328,10 +330,16 @@ impl Patchbay {
     pub fn manage(&self, name: &str) -> Result<(), CoreError> {
         let (catalog, usage) = self.catalog_and_usage();
         if !usage.client_only.contains(name) {
-            return Err(CoreError::Invalid(match catalog.get(name) {
-                Some(_) => format!("\"{name}\" is already in a catalog; nothing to manage"),
-                None => format!("no connector named \"{name}\" in any client"),
-            }));
+            return Err(match catalog.get(name) {
+                Some(_) => CoreError::Refused {
+                    connector: name.to_owned(),
+                    why: format!("\"{name}\" is already in a catalog; nothing to manage"),
+                },
+                None => CoreError::UnknownConnector {
+                    name: name.to_owned(),
+                    looked_in: "in any client".into(),
+                },
+            });
         }
         let (entry, secrets) = self.client_entry(&catalog, name)?;
         // Secrets first: a catalog entry whose ${VAR}s are not stored would read as missing.
@@ -359,8 +367,12 @@ impl Patchbay {
             Some(setup) => self.client_views.get(setup),
             None => Arc::new(ClientView::default()),
         };
-        crate::setup::managed_entry(catalog, &view, name)
-            .ok_or_else(|| CoreError::Invalid(format!("no client configures \"{name}\" any more")))
+        crate::setup::managed_entry(catalog, &view, name).ok_or_else(|| {
+            CoreError::UnknownConnector {
+                name: name.to_owned(),
+                looked_in: "in any client any more".into(),
+            }
+        })
     }
 
     /// What an agent can start now, and the Unavailable roster (degraded connectors and those
@@ -457,13 +469,18 @@ impl Patchbay {
                     .as_ref()
                     .is_some_and(|cr| cr.key == key.as_str())
             });
-            return Err(CoreError::Invalid(match claimed_by {
-                Some(c) => format!(
-                    "credential {key} belongs to the connector \"{}\"; it is not unclaimed",
-                    c.name
-                ),
-                None => format!("no unclaimed credential has the key {key}"),
-            }));
+            return Err(match claimed_by {
+                Some(c) => CoreError::Refused {
+                    connector: c.name.clone(),
+                    why: format!(
+                        "credential {key} belongs to the connector \"{}\"; it is not unclaimed",
+                        c.name
+                    ),
+                },
+                None => CoreError::NoUnclaimedCredential {
+                    key: key.as_str().to_owned(),
+                },
+            });
         }
         Ok(self.vault.delete_credential(key)?)
     }

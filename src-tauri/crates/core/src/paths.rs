@@ -160,12 +160,7 @@ fn without_verbatim_prefix(path: PathBuf) -> PathBuf {
 }
 
 fn absolute(path: PathBuf) -> Result<PathBuf, CoreError> {
-    std::path::absolute(&path).map_err(|e| {
-        CoreError::Invalid(format!(
-            "{}: cannot make the path absolute: {e}",
-            path.display()
-        ))
-    })
+    std::path::absolute(&path).map_err(|e| CoreError::io("make absolute", &path, e))
 }
 
 fn short_hash(path: &std::path::Path) -> String {

@@ -440,7 +440,10 @@ impl Refresher {
         // On its own task: once started, a disconnect finishes even if the caller goes away.
         tokio::spawn(async move { inner.disconnect(connector, row, forget_registration).await })
             .await
-            .map_err(|e| CoreError::Invalid(format!("the disconnect task failed: {e}")))?
+            .map_err(|e| CoreError::TaskFailed {
+                task: "the disconnect task",
+                message: e.to_string(),
+            })?
     }
 
     fn row_of(&self, connector: &str) -> Result<CredentialRow, CoreError> {
@@ -450,10 +453,8 @@ impl Refresher {
             .credential_rows()?
             .into_iter()
             .find(|r| r.server_name == connector)
-            .ok_or_else(|| {
-                CoreError::Invalid(format!(
-                    "no stored credential for the connector {connector}"
-                ))
+            .ok_or_else(|| CoreError::NoCredential {
+                connector: connector.to_owned(),
             })
     }
 
@@ -466,7 +467,10 @@ impl Refresher {
         let inner = self.inner.clone();
         tokio::spawn(async move { inner.transaction(row, force, bridged).await })
             .await
-            .map_err(|e| CoreError::Invalid(format!("the refresh task failed: {e}")))
+            .map_err(|e| CoreError::TaskFailed {
+                task: "the refresh task",
+                message: e.to_string(),
+            })
     }
 
     fn record(

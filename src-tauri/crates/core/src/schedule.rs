@@ -74,26 +74,19 @@ impl Settings {
         let text = match std::fs::read_to_string(&path) {
             Ok(text) => text,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Settings::default()),
-            Err(e) => {
-                return Err(CoreError::Invalid(format!(
-                    "{}: cannot read: {e}",
-                    path.display()
-                )))
-            }
+            Err(e) => return Err(CoreError::io("read", &path, e)),
         };
-        let doc: Value = serde_json::from_str(&text).map_err(|e| {
-            CoreError::Invalid(format!(
-                "{}:{}:{}: not JSON: {e}",
-                path.display(),
-                e.line(),
-                e.column()
-            ))
+        let doc: Value = serde_json::from_str(&text).map_err(|e| CoreError::NotJson {
+            path: path.clone(),
+            line: e.line(),
+            column: e.column(),
+            message: e.to_string(),
         })?;
         let Some(object) = doc.as_object() else {
-            return Err(CoreError::Invalid(format!(
-                "{}: expected a JSON object",
-                path.display()
-            )));
+            return Err(CoreError::BadFile {
+                path: path.clone(),
+                message: "expected a JSON object".into(),
+            });
         };
         let minutes = |key: &str| -> Result<Option<Duration>, CoreError> {
             let Some(v) = object.get(key) else {
@@ -102,13 +95,13 @@ impl Settings {
             let minutes = v
                 .as_u64()
                 .filter(|m| INTERVAL_RANGE.contains(m))
-                .ok_or_else(|| {
-                    CoreError::Invalid(format!(
-                        "{}: {key}: expected whole minutes from {} to {}, found {v}",
-                        path.display(),
+                .ok_or_else(|| CoreError::BadFile {
+                    path: path.clone(),
+                    message: format!(
+                        "{key}: expected whole minutes from {} to {}, found {v}",
                         INTERVAL_RANGE.start(),
                         INTERVAL_RANGE.end()
-                    ))
+                    ),
                 })?;
             Ok(Some(Duration::from_secs(minutes * 60)))
         };

@@ -205,7 +205,7 @@ fn add_to_runtime_bridges_the_connector_and_answers_the_new_report() {
     assert!(matches!(unknown, CoreError::InvalidInput(_)), "{unknown}");
     assert_eq!(unknown.kind(), "invalid_input");
     let missing = rig.bridges.add_to_runtime("nope", "codex").unwrap_err();
-    assert_eq!(missing.kind(), "invalid");
+    assert_eq!(missing.kind(), "unknown_connector");
 }
 
 #[test]

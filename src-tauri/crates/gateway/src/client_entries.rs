@@ -155,8 +155,8 @@ impl<'a> Routing<'a> {
         }
         let url = format!("http://127.0.0.1:{}/mcp/{connector}", self.port);
         let file = client_config::client_file(self.patchbay, self.client)?;
-        let held = client_config::gateway_secrets(self.client, &file)
-            .map_err(|e| CoreError::Invalid(e.to_string()))?;
+        let held =
+            client_config::gateway_secrets(self.client, &file).map_err(CoreError::ClientConfig)?;
         for secret in held {
             let record = self.clients.authenticate(secret.expose())?;
             if record.is_some_and(|r| r.allows(connector)) {
@@ -258,9 +258,12 @@ pub fn switch_client_entry(
     let mut route_error = None;
     let switched = client_config::switch_to_patchbay(patchbay, client, server, |name| {
         routing.route(name).map_err(|e| {
-            let message = e.to_string();
+            let why = e.to_string();
             route_error = Some(e);
-            CoreError::Invalid(message)
+            CoreError::Refused {
+                connector: name.to_owned(),
+                why,
+            }
         })
     });
     let switched = match (switched, route_error) {

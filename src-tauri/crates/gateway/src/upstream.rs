@@ -313,7 +313,9 @@ impl Upstream {
             return Err(needs("Patchbay holds no credential for it".into()));
         }
         let outcome = refresher.refresh(&self.name).await.map_err(|e| match e {
-            CoreError::Invalid(m) => needs(m),
+            e @ (CoreError::NoCredential { .. } | CoreError::TaskFailed { .. }) => {
+                needs(e.to_string())
+            }
             other => needs(format!("the renewal failed: {other}")),
         })?;
         match outcome {
