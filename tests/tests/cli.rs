@@ -3,6 +3,7 @@
 
 use chrono::{Duration, Utc};
 use patchbay_catalog::CredentialKey;
+use patchbay_e2e::secret_scan::SecretScan;
 use patchbay_e2e::{json, require_keychain, state_of, Sandbox};
 use patchbay_vault::{CredentialRow, Secret, TokenSet};
 
@@ -261,8 +262,17 @@ fn secret_set_reads_stdin_stores_in_the_keychain_and_resolves_the_variable() {
 
     let out = sandbox.run(&["secret", "delete", "GITHUB_TOKEN"]);
     assert!(out.status.success());
-    let report = json(&sandbox.run(&["status", "--json", "--catalog", catalog.to_str().unwrap()]));
-    assert_eq!(state_of(&report, "github"), "missing_configuration");
+    let status = sandbox.run(&["status", "--json", "--catalog", catalog.to_str().unwrap()]);
+    assert_eq!(state_of(&json(&status), "github"), "missing_configuration");
+    SecretScan::new(sandbox.path())
+        .secret(
+            "the GITHUB_TOKEN value set on stdin",
+            "ghp_secret_value_123",
+        )
+        .output("patchbay secret list", &list)
+        .output("patchbay secret delete", &out)
+        .output("patchbay status", &status)
+        .assert_clean();
 }
 
 #[test]
@@ -291,8 +301,13 @@ fn a_keychain_that_does_not_answer_is_unreachable_never_missing_and_deletes_noth
     assert_eq!(state_of(&report, "notion"), "needs_authorization");
 
     // Back with the keychain: the secret is still there.
-    let report = json(&sandbox.run(&["status", "--json", "--catalog", catalog.to_str().unwrap()]));
-    assert_eq!(state_of(&report, "github"), "ready");
+    let status = sandbox.run(&["status", "--json", "--catalog", catalog.to_str().unwrap()]);
+    assert_eq!(state_of(&json(&status), "github"), "ready");
+    SecretScan::new(sandbox.path())
+        .secret("the GITHUB_TOKEN value set on stdin", "ghp_value")
+        .output("patchbay status, keychain unreachable", &out)
+        .output("patchbay status", &status)
+        .assert_clean();
 }
 
 fn row(key: &CredentialKey, expires_in: Option<Duration>, one_shot: bool) -> CredentialRow {
@@ -501,6 +516,11 @@ fn check_with_every_credential_unreadable_is_not_a_pass() {
     let err = stderr(&out);
     assert!(err.contains("nothing was checked"), "{err}");
     assert!(err.contains("the vault cannot be read"), "{err}");
+    SecretScan::new(sandbox.path())
+        .secret("the seeded access token", SEEDED_ACCESS)
+        .secret("the seeded refresh token", SEEDED_REFRESH)
+        .output("patchbay check", &out)
+        .assert_clean();
 }
 
 #[test]
@@ -563,12 +583,16 @@ fn seed_credential(sandbox: &Sandbox, catalog: &std::path::Path, name: &str) {
         .put_credential(
             &row(&key, Some(Duration::hours(1)), false),
             &TokenSet {
-                access_token: Secret::new("at-sealed"),
-                refresh_token: Some(Secret::new("rt-sealed")),
+                access_token: Secret::new(SEEDED_ACCESS),
+                refresh_token: Some(Secret::new(SEEDED_REFRESH)),
             },
         )
         .unwrap();
 }
+
+/// The tokens [`seed_credential`] stores, for the secret scan.
+const SEEDED_ACCESS: &str = "at-sealed-0c1d";
+const SEEDED_REFRESH: &str = "rt-sealed-9f2e";
 
 const TWO_OAUTH: &str = r#"{"mcpServers": {
     "notion": {"type": "streamable-http", "url": "https://mcp.notion.example/mcp"},
@@ -668,6 +692,14 @@ fn offered_never_offers_a_connector_whose_secret_cannot_be_unsealed() {
         .unwrap()
         .to_owned();
     assert!(!notion_detail.contains("did not answer"), "{notion_detail}");
+    for dir in [sandbox.path(), moved.path()] {
+        SecretScan::new(dir)
+            .secret("the seeded access token", SEEDED_ACCESS)
+            .secret("the seeded refresh token", SEEDED_REFRESH)
+            .output("patchbay offered", &out)
+            .output("patchbay status", &status)
+            .assert_clean();
+    }
 }
 
 /// Run the CLI as a user who cannot write `dir` (tests run as root in CI containers, where
@@ -907,7 +939,7 @@ fn status_reads_a_database_on_a_full_disk() {
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let Some(disk) = SmallDisk::mount(sandbox.path().join("full"), "256k") else {
-        eprintln!("skipped: mounting a tmpfs is not allowed here");
+        patchbay_e2e::skip_or_fail("mounting a tmpfs is not allowed here");
         return;
     };
     let db = disk.0.join("patchbay.sqlite3");

@@ -10,6 +10,7 @@ use patchbay_core::{
     StartOptions,
 };
 use patchbay_e2e::sdk_servers::{free_port, stdio_command, SdkServer};
+use patchbay_e2e::secret_scan::SecretScan;
 use patchbay_e2e::{json, Sandbox};
 use patchbay_status::Action;
 use patchbay_vault::{MemoryStore, Secret};
@@ -168,6 +169,11 @@ fn streamable_http_sse_and_stdio_servers_answer_with_their_tools() {
         "{text}"
     );
     assert!(text.contains("health: 2 checks, 0% failed"), "{text}");
+    SecretScan::new(sandbox.path())
+        .issued_by("the streamable HTTP server", &http)
+        .issued_by("the SSE server", &sse)
+        .none_issued("open servers: no authorization")
+        .assert_clean();
 }
 
 /// Processes whose command line contains `marker`.
@@ -231,6 +237,12 @@ fn a_checked_stdio_server_is_started_with_its_environment_and_stopped() {
         c.health.calls, 0,
         "a skipped check is not a failure of the server"
     );
+    SecretScan::new(sandbox.path())
+        .secret(
+            "the WEATHER_TOKEN value the server got",
+            "weather-secret-value",
+        )
+        .assert_clean();
 }
 
 #[test]
@@ -299,6 +311,9 @@ fn a_server_speaking_the_other_http_transport_falls_back_and_can_be_written_back
     assert_eq!(c["ok"], true);
     assert_eq!(c["fell_back_to"], Value::Null);
     assert_eq!(c["attempts"].as_array().unwrap().len(), 1);
+    SecretScan::new(sandbox.path())
+        .none_issued("open servers: no authorization")
+        .assert_clean();
 }
 
 #[test]
@@ -340,6 +355,9 @@ fn a_refused_port_is_unreachable_and_gets_no_fallback() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
+    SecretScan::new(sandbox.path())
+        .none_issued("nothing listens: no authorization")
+        .assert_clean();
 }
 
 #[test]
@@ -435,6 +453,10 @@ fn three_spaced_failures_degrade_a_connector_offered_lists_it_and_a_success_clea
         row.tools.as_ref().unwrap().tools[0].name,
         "flaky.start-notification-stream"
     );
+    SecretScan::new(sandbox.path())
+        .issued_by("the SSE server", &server)
+        .none_issued("an open server: no authorization")
+        .assert_clean();
 }
 
 /// Follows a consent URL one step as a browser would (the SDK approves at once with a 302) and
@@ -558,6 +580,10 @@ fn a_401_means_needs_authorization_for_oauth_and_names_the_header_for_a_static_c
     );
     let board = serde_json::to_string(&checker.board().unwrap()).unwrap();
     assert!(!board.contains(token.expose()));
+    SecretScan::new(sandbox.path())
+        .issued_by("the SDK OAuth server", &server)
+        .secret("the static API key", "wrong-static-key")
+        .assert_clean();
 }
 
 #[test]
@@ -600,4 +626,7 @@ fn the_periodic_check_takes_only_the_connectors_whose_turn_has_come() {
     time.advance_secs(600);
     assert_eq!(due(&rt), ["down", "up"]);
     assert_eq!(checker.health_store().stats("declared").unwrap().calls, 0);
+    SecretScan::new(sandbox.path())
+        .none_issued("open servers: no authorization")
+        .assert_clean();
 }

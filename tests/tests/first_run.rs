@@ -3,6 +3,7 @@
 //! once with where it was found; `gallery`, `enable` and `disable` move connectors in and out.
 //! The CLI runs as a process with HOME (and every client's directory) inside the sandbox.
 
+use patchbay_e2e::secret_scan::SecretScan;
 use patchbay_e2e::{clients_fixture_home, copy_dir, Sandbox};
 use serde_json::Value;
 use std::path::Path;
@@ -59,6 +60,9 @@ fn a_first_start_in_a_clean_home_has_nothing_in_use() {
     let text = String::from_utf8_lossy(&gallery.stdout);
     assert!(text.contains("notion  Notion"), "{text}");
     assert!(!text.contains("asana"), "{text}");
+    SecretScan::new(sandbox.path())
+        .none_issued("a first start authorizes nothing: the modes of what it created")
+        .assert_clean();
 }
 
 #[test]
@@ -121,4 +125,7 @@ fn the_servers_the_clients_configure_are_listed_once_with_where_they_were_found(
     let out = run_in(&sandbox, &home, &["enable", "nope"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no connector named \"nope\""));
+    SecretScan::new(sandbox.path())
+        .none_issued("a first start authorizes nothing: the modes of what it created")
+        .assert_clean();
 }

@@ -5,6 +5,7 @@
 
 use chrono::{Duration, Utc};
 use patchbay_catalog::CredentialKey;
+use patchbay_e2e::secret_scan::SecretScan;
 use patchbay_e2e::{json, require_keychain, Sandbox};
 use patchbay_vault::{CredentialRow, Secret, TokenSet};
 use serde_json::{json, Value};
@@ -87,8 +88,8 @@ fn sync_writes_claude_codes_entry_and_status_adopts_its_rotation() {
                     rotated_at: None,
                 },
                 &TokenSet {
-                    access_token: Secret::new("at-1"),
-                    refresh_token: Some(Secret::new("rt-1")),
+                    access_token: Secret::new("at-1-patchbay"),
+                    refresh_token: Some(Secret::new("rt-1-patchbay")),
                 },
             )
             .unwrap();
@@ -106,8 +107,8 @@ fn sync_writes_claude_codes_entry_and_status_adopts_its_rotation() {
     let entry = &written["mcpOAuth"][KEY];
     assert_eq!(entry["serverName"], "fx");
     assert_eq!(entry["serverUrl"], "http://localhost:3100/mcp");
-    assert_eq!(entry["accessToken"], "at-1");
-    assert_eq!(entry["refreshToken"], "rt-1");
+    assert_eq!(entry["accessToken"], "at-1-patchbay");
+    assert_eq!(entry["refreshToken"], "rt-1-patchbay");
     assert_eq!(entry["clientId"], "client-1");
     assert_eq!(
         entry["expiresAt"].as_i64(),
@@ -131,8 +132,8 @@ fn sync_writes_claude_codes_entry_and_status_adopts_its_rotation() {
     std::thread::spawn(move || {
         claude_rewrites(&path, |root| {
             let entry = &mut root["mcpOAuth"][KEY];
-            entry["accessToken"] = json!("at-2");
-            entry["refreshToken"] = json!("rt-2");
+            entry["accessToken"] = json!("at-2-claude-code");
+            entry["refreshToken"] = json!("rt-2-claude-code");
             entry["expiresAt"] = json!(rotated_expiry.timestamp_millis());
         })
     })
@@ -166,10 +167,17 @@ fn sync_writes_claude_codes_entry_and_status_adopts_its_rotation() {
         .credential_tokens(&CredentialKey(KEY.into()))
         .unwrap()
         .unwrap();
-    assert_eq!(tokens.access_token.expose(), "at-2");
-    assert_eq!(tokens.refresh_token.unwrap().expose(), "rt-2");
+    assert_eq!(tokens.access_token.expose(), "at-2-claude-code");
+    assert_eq!(tokens.refresh_token.unwrap().expose(), "rt-2-claude-code");
     // Claude Code's file keeps its own rotation and the user's block.
     let after = read_json(&credentials);
-    assert_eq!(after["mcpOAuth"][KEY]["refreshToken"], "rt-2");
+    assert_eq!(after["mcpOAuth"][KEY]["refreshToken"], "rt-2-claude-code");
     assert_eq!(after["claudeAiOauth"], account);
+    // Claude Code's .credentials.json holds them by design; nothing else may.
+    SecretScan::new(sandbox.path())
+        .secret("the access token Patchbay stored", "at-1-patchbay")
+        .secret("the refresh token Patchbay stored", "rt-1-patchbay")
+        .secret("Claude Code's rotated access token", "at-2-claude-code")
+        .secret("Claude Code's rotated refresh token", "rt-2-claude-code")
+        .assert_clean();
 }

@@ -166,7 +166,15 @@ fn the_tick_fires_so_expiry_transitions_show_up() {
     assert!(wait_for(&fired, 2));
     drop(watch_handle);
     let after_drop = fired.load(Ordering::SeqCst);
-    std::thread::sleep(Duration::from_millis(300));
+    // The proof that time enough went by: a second watch with the same tick fires three times,
+    // so the first one's tick, had it outlived its watch, would have fired at least twice.
+    let witness = Arc::new(AtomicUsize::new(0));
+    let counter = witness.clone();
+    let _witness = watch(&paths, Duration::from_millis(50), move || {
+        counter.fetch_add(1, Ordering::SeqCst);
+    })
+    .unwrap();
+    assert!(wait_for(&witness, 2), "the witness tick never fired");
     assert_eq!(
         fired.load(Ordering::SeqCst),
         after_drop,
@@ -246,16 +254,27 @@ fn reading_the_status_does_not_wake_the_watch() {
         counter.fetch_add(1, Ordering::SeqCst);
     })
     .unwrap();
-    std::thread::sleep(Duration::from_millis(400));
+    // The watch is up once it sees a change (a rename: one event, one call).
+    replace(
+        &paths.user_catalog(),
+        r#"{"mcpServers":{"a":{"type":"stdio","command":"x"}}}"#,
+    );
+    assert!(wait_for(&fired, 0), "the watch never saw the first change");
     let before = fired.load(Ordering::SeqCst);
     for _ in 0..3 {
         patchbay.status();
     }
-    // Longer than the debounce: a status that wakes the watch would have fired by now.
-    std::thread::sleep(Duration::from_millis(800));
+    // A marker change after the reads: the watch handles events in order, so once it has
+    // called for the marker it has handled whatever the reads caused. The marker alone is one
+    // call; a read that woke the watch is one more.
+    replace(
+        &paths.user_catalog(),
+        r#"{"mcpServers":{"b":{"type":"stdio","command":"x"}}}"#,
+    );
+    assert!(wait_for(&fired, before), "the marker change was not seen");
     assert_eq!(
         fired.load(Ordering::SeqCst),
-        before,
+        before + 1,
         "status reads woke the watch"
     );
 }

@@ -367,6 +367,11 @@ fn the_file_is_used_only_when_it_exists_and_the_keychain_has_no_item() {
 
 fn keychain_enabled(test: &str) -> bool {
     let on = std::env::var("PATCHBAY_TEST_KEYCHAIN").as_deref() == Ok("1");
+    // Under scripts/test.sh (PATCHBAY_TEST_INNER=1) the keychain is provided: not a skip.
+    assert!(
+        on || std::env::var("PATCHBAY_TEST_INNER").as_deref() != Ok("1"),
+        "{test} needs the real keychain, which PATCHBAY_TEST_INNER=1 promises"
+    );
     if !on {
         println!(
             "SKIPPED {test}: set PATCHBAY_TEST_KEYCHAIN=1 inside a D-Bus session with an unlocked \

@@ -19,6 +19,11 @@ const CHILD_ACCOUNT: &str = "PATCHBAY_KEYCHAIN_CHILD_ACCOUNT";
 
 fn enabled(test: &str) -> bool {
     let on = std::env::var("PATCHBAY_TEST_KEYCHAIN").as_deref() == Ok("1");
+    // Under scripts/test.sh (PATCHBAY_TEST_INNER=1) the keychain is provided: not a skip.
+    assert!(
+        on || std::env::var("PATCHBAY_TEST_INNER").as_deref() != Ok("1"),
+        "{test} needs the real keychain, which PATCHBAY_TEST_INNER=1 promises"
+    );
     if !on {
         println!(
             "SKIPPED {test}: set PATCHBAY_TEST_KEYCHAIN=1 inside a D-Bus session with an unlocked \
