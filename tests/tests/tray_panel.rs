@@ -117,7 +117,9 @@ fn display_available() -> bool {
     if std::env::var_os("DISPLAY").is_some_and(|d| !d.is_empty()) {
         return true;
     }
-    eprintln!("skipped: needs an X display (scripts/test.sh runs the tests under xvfb-run)");
+    patchbay_e2e::skip_or_fail(
+        "needs an X display (scripts/test.sh runs the tests under xvfb-run)",
+    );
     false
 }
 
