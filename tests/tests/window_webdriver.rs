@@ -18,10 +18,13 @@
 //!   asks; nothing reached the authorization server and no browser opened until the user confirms
 //!   in the window; then the browser opens and the row turns Ready.
 //!
+//! - `real_window_screenshots`, only with PATCHBAY_WINDOW_SCREENSHOTS=DIR (scripts/screenshots.sh
+//!   --real): the real window light and dark, before and after authorizing, as PNGs in DIR.
+//!
 //! Its own harness (`harness = false`), so that a machine without tauri-driver, WebKitWebDriver,
 //! an X display, dbus-daemon or gnome-keyring shows these tests as ignored with the reason, while
 //! CI (PATCHBAY_TEST_INNER=1, scripts/test.sh) fails them loudly instead. It takes the usual
-//! filters, `--exact`, `--skip`, `--list`, `--ignored` and `--include-ignored`.
+//! filters, `--exact`, `--skip`, `--list` and `--ignored` (`--include-ignored` changes nothing).
 
 use patchbay_e2e::desktop::{app_bin, menu_labels, poll, DesktopSession, StandInPanel};
 use patchbay_e2e::peers::OAuthServer;
@@ -431,8 +434,6 @@ struct Case {
 /// When a case runs.
 enum When {
     Always,
-    /// Ignored, with the reason, unless asked for (`--ignored`, `--include-ignored`).
-    AskedFor(&'static str),
     /// Only when this environment variable is set (it says where to write); ignored otherwise.
     EnvSet(&'static str, &'static str),
 }
@@ -451,10 +452,7 @@ const CASES: &[Case] = &[
     Case {
         name: "a_link_opens_the_row_and_asks_before_consent",
         run: a_link_opens_the_row_and_asks_before_consent,
-        when: When::AskedFor(
-            "the window starts consent from a patchbay:// link without asking (issue 14); \
-             run it with --include-ignored once the row asks ([data-control=confirm-authorize])",
-        ),
+        when: When::Always,
     },
     Case {
         name: "real_window_screenshots",
@@ -469,14 +467,13 @@ const CASES: &[Case] = &[
 fn main() {
     let mut filters = Vec::new();
     let mut skips = Vec::new();
-    let (mut exact, mut list, mut ignored_only, mut include_ignored) = (false, false, false, false);
+    let (mut exact, mut list, mut ignored_only) = (false, false, false);
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--exact" => exact = true,
             "--list" => list = true,
             "--ignored" => ignored_only = true,
-            "--include-ignored" => include_ignored = true,
             "--skip" => skips.extend(args.next()),
             // libtest's options that take a value, accepted and not needed here.
             "--test-threads" | "--format" | "--color" | "--logfile" | "-Z" => {
@@ -515,9 +512,6 @@ fn main() {
     for case in &selected {
         let skip_reason = match (&case.when, &missing) {
             (When::EnvSet(var, reason), _) if std::env::var_os(var).is_none() => {
-                Some((*reason).to_owned())
-            }
-            (When::AskedFor(reason), _) if !(ignored_only || include_ignored) => {
                 Some((*reason).to_owned())
             }
             (When::Always, _) if ignored_only => Some("not an ignored test".to_owned()),
