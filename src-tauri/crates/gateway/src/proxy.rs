@@ -518,12 +518,7 @@ fn respond(
     }
     let stream = answer.bytes_stream();
     let body = match (deadline, rewrite) {
-        (_, Some(rewrite)) => Body::from_stream(EndpointRewriter {
-            inner: Box::pin(stream),
-            rewrite,
-            pending: Vec::new(),
-            done: false,
-        }),
+        (_, Some(rewrite)) => Body::from_stream(EndpointRewriter::new(stream, rewrite)),
         (None, None) => Body::from_stream(stream),
         (Some(deadline), None) => Body::from_stream(Deadline {
             inner: Box::pin(stream),
@@ -673,6 +668,49 @@ impl EndpointRewrite {
     }
 }
 
+/// `upstream`'s legacy SSE stream (`stream`, as the connector `connector`'s SSE URL answered it)
+/// as the gateway hands it on: the `endpoint` event rewritten to `/mcp/CONNECTOR/message?to=PATH`
+/// (dropped when it points off the connector's server), everything after it as is.
+pub fn rewrite_endpoint_events<S>(
+    upstream: &str,
+    connector: &str,
+    stream: S,
+) -> impl futures_core::Stream<Item = Result<Bytes, std::io::Error>> + Send
+where
+    S: futures_core::Stream<Item = Result<Bytes, reqwest::Error>> + Send + 'static,
+{
+    EndpointRewriter::new(
+        stream,
+        EndpointRewrite {
+            upstream: upstream.to_owned(),
+            connector: connector.to_owned(),
+        },
+    )
+}
+
+/// The longest unfinished event a legacy SSE stream may hold before its `endpoint` event (the
+/// first event a server sends): past it the stream is no such stream (a blank line never came,
+/// or its lines end in CR alone), and buffering it would grow without bound.
+const MAX_BEFORE_ENDPOINT: usize = 64 * 1024;
+
+/// How many bytes at the end of `bytes` start a UTF-8 character that is not complete yet (the
+/// chunk boundary cut it).
+fn incomplete_utf8_tail(bytes: &[u8]) -> usize {
+    for back in 1..=bytes.len().min(3) {
+        let b = bytes[bytes.len() - back];
+        if b & 0xC0 != 0x80 {
+            let needs = match b {
+                0xC0..=0xDF => 2,
+                0xE0..=0xEF => 3,
+                0xF0..=0xF7 => 4,
+                _ => 1,
+            };
+            return if needs > back { back } else { 0 };
+        }
+    }
+    0
+}
+
 /// A legacy SSE stream with its `endpoint` event rewritten; everything after it passes as is.
 struct EndpointRewriter {
     inner:
@@ -681,6 +719,20 @@ struct EndpointRewriter {
     /// Bytes of the events before the endpoint event that are not complete yet.
     pending: Vec<u8>,
     done: bool,
+}
+
+impl EndpointRewriter {
+    fn new<S>(stream: S, rewrite: EndpointRewrite) -> EndpointRewriter
+    where
+        S: futures_core::Stream<Item = Result<Bytes, reqwest::Error>> + Send + 'static,
+    {
+        EndpointRewriter {
+            inner: Box::pin(stream),
+            rewrite,
+            pending: Vec::new(),
+            done: false,
+        }
+    }
 }
 
 /// A stream that has ended.
@@ -706,45 +758,69 @@ impl futures_core::Stream for EndpointRewriter {
         use std::task::Poll;
         let this = &mut *self;
         loop {
-            let chunk = match this.inner.as_mut().poll_next(cx) {
+            let ended = match this.inner.as_mut().poll_next(cx) {
                 Poll::Pending => return Poll::Pending,
                 Poll::Ready(None) if this.pending.is_empty() => return Poll::Ready(None),
                 Poll::Ready(None) => {
-                    // The stream ended inside an event: hand on what came, then end.
+                    // The stream ended inside an event: read what came (its last CR ends a
+                    // line: the event may be whole), hand on the rest, then end.
                     this.inner = Box::pin(Ended(std::marker::PhantomData));
-                    return Poll::Ready(Some(Ok(std::mem::take(&mut this.pending).into())));
+                    true
                 }
                 Poll::Ready(Some(Err(e))) => {
                     return Poll::Ready(Some(Err(std::io::Error::other(e))))
                 }
-                Poll::Ready(Some(Ok(chunk))) => chunk,
+                Poll::Ready(Some(Ok(chunk))) if this.done => return Poll::Ready(Some(Ok(chunk))),
+                Poll::Ready(Some(Ok(chunk))) => {
+                    this.pending.extend_from_slice(&chunk);
+                    false
+                }
             };
-            if this.done {
-                return Poll::Ready(Some(Ok(chunk)));
-            }
-            this.pending.extend_from_slice(&chunk);
-            // Line ends as `\n` from here on (SSE allows `\r\n` and `\n` alike).
-            let text = String::from_utf8_lossy(&this.pending).replace("\r\n", "\n");
+            // A character the chunk boundary cut, or a CR whose LF may come next, waits for
+            // the next chunk (decoded or normalized now, it would read differently).
+            let held = match incomplete_utf8_tail(&this.pending) {
+                _ if ended => 0,
+                0 if this.pending.last() == Some(&b'\r') => 1,
+                n => n,
+            };
+            let tail = this.pending.split_off(this.pending.len() - held);
+            // Line ends as `\n` from here on (SSE ends lines with `\r\n`, `\n` or `\r`).
+            let text = String::from_utf8_lossy(&this.pending)
+                .replace("\r\n", "\n")
+                .replace('\r', "\n");
             let mut out = String::new();
             let mut rest = text.as_str();
             while let Some(end) = rest.find("\n\n") {
                 let (event, was_endpoint) = this.rewrite.event(&rest[..end]);
+                // A dropped endpoint event (off the connector's server) ends nothing: the next
+                // one is rewritten or dropped too, never passed on as it came.
+                let rewritten = was_endpoint && !event.is_empty();
                 if !event.is_empty() {
                     out.push_str(&event);
                     out.push_str("\n\n");
                 }
                 rest = &rest[end + 2..];
-                if was_endpoint {
+                if rewritten {
                     this.done = true;
                     break;
                 }
             }
             let rest = rest.to_owned();
-            if this.done {
-                out.push_str(&rest);
+            let mut out = out.into_bytes();
+            if this.done || ended {
+                out.extend_from_slice(rest.as_bytes());
+                out.extend_from_slice(&tail);
                 this.pending.clear();
             } else {
                 this.pending = rest.into_bytes();
+                this.pending.extend_from_slice(&tail);
+                if this.pending.len() > MAX_BEFORE_ENDPOINT {
+                    this.inner = Box::pin(Ended(std::marker::PhantomData));
+                    this.pending = Vec::new();
+                    return Poll::Ready(Some(Err(std::io::Error::other(format!(
+                        "the upstream sent an event of more than {MAX_BEFORE_ENDPOINT} bytes before its endpoint event"
+                    )))));
+                }
             }
             if !out.is_empty() {
                 return Poll::Ready(Some(Ok(Bytes::from(out))));
@@ -814,6 +890,122 @@ mod tests {
         assert_eq!(
             to.as_deref(),
             Some("https://mcp.example.com/messages?sessionId=a%20b")
+        );
+    }
+
+    /// Every item of `stream`, polled to its end.
+    fn items(
+        stream: impl futures_core::Stream<Item = Result<Bytes, std::io::Error>>,
+    ) -> Vec<Result<Bytes, std::io::Error>> {
+        let mut stream = std::pin::pin!(stream);
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        let mut out = Vec::new();
+        while let std::task::Poll::Ready(Some(item)) = stream.as_mut().poll_next(&mut cx) {
+            out.push(item);
+        }
+        out
+    }
+
+    fn chunks(parts: Vec<Vec<u8>>) -> Iter<std::vec::IntoIter<Result<Bytes, reqwest::Error>>> {
+        Iter(
+            parts
+                .into_iter()
+                .map(|p| Ok(Bytes::from(p)))
+                .collect::<Vec<_>>()
+                .into_iter(),
+        )
+    }
+
+    /// A character cut by a chunk boundary before the endpoint event came out as U+FFFD (found
+    /// writing fuzz/fuzz_targets/gateway_endpoint_rewrite.rs, which cuts streams everywhere).
+    #[test]
+    fn a_character_split_across_chunks_passes_intact() {
+        let stream = ": h\u{e9}llo\n\nevent: endpoint\ndata: /m\n\n".as_bytes();
+        let at = stream.iter().position(|b| *b == 0xC3).unwrap() + 1;
+        let out: Vec<u8> = items(rewrite_endpoint_events(
+            "https://mcp.example.com/sse",
+            "legacy",
+            chunks(vec![stream[..at].to_vec(), stream[at..].to_vec()]),
+        ))
+        .into_iter()
+        .flat_map(|item| item.unwrap().to_vec())
+        .collect();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            ": h\u{e9}llo\n\nevent: endpoint\ndata: /mcp/legacy/message?to=%2Fm\n\n"
+        );
+    }
+
+    /// After an endpoint event off the connector's server was dropped, the next one passed on as
+    /// it came, and the client would post there (found by
+    /// fuzz/fuzz_targets/gateway_endpoint_rewrite.rs).
+    #[test]
+    fn every_endpoint_off_the_server_is_dropped_until_one_is_rewritten() {
+        let out = collect(rewriter(vec![
+            "event: endpoint\ndata: https://evil.example/a\n\n",
+            "event: endpoint\ndata: https://evil.example/b\n\n",
+            "event: endpoint\ndata: /m\n\nevent: endpoint\ndata: /later\n\n",
+        ]));
+        assert_eq!(
+            out,
+            "event: endpoint\ndata: /mcp/legacy/message?to=%2Fm\n\nevent: endpoint\ndata: /later\n\n"
+        );
+    }
+
+    /// A stream ending in the CR that ends its endpoint event: the event is whole (an SSE client
+    /// dispatches it), so it is rewritten like any other, not handed on as it came (found by
+    /// fuzz/fuzz_targets/gateway_endpoint_rewrite.rs).
+    #[test]
+    fn an_endpoint_event_ended_by_the_streams_last_cr_is_rewritten() {
+        let out = collect(rewriter(vec![
+            "event: endpoint\ndata: https://evil.example/a\n\r",
+        ]));
+        assert_eq!(out, "");
+        let out = collect(rewriter(vec!["event: endpoint\rdata: /m\r", "\r"]));
+        assert_eq!(
+            out,
+            "event: endpoint\ndata: /mcp/legacy/message?to=%2Fm\n\n"
+        );
+    }
+
+    /// Lone CRs end lines too, and how many line ends a run of CRs makes did not depend on where
+    /// the chunks were cut (found by fuzz/fuzz_targets/gateway_endpoint_rewrite.rs: `\r\r\r\n`
+    /// came out as `\r\r\n`, `\r\n` or `\n`, so the client saw other events).
+    #[test]
+    fn cr_line_ends_read_alike_however_the_stream_is_cut() {
+        let stream = b": hello\r\r\r\nevent: endpoint\rdata: /m\r\r";
+        // Three line ends after the comment: its event, then an empty line (dispatches nothing).
+        let expected = ": hello\n\nevent: endpoint\ndata: /mcp/legacy/message?to=%2Fm\n\n";
+        for cut in 1..stream.len() {
+            let out: Vec<u8> = items(rewrite_endpoint_events(
+                "https://mcp.example.com/sse",
+                "legacy",
+                chunks(vec![stream[..cut].to_vec(), stream[cut..].to_vec()]),
+            ))
+            .into_iter()
+            .flat_map(|item| item.unwrap().to_vec())
+            .collect();
+            assert_eq!(String::from_utf8(out).unwrap(), expected, "cut at {cut}");
+        }
+    }
+
+    /// A stream whose first event never ends (no blank line, or lines ending in CR alone) was
+    /// buffered whole, without bound; past the limit it is an error.
+    #[test]
+    fn an_endless_first_event_is_an_error_not_unbounded_buffering() {
+        let line = vec![b'x'; 16 * 1024];
+        let parts = vec![line; 8];
+        let out = items(rewrite_endpoint_events(
+            "https://mcp.example.com/sse",
+            "legacy",
+            chunks(parts),
+        ));
+        let last = out.last().expect("an item");
+        assert!(last.is_err(), "{out:?}");
+        assert!(
+            out.len() <= 5,
+            "it stopped reading at the limit: {} items",
+            out.len()
         );
     }
 

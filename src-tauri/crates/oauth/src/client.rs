@@ -355,11 +355,26 @@ async fn register_as(
         });
     }
     let v = answer.json().map_err(RegisterFailure::Other)?;
+    parse_registration(registration_endpoint, &v, auth_methods).map_err(RegisterFailure::Other)
+}
+
+/// Reads a successful registration answer (RFC 7591 §3.2.1) from `registration_endpoint`: the
+/// client id (required), its secret and the token-endpoint authentication method to use with
+/// it. `auth_methods`: the server metadata's `token_endpoint_auth_methods_supported`.
+pub fn parse_registration(
+    registration_endpoint: &str,
+    v: &Value,
+    auth_methods: Option<&[String]>,
+) -> Result<Registered, OAuthError> {
+    let failed = |message: String| OAuthError::Registration {
+        url: registration_endpoint.to_string(),
+        message,
+    };
     let client_id = v
         .get("client_id")
         .and_then(Value::as_str)
         .filter(|s| !s.is_empty())
-        .ok_or_else(|| RegisterFailure::Other(failed("the answer has no client_id".into())))?
+        .ok_or_else(|| failed("the answer has no client_id".into()))?
         .to_string();
     let client_secret = v
         .get("client_secret")

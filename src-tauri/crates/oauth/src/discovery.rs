@@ -324,14 +324,7 @@ pub async fn resource_metadata(
     let mut tried = Vec::new();
     for url in candidates {
         match fetch_json(http, &url).await {
-            Ok(v) => {
-                return Ok(ResourceMetadata {
-                    resource: text(&v, "resource"),
-                    authorization_servers: strings(&v, "authorization_servers").unwrap_or_default(),
-                    scopes_supported: strings(&v, "scopes_supported").unwrap_or_default(),
-                    url,
-                })
-            }
+            Ok(v) => return Ok(parse_resource_metadata(&url, &v)),
             Err(e) if e.is_retryable() || matches!(e, OAuthError::Timeout { .. }) => return Err(e),
             Err(e) => tried.push(format!("{url} ({e})")),
         }
@@ -340,6 +333,17 @@ pub async fn resource_metadata(
         resource: mcp_url.to_string(),
         tried,
     })
+}
+
+/// Reads a protected-resource metadata document fetched from `url`: the fields we use, with
+/// members of the wrong type taken as absent.
+pub fn parse_resource_metadata(url: &str, v: &Value) -> ResourceMetadata {
+    ResourceMetadata {
+        resource: text(v, "resource"),
+        authorization_servers: strings(v, "authorization_servers").unwrap_or_default(),
+        scopes_supported: strings(v, "scopes_supported").unwrap_or_default(),
+        url: url.to_string(),
+    }
 }
 
 /// Reads one authorization-server metadata document. `expected_issuer`: the issuer the URL was
@@ -351,11 +355,22 @@ pub async fn server_metadata_at(
     expected_issuer: Option<&str>,
 ) -> Result<ServerMetadata, OAuthError> {
     let v = fetch_json(http, url).await?;
+    parse_server_metadata(url, &v, expected_issuer)
+}
+
+/// Reads an authorization-server metadata document fetched from `url` (see
+/// [`server_metadata_at`] for `expected_issuer`): the issuer check, the two required endpoints
+/// (absolute URLs), the optional fields we use.
+pub fn parse_server_metadata(
+    url: &str,
+    v: &Value,
+    expected_issuer: Option<&str>,
+) -> Result<ServerMetadata, OAuthError> {
     let bad = |message: String| OAuthError::BadDocument {
         url: url.to_string(),
         message,
     };
-    let issuer = text(&v, "issuer").ok_or_else(|| bad("no issuer".into()))?;
+    let issuer = text(v, "issuer").ok_or_else(|| bad("no issuer".into()))?;
     if let Some(expected) = expected_issuer {
         if issuer != expected {
             return Err(bad(format!(
@@ -364,7 +379,7 @@ pub async fn server_metadata_at(
         }
     }
     let endpoint = |key: &str| -> Result<String, OAuthError> {
-        let value = text(&v, key).ok_or_else(|| bad(format!("no {key}")))?;
+        let value = text(v, key).ok_or_else(|| bad(format!("no {key}")))?;
         parse_url(&value)?;
         Ok(value)
     };
@@ -372,11 +387,11 @@ pub async fn server_metadata_at(
         url: url.to_string(),
         authorization_endpoint: endpoint("authorization_endpoint")?,
         token_endpoint: endpoint("token_endpoint")?,
-        registration_endpoint: text(&v, "registration_endpoint"),
-        revocation_endpoint: text(&v, "revocation_endpoint"),
-        scopes_supported: strings(&v, "scopes_supported").unwrap_or_default(),
-        code_challenge_methods_supported: strings(&v, "code_challenge_methods_supported"),
-        token_endpoint_auth_methods_supported: strings(&v, "token_endpoint_auth_methods_supported"),
+        registration_endpoint: text(v, "registration_endpoint"),
+        revocation_endpoint: text(v, "revocation_endpoint"),
+        scopes_supported: strings(v, "scopes_supported").unwrap_or_default(),
+        code_challenge_methods_supported: strings(v, "code_challenge_methods_supported"),
+        token_endpoint_auth_methods_supported: strings(v, "token_endpoint_auth_methods_supported"),
         authorization_response_iss_parameter_supported: v
             .get("authorization_response_iss_parameter_supported")
             .and_then(Value::as_bool)

@@ -401,17 +401,22 @@ fn is_secret_key(key: &str) -> bool {
 /// Removes every secret from text bound for the history: the known values anywhere, and in a
 /// JSON body the value of every token-, secret- or code-named key.
 pub fn scrub(text: &str, secrets: &[&Secret]) -> String {
-    let mut out = text.to_string();
-    for secret in secrets {
-        let value = secret.expose();
-        // Very short values would scrub innocent text and protect nothing.
-        if value.len() >= 4 {
-            out = out.replace(value, "[redacted]");
+    let replace_known = |mut out: String| {
+        for secret in secrets {
+            let value = secret.expose();
+            // Very short values would scrub innocent text and protect nothing.
+            if value.len() >= 4 {
+                out = out.replace(value, "[redacted]");
+            }
         }
-    }
+        out
+    };
+    let out = replace_known(text.to_string());
     if let Ok(mut v) = serde_json::from_str::<Value>(&out) {
         redact_json(&mut v);
-        return v.to_string();
+        // Printed again, the JSON loses the escapes (`\/`, `\u0074`) that hid a known value
+        // from the first pass.
+        return replace_known(v.to_string());
     }
     out
 }
@@ -435,6 +440,22 @@ fn redact_json(v: &mut Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Found by fuzz/fuzz_targets/oauth_responses.rs: a server that escapes `/` in JSON (PHP's
+    /// `json_encode` does by default) echoed a refresh token in its error description, and the
+    /// token came out whole once the body was parsed and printed again.
+    #[test]
+    fn scrub_removes_known_values_hidden_by_json_escapes() {
+        let token = Secret::new("rt/3fA+9x_Q");
+        for body in [
+            r#"{"error":"invalid_grant","error_description":"Refresh token rt\/3fA+9x_Q was revoked"}"#,
+            r#"{"error":"invalid_grant","error_description":"rt\u002f3fA+9x_Q"}"#,
+        ] {
+            let out = scrub(body, &[&token]);
+            assert!(!out.contains("rt/3fA+9x_Q"), "{out}");
+            assert!(out.contains("[redacted]"), "{out}");
+        }
+    }
 
     #[test]
     fn scrub_removes_known_values_and_token_fields() {
