@@ -199,6 +199,8 @@ pub struct SecretScan {
     excluded: Vec<(PathBuf, String)>,
     /// Why a scan with no secret to look for is still a scan (modes only).
     none_issued: Option<String>,
+    /// Patchbay made the data directory itself (not a sandbox's tempdir): it must be 0700.
+    made_by_patchbay: bool,
 }
 
 /// A finding: where, and what (a secret's label, or a mode).
@@ -218,7 +220,15 @@ impl SecretScan {
             texts: Vec::new(),
             excluded: Vec::new(),
             none_issued: None,
+            made_by_patchbay: false,
         }
+    }
+
+    /// Patchbay created the data directory (it did not exist before the flow): it is checked
+    /// to be 0700 too.
+    pub fn data_dir_made_by_patchbay(mut self) -> SecretScan {
+        self.made_by_patchbay = true;
+        self
     }
 
     /// This flow issues no secret (`why`): the scan checks modes, and any secret added.
@@ -343,7 +353,7 @@ impl SecretScan {
                 });
             }
         }
-        hits.extend(mode_hits(&self.data_dir));
+        hits.extend(mode_hits(&self.data_dir, self.made_by_patchbay));
         hits
     }
 
@@ -410,7 +420,7 @@ fn walk(path: &Path, files: &mut Vec<PathBuf>) {
 /// directory) at its mode. Not the data directory itself: a sandbox's is the test's tempdir
 /// (vault's and core's own tests check the one Patchbay creates).
 #[cfg(unix)]
-fn mode_hits(data_dir: &Path) -> Vec<Hit> {
+fn mode_hits(data_dir: &Path, made_by_patchbay: bool) -> Vec<Hit> {
     use std::os::unix::fs::PermissionsExt;
     let mode = |p: &Path| {
         std::fs::symlink_metadata(p)
@@ -418,6 +428,18 @@ fn mode_hits(data_dir: &Path) -> Vec<Hit> {
             .map(|m| m.permissions().mode() & 0o777)
     };
     let mut hits = Vec::new();
+    if made_by_patchbay {
+        match mode(data_dir) {
+            Some(0o700) => {}
+            have => hits.push(Hit {
+                place: data_dir.display().to_string(),
+                what: format!(
+                    "the data directory Patchbay made has mode {}, not 700",
+                    have.map_or("(missing)".into(), |m| format!("{m:o}"))
+                ),
+            }),
+        }
+    }
     let mut check = |p: &Path, want: u32| {
         if let Some(have) = mode(p) {
             if have != want {
@@ -447,7 +469,7 @@ fn mode_hits(data_dir: &Path) -> Vec<Hit> {
 }
 
 #[cfg(not(unix))]
-fn mode_hits(_data_dir: &Path) -> Vec<Hit> {
+fn mode_hits(_data_dir: &Path, _made_by_patchbay: bool) -> Vec<Hit> {
     Vec::new()
 }
 
@@ -526,5 +548,11 @@ mod tests {
         assert_eq!(hits[0].place, db.display().to_string());
         std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o600)).unwrap();
         assert!(SecretScan::new(dir.path()).hits().is_empty());
+        // tempfile's directory is not Patchbay's: only when Patchbay made it is it checked.
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let hits = SecretScan::new(dir.path())
+            .data_dir_made_by_patchbay()
+            .hits();
+        assert_eq!(hits.len(), 1, "{hits:?}");
     }
 }

@@ -23,6 +23,9 @@
 //! Needs the real keychain (PATCHBAY_TEST_KEYCHAIN=1, as scripts/test.sh provides).
 
 use patchbay_e2e::peers::{initialize_status, listening, tests_dir};
+use patchbay_e2e::secret_scan::{
+    read_issued_file, record_issued_module, Issuer, SecretScan, ISSUED_ENV,
+};
 use patchbay_e2e::{json, require_keychain, state_of, wait_within, Sandbox};
 use std::io::Write;
 use std::net::TcpListener;
@@ -106,6 +109,12 @@ struct Peer {
     stateful_access_tokens: bool,
 }
 
+impl Issuer for Peer {
+    fn issued(&self) -> Vec<(String, String)> {
+        read_issued_file(&self.logs.path().join("issued.jsonl"))
+    }
+}
+
 impl Drop for Peer {
     fn drop(&mut self) {
         let _ = self.child.kill();
@@ -125,6 +134,14 @@ impl Peer {
     ) -> Peer {
         let logs = tempfile::tempdir().expect("tempdir");
         let file = |n: &str| std::fs::File::create(logs.path().join(n)).expect("log file");
+        // A Node peer writes down what it issues (tests/node/record-issued.mjs); the Python
+        // peers' secrets come from what the test reads back from the vault.
+        if cmd.get_program() == "node" {
+            let mut import = std::ffi::OsString::from("--import=");
+            import.push(record_issued_module());
+            cmd.env("NODE_OPTIONS", import)
+                .env(ISSUED_ENV, logs.path().join("issued.jsonl"));
+        }
         let child = cmd
             .stdin(Stdio::null())
             .stdout(file("stdout"))
@@ -462,6 +479,9 @@ fn conform(peer: Peer) {
             .to_string(),
     );
     let catalog_arg = catalog.to_str().unwrap().to_string();
+    // What this row's secret scan looks for beyond what a Node peer recorded: every token and
+    // client secret the test read back, and every output of the CLI.
+    let mut scan = SecretScan::new(sandbox.path());
     let receiver_port = match &peer.client {
         ClientSetup::Dynamic => free_ports::<1>()[0],
         ClientSetup::PreRegistered {
@@ -478,10 +498,17 @@ fn conform(peer: Peer) {
                 entry["authorizationEndpoint"] = authorization.as_str().into();
                 entry["tokenEndpoint"] = token.as_str().into();
             }
-            sandbox.write(
+            let clients = sandbox.write(
                 "oauth-clients.json",
                 &serde_json::json!({ name: entry }).to_string(),
             );
+            scan = scan
+                .secret("the pre-registered client secret", client_secret)
+                .excluding(
+                    clients,
+                    "the user's oauth-clients.json, written by the test: the user's own file \
+                 holding the secret of the client they registered",
+                );
             *receiver_port
         }
     };
@@ -509,8 +536,15 @@ fn conform(peer: Peer) {
     cmd.env("BROWSER", "cookie-browser.sh").env("PATH", path);
     let out = run_bounded(cmd, "patchbay authorize");
     assert!(out.status.success(), "{}", fail("authorize", &out));
+    scan = scan.output("patchbay authorize", &out);
     let (access0, refresh0, grant) = stored(&sandbox, &catalog);
     let refresh0 = refresh0.unwrap_or_else(|| panic!("{name} issued no refresh token"));
+    scan = scan
+        .secret("the first access token", &access0)
+        .secret("the first refresh token", &refresh0);
+    if let Some(secret) = &grant.client_secret {
+        scan = scan.secret("the registered client secret", secret.expose());
+    }
     assert_eq!(
         grant.token_auth_method, peer.auth_method,
         "{name}: the grant keeps the client authentication the server accepts"
@@ -531,7 +565,7 @@ fn conform(peer: Peer) {
     );
 
     // The MCP server accepts the token.
-    let check = |what: &str| {
+    let check = |what: &str| -> Output {
         let out = run_bounded(cli(&["check", name]), "patchbay check");
         assert!(out.status.success(), "{}", fail(what, &out));
         let stdout = String::from_utf8_lossy(&out.stdout);
@@ -541,8 +575,9 @@ fn conform(peer: Peer) {
                 && !stdout.contains("tools: none"),
             "{name}: {stdout}"
         );
+        out
     };
-    check("check");
+    scan = scan.output("patchbay check", &check("check"));
 
     // Two refreshes in a row, each rotating the refresh token.
     let mut previous = (access0.clone(), refresh0.clone());
@@ -554,8 +589,12 @@ fn conform(peer: Peer) {
             "{}",
             fail(&format!("refresh #{round}"), &out)
         );
+        scan = scan.output(&format!("patchbay refresh #{round}"), &out);
         let (access, refresh, _) = stored(&sandbox, &catalog);
         let refresh = refresh.unwrap_or_else(|| panic!("{name}: refresh #{round} lost it"));
+        scan = scan
+            .secret(&format!("access token #{round}"), &access)
+            .secret(&format!("refresh token #{round}"), &refresh);
         assert_ne!(
             access, previous.0,
             "{name}: refresh #{round}: same access token"
@@ -572,7 +611,7 @@ fn conform(peer: Peer) {
         );
         previous = (access, refresh);
     }
-    check("check after the refreshes");
+    scan = scan.output("patchbay check, again", &check("check after the refreshes"));
     let (last_access, last_refresh) = previous;
 
     // Disconnect, revoking where the server offers it.
@@ -625,8 +664,13 @@ fn conform(peer: Peer) {
             );
         }
     }
-    let status = json(&sandbox.run(&["status", "--json", "--catalog", &catalog_arg]));
+    let status_out = sandbox.run(&["status", "--json", "--catalog", &catalog_arg]);
+    let status = json(&status_out);
     assert_eq!(state_of(&status, name), "needs_authorization", "{status:#}");
+    scan.issued_by(name, &peer)
+        .output("patchbay disconnect", &out)
+        .output("patchbay status", &status_out)
+        .assert_clean();
     eprintln!("{name}: passed\n{said}");
 }
 

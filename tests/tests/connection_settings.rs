@@ -84,4 +84,8 @@ fn an_entrys_timeout_ms_and_retry_shape_its_check() {
     assert_eq!(*waits.lock().unwrap(), [Duration::from_millis(13)]);
     // Retries are part of one check: one entry on the health board's ring.
     assert_eq!(check.health.calls, 1);
+    patchbay_e2e::secret_scan::SecretScan::new(&dir.path().join("data"))
+        .none_issued("a silent server: no authorization; the modes of the data Patchbay made")
+        .data_dir_made_by_patchbay()
+        .assert_clean();
 }

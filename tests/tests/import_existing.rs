@@ -10,6 +10,7 @@
 //! pair); the plaintext files are offered, kept until asked, then deleted.
 
 use patchbay_e2e::peers::{path_with_support, tests_dir, OAuthServer};
+use patchbay_e2e::secret_scan::SecretScan;
 use patchbay_e2e::{json, require_keychain, state_of, wait_within, Sandbox};
 use patchbay_runtimes::mcp_remote::McpRemoteOptions;
 use patchbay_vault::CredentialSource;
@@ -303,6 +304,10 @@ fn a_token_mcp_remote_holds_is_adopted_ready_checked_and_renewed_as_its_client()
         "{}",
         text(&bad)
     );
+    SecretScan::new(sandbox.path())
+        .issued_by("the SDK server", &server)
+        .output("patchbay import nope", &bad)
+        .assert_clean();
 }
 
 /// A client's mcp-remote bridge with options (`--header`, `--resource`) files its tokens under a
@@ -370,6 +375,10 @@ fn a_bridge_with_options_in_a_clients_config_names_mcp_remotes_files() {
     let refreshed = run(&sandbox, &home, &["refresh", "sdk", "--catalog", catalog]);
     assert!(refreshed.status.success(), "{}", text(&refreshed));
     assert_eq!(server.stdout_lines("REFRESHED"), 1, "{}", server.output());
+    SecretScan::new(sandbox.path())
+        .issued_by("the SDK server", &server)
+        .output("patchbay refresh", &refreshed)
+        .assert_clean();
 }
 
 /// Issue 11's "done when", in one home: every client's realistic config, plus Claude Desktop
@@ -465,8 +474,12 @@ fn a_home_with_every_client_and_mcp_remotes_tokens_needs_no_authorize() {
     let refreshed = cli(&["refresh", "loopback-sdk"]);
     assert!(refreshed.status.success(), "{}", text(&refreshed));
     assert_eq!(server.stdout_lines("REFRESHED"), 1, "{}", server.output());
-    assert_eq!(
-        state_of(&json(&cli(&["status", "--json"])), "loopback-sdk"),
-        "ready"
-    );
+    let status = cli(&["status", "--json"]);
+    assert_eq!(state_of(&json(&status), "loopback-sdk"), "ready");
+    SecretScan::new(sandbox.path())
+        .issued_by("the SDK server", &server)
+        .output("patchbay check", &checked)
+        .output("patchbay refresh", &refreshed)
+        .output("patchbay status", &status)
+        .assert_clean();
 }
