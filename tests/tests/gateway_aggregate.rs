@@ -15,6 +15,7 @@ use patchbay_e2e::peers::{
     INITIALIZE, STEP,
 };
 use patchbay_e2e::sdk_servers::SdkServer;
+use patchbay_e2e::secret_scan::SecretScan;
 use patchbay_e2e::{require_keychain, Sandbox};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
@@ -42,7 +43,7 @@ fn the_sdk_client_sees_every_connector_as_one_server_and_an_absent_one_stays_lis
         } })
         .to_string(),
     );
-    authorize(&sandbox, &catalog, "sdk");
+    let authorized = authorize(&sandbox, &catalog, "sdk");
     let gateway = Serving::start(&sandbox, &catalog);
     let headers = add_client(&sandbox, "aggregate-e2e", gateway.port, &[]);
     let (mut client, connected) =
@@ -241,6 +242,13 @@ fn the_sdk_client_sees_every_connector_as_one_server_and_an_absent_one_stays_lis
         "{}",
         gateway.output()
     );
+    SecretScan::new(sandbox.path())
+        .issued_by("the SDK OAuth server", &oauth)
+        .issued_by("the open demo server", &demo)
+        .gateway_client("aggregate-e2e", &headers)
+        .text("patchbay authorize", &authorized)
+        .text("patchbay gateway serve", gateway.output())
+        .assert_clean();
 }
 
 #[test]
@@ -366,6 +374,11 @@ fn the_aggregate_keeps_the_gates_and_a_limited_client_to_its_connectors() {
         unknown["error"].as_str().unwrap().contains("Unknown tool"),
         "{unknown}"
     );
+    SecretScan::new(sandbox.path())
+        .gateway_client("all", &everything)
+        .gateway_client("only-alpha", &limited)
+        .text("patchbay gateway serve", gateway.output())
+        .assert_clean();
 }
 
 #[test]
@@ -403,4 +416,14 @@ fn claude_code_lists_the_aggregate_as_connected() {
         "{list}\n{}",
         gateway.output()
     );
+    SecretScan::new(sandbox.path())
+        .gateway_client("claude-code", &headers)
+        .text("patchbay gateway serve", gateway.output())
+        .text("claude mcp list", &list)
+        .excluding(
+            &claude,
+            "Claude Code's home, where the test wrote the gateway client's header as `claude \
+             mcp add --header` would: the client holding its gateway secret is the point",
+        )
+        .assert_clean();
 }
