@@ -19,7 +19,8 @@
 //!   in the window; then the browser opens and the row turns Ready.
 //!
 //! - `real_window_screenshots`, only with PATCHBAY_WINDOW_SCREENSHOTS=DIR (scripts/screenshots.sh
-//!   --real): the real window light and dark, before and after authorizing, as PNGs in DIR.
+//!   --real): the real window light and dark, before authorizing, asked by a link, and after, as
+//!   PNGs in DIR.
 //!
 //! Its own harness (`harness = false`), so that a machine without tauri-driver, WebKitWebDriver,
 //! an X display, dbus-daemon or gnome-keyring shows these tests as ignored with the reason, while
@@ -379,8 +380,9 @@ fn a_link_opens_the_row_and_asks_before_consent() {
 /// Where `real_window_screenshots` writes (scripts/screenshots.sh --real sets it).
 const SCREENSHOTS_ENV: &str = "PATCHBAY_WINDOW_SCREENSHOTS";
 
-/// The real window, light and dark (GTK's Adwaita:dark), before and after authorizing Demo through
-/// its button: real-window-{needs-authorization,ready}-{light,dark}.png in $PATCHBAY_WINDOW_SCREENSHOTS.
+/// The real window, light and dark (GTK's Adwaita:dark): Demo needing authorization, a link asking
+/// to authorize it, and Ready once confirmed:
+/// real-window-{needs-authorization,link-asks,ready}-{light,dark}.png in $PATCHBAY_WINDOW_SCREENSHOTS.
 ///
 /// With GL (the app turns GTK's off, GDK_GL=disable, unless GDK_GL is set): WebKit without its
 /// accelerated compositing never answers WebDriver's screenshot command, as with
@@ -406,9 +408,18 @@ fn real_window_screenshots() {
             eprintln!("wrote {}", file.display());
         };
         shoot("needs-authorization");
+        // A link asks; its Authorize Demo… starts the flow.
+        deliver_link(&desktop, "patchbay://authorize/demo");
+        desktop.driver.wait_for(
+            REACT,
+            "the row to ask",
+            "return document.querySelector('li[data-connector=demo] [data-control=confirm-authorize]') ? true : null;",
+            json!([]),
+        );
+        shoot("link-asks");
         desktop
             .driver
-            .click("li[data-connector=demo] [data-control=primary][data-action=authorize]");
+            .click("li[data-connector=demo] [data-control=confirm-authorize]");
         desktop.driver.wait_for(
             REACT,
             "the Demo row to turn Ready",

@@ -6,7 +6,7 @@
 //
 //   connector-<state>-{light,dark}.png  one row in each of the nine connector states (mixed fixture)
 //   overview, first-run, gallery, found-in, add-to-client, gateway-clients, check, history,
-//   paste-back, catalog-error            the window in that situation, 900 px wide
+//   paste-back, link-asks, catalog-error the window in that situation, 900 px wide
 //
 // Usage: node tests/screenshot-states.mjs [--dist=DIR] [--out=DIR] [--only=NAME,...]
 // (--dist: a built window other than ui/dist/; --only: those shots, e.g. --only=overview,gallery)
@@ -116,6 +116,16 @@ const SHOTS = [
     prepare: async (page) => {
       await page.click('li[data-connector="notion"] [data-control=primary]');
       await page.locator('li[data-connector="notion"] .flow').waitFor();
+      await scrollTo(page, 'li[data-connector="notion"]');
+    },
+  },
+  {
+    // A patchbay://authorize/NAME link: the row asks before any consent starts.
+    name: "link-asks",
+    query: "fixture=mixed&focus=notion&authorize=ask",
+    height: 640,
+    prepare: async (page) => {
+      await page.locator('li[data-connector="notion"] [data-control=confirm-authorize]').waitFor();
       await scrollTo(page, 'li[data-connector="notion"]');
     },
   },
