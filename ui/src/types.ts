@@ -9,6 +9,7 @@ export type {
   BoardRow as HealthRow,
   BridgeSummary as BridgeInfo,
   CatalogSourceStatus as CatalogSource,
+  CheckErrorKind,
   CheckRecord,
   ClientTarget,
   ClientWrite,

@@ -62,6 +62,8 @@ export type CatalogSourceStatus = { path: string, kind: SourceKind, present: boo
 
 export type CatalogStatus = { sources: Array<CatalogSourceStatus>, };
 
+export type CheckErrorKind = "unreachable" | "timed_out" | "rejected" | "server_error" | "needs_authorization" | "credential_rejected" | "protocol" | "spawn_failed" | "exited" | "missing_configuration" | "invalid";
+
 export type CheckRecord = { at: string, ok: boolean, latency_ms: number, transport: TransportKind, error_kind: string | null, http_status: number | null, error: string | null, 
 /**
  * Failures in a row at the time.
@@ -237,7 +239,7 @@ export type ErrorSummary = {
 /**
  * [`CheckError::kind`]: `unreachable`, `timed_out`, `rejected`, `needs_authorization`, ...
  */
-kind: string, message: string, retryable: boolean, http_status: number | null, };
+kind: CheckErrorKind, message: string, retryable: boolean, http_status: number | null, };
 
 export type FoundIn = { 
 /**

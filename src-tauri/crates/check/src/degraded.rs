@@ -134,7 +134,7 @@ impl DegradedRule {
                 degraded: Some(Degraded {
                     since: degraded.since,
                     error: message.to_owned(),
-                    kind: error.kind().to_owned(),
+                    kind: error.kind().id().to_owned(),
                 }),
             };
             return (next, Transition::StillDegraded);
@@ -147,7 +147,7 @@ impl DegradedRule {
                     degraded: Some(Degraded {
                         since: now,
                         error: message.to_owned(),
-                        kind: error.kind().to_owned(),
+                        kind: error.kind().id().to_owned(),
                     }),
                 },
                 Transition::Degraded,

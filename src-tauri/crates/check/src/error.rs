@@ -30,6 +30,64 @@ impl Stage {
 /// Why a check failed. [`CheckError::is_retryable`] splits the variants: the retryable ones are
 /// what the seed's ladder exists for (a server still starting, an npx cache race); the terminal
 /// ones do not become right in 30 seconds (a rejected credential, a missing command).
+/// Why a check failed, as `--json`, the window and the health store name it (the snake_case
+/// id; the health store keeps it as that text).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(rename_all = "snake_case")]
+pub enum CheckErrorKind {
+    Unreachable,
+    TimedOut,
+    Rejected,
+    ServerError,
+    NeedsAuthorization,
+    CredentialRejected,
+    Protocol,
+    SpawnFailed,
+    Exited,
+    MissingConfiguration,
+    Invalid,
+}
+
+impl CheckErrorKind {
+    /// The snake_case id, as serialized and stored.
+    pub fn id(self) -> &'static str {
+        match self {
+            CheckErrorKind::Unreachable => "unreachable",
+            CheckErrorKind::TimedOut => "timed_out",
+            CheckErrorKind::Rejected => "rejected",
+            CheckErrorKind::ServerError => "server_error",
+            CheckErrorKind::NeedsAuthorization => "needs_authorization",
+            CheckErrorKind::CredentialRejected => "credential_rejected",
+            CheckErrorKind::Protocol => "protocol",
+            CheckErrorKind::SpawnFailed => "spawn_failed",
+            CheckErrorKind::Exited => "exited",
+            CheckErrorKind::MissingConfiguration => "missing_configuration",
+            CheckErrorKind::Invalid => "invalid",
+        }
+    }
+}
+
+impl std::fmt::Display for CheckErrorKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.id())
+    }
+}
+
+/// Compares with the snake_case id (`kind() == "unreachable"`).
+impl PartialEq<&str> for CheckErrorKind {
+    fn eq(&self, other: &&str) -> bool {
+        self.id() == *other
+    }
+}
+
+/// Stored as its id.
+impl rusqlite::ToSql for CheckErrorKind {
+    fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
+        Ok(rusqlite::types::ToSqlOutput::from(self.id()))
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CheckError {
     /// Nothing answered: refused, reset, DNS, closed before a response (EOF). No fallback.
@@ -116,19 +174,19 @@ impl CheckError {
     }
 
     /// A stable machine-readable kind for `--json`, the window and the health store.
-    pub fn kind(&self) -> &'static str {
+    pub fn kind(&self) -> CheckErrorKind {
         match self {
-            CheckError::Unreachable { .. } => "unreachable",
-            CheckError::TimedOut { .. } => "timed_out",
-            CheckError::Rejected { .. } => "rejected",
-            CheckError::ServerError { .. } => "server_error",
-            CheckError::NeedsAuthorization { .. } => "needs_authorization",
-            CheckError::CredentialRejected { .. } => "credential_rejected",
-            CheckError::Protocol { .. } => "protocol",
-            CheckError::SpawnFailed { .. } => "spawn_failed",
-            CheckError::Exited { .. } => "exited",
-            CheckError::MissingConfiguration { .. } => "missing_configuration",
-            CheckError::Invalid { .. } => "invalid",
+            CheckError::Unreachable { .. } => CheckErrorKind::Unreachable,
+            CheckError::TimedOut { .. } => CheckErrorKind::TimedOut,
+            CheckError::Rejected { .. } => CheckErrorKind::Rejected,
+            CheckError::ServerError { .. } => CheckErrorKind::ServerError,
+            CheckError::NeedsAuthorization { .. } => CheckErrorKind::NeedsAuthorization,
+            CheckError::CredentialRejected { .. } => CheckErrorKind::CredentialRejected,
+            CheckError::Protocol { .. } => CheckErrorKind::Protocol,
+            CheckError::SpawnFailed { .. } => CheckErrorKind::SpawnFailed,
+            CheckError::Exited { .. } => CheckErrorKind::Exited,
+            CheckError::MissingConfiguration { .. } => CheckErrorKind::MissingConfiguration,
+            CheckError::Invalid { .. } => CheckErrorKind::Invalid,
         }
     }
 
@@ -253,5 +311,31 @@ mod tests {
             e.to_string(),
             "the server process exited with status 1 before the handshake finished"
         );
+    }
+
+    #[test]
+    fn every_kind_serializes_and_is_stored_as_its_id() {
+        use rusqlite::ToSql;
+        for kind in [
+            CheckErrorKind::Unreachable,
+            CheckErrorKind::TimedOut,
+            CheckErrorKind::Rejected,
+            CheckErrorKind::ServerError,
+            CheckErrorKind::NeedsAuthorization,
+            CheckErrorKind::CredentialRejected,
+            CheckErrorKind::Protocol,
+            CheckErrorKind::SpawnFailed,
+            CheckErrorKind::Exited,
+            CheckErrorKind::MissingConfiguration,
+            CheckErrorKind::Invalid,
+        ] {
+            assert_eq!(serde_json::to_value(kind).unwrap(), kind.id());
+            let stored = kind.to_sql().unwrap();
+            assert_eq!(
+                stored,
+                rusqlite::types::ToSqlOutput::from(kind.id()),
+                "{kind:?}"
+            );
+        }
     }
 }

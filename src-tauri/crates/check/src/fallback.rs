@@ -10,7 +10,7 @@
 
 use crate::handshake::{handshake, Handshake, Timeouts};
 use crate::retry::Pacing;
-use crate::{CheckError, CheckTarget, TransportKind};
+use crate::{CheckError, CheckErrorKind, CheckTarget, TransportKind};
 use serde::Serialize;
 use std::time::{Duration, Instant};
 
@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct ErrorSummary {
     /// [`CheckError::kind`]: `unreachable`, `timed_out`, `rejected`, `needs_authorization`, ...
-    pub kind: String,
+    pub kind: CheckErrorKind,
     pub message: String,
     pub retryable: bool,
     pub http_status: Option<u16>,
@@ -28,7 +28,7 @@ pub struct ErrorSummary {
 impl From<&CheckError> for ErrorSummary {
     fn from(e: &CheckError) -> Self {
         ErrorSummary {
-            kind: e.kind().to_owned(),
+            kind: e.kind(),
             message: e.to_string(),
             retryable: e.is_retryable(),
             http_status: e.http_status(),

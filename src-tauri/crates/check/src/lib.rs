@@ -27,7 +27,7 @@ pub mod retry;
 pub mod target;
 
 pub use degraded::{system_clock, Clock, Degraded, DegradedRule, Streak, Transition};
-pub use error::{CheckError, HealthError, Stage};
+pub use error::{CheckError, CheckErrorKind, HealthError, Stage};
 pub use fallback::{check, check_paced, Attempt, CheckOutcome, ErrorSummary};
 pub use handshake::{qualified_tool_name, Handshake, ServerIdentity, Timeouts, ToolInfo};
 pub use health::{

@@ -156,7 +156,7 @@ fn kinds(outcome: &CheckOutcome) -> Vec<String> {
     outcome
         .attempts
         .iter()
-        .map(|a| a.error.as_ref().map_or("ok".into(), |e| e.kind.clone()))
+        .map(|a| a.error.as_ref().map_or("ok".into(), |e| e.kind.id().into()))
         .collect()
 }
 
