@@ -4,8 +4,10 @@
 //! written, the rest of each file kept, the backup, a foreign entry refused, the mcp-remote
 //! switch, and `status` counting Patchbay's own entries for their connector (never as new ones).
 
+use patchbay_e2e::secret_scan::SecretScan;
 use patchbay_e2e::{patchbay_bin, Sandbox};
 use serde_json::{json, Value};
+use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
@@ -73,6 +75,8 @@ struct Home {
     home: PathBuf,
     /// A PATH without patchbay on it.
     empty_path: PathBuf,
+    /// What every `run` printed, for the secret scan.
+    outputs: RefCell<Vec<Output>>,
 }
 
 impl Home {
@@ -88,11 +92,26 @@ impl Home {
             sandbox,
             home,
             empty_path,
+            outputs: RefCell::new(Vec::new()),
         }
     }
 
     fn run(&self, args: &[&str]) -> Output {
-        run_in(&self.sandbox, &self.home, &self.empty_path, args)
+        let out = run_in(&self.sandbox, &self.home, &self.empty_path, args);
+        self.outputs.borrow_mut().push(out.clone());
+        out
+    }
+
+    /// The secret scan of the sandbox (the home with the clients' configs is inside it) and of
+    /// everything `run` printed.
+    fn scan(&self) -> SecretScan {
+        self.outputs
+            .borrow()
+            .iter()
+            .enumerate()
+            .fold(SecretScan::new(self.sandbox.path()), |scan, (i, out)| {
+                scan.output(&format!("patchbay run #{i}"), out)
+            })
     }
 
     fn status(&self) -> Value {
@@ -228,6 +247,9 @@ fn add_to_each_client_keeps_the_rest_and_is_counted_for_its_connector() {
         original_cursor,
         "the backup is never overwritten"
     );
+    h.scan()
+        .none_issued("no authorization: entries that run `patchbay connect` hold no secret")
+        .assert_clean();
 }
 
 #[test]
@@ -259,6 +281,9 @@ fn a_foreign_entry_is_refused_unless_replaced_and_bad_input_is_named() {
     // A local (stdio) connector cannot be fronted.
     let err = failed(&h.run(&["add-to", "cursor", "memory"]));
     assert!(err.contains("local (stdio)"), "{err}");
+    h.scan()
+        .none_issued("no authorization: refused writes hold no secret")
+        .assert_clean();
 }
 
 #[test]
@@ -351,6 +376,9 @@ fn an_mcp_remote_entry_is_switched_and_its_connector_kept() {
     ok(&h.run(&["switch", "cursor", "team-demo"]));
     let entry = &lenient(&cursor)["mcpServers"]["team-demo"];
     assert_eq!(entry["args"][0], "connect", "{entry}");
+    h.scan()
+        .none_issued("no authorization: a switched entry runs `patchbay connect`")
+        .assert_clean();
 }
 
 /// A raw HTTP/1.1 POST on loopback; the status code, or `None` while nothing answers.
@@ -479,6 +507,14 @@ fn via_the_gateway_the_client_gets_one_secret_the_gateway_accepts() {
     assert_eq!(refused, 401);
     assert_eq!(wrong, 401);
     assert_eq!(accepted, 502, "accepted, and the upstream is unreachable");
+    h.scan()
+        .gateway_client("cursor", &json!({ "Authorization": bearer }))
+        .excluding(
+            &cursor,
+            "Cursor's config: `add-to --via gateway` writes the gateway client's secret there, \
+             which is the point",
+        )
+        .assert_clean();
 }
 
 /// Run `command args` as the client would (HOME in the sandbox), speak newline-delimited
@@ -628,4 +664,13 @@ fn a_switched_entry_runs_as_the_client_launches_it() {
     let _ = gateway.kill();
     let _ = gateway.wait();
     assert_eq!(status, 200, "initialize through the gateway");
+    h.scan()
+        .issued_by("the open SDK server", &server)
+        .gateway_client("vscode", &json!({ "Authorization": authorization }))
+        .excluding(
+            h.home.join(".config/Code/User/mcp.json"),
+            "VS Code's config: `add-to --via gateway` writes the gateway client's secret there, \
+             which is the point",
+        )
+        .assert_clean();
 }

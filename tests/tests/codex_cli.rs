@@ -36,6 +36,9 @@
 
 use chrono::{Duration, Utc};
 use patchbay_catalog::CredentialKey;
+use patchbay_e2e::secret_scan::{
+    read_issued_file, record_issued_module, Issuer, SecretScan, ISSUED_ENV,
+};
 use patchbay_e2e::{json, require_keychain, wait_within, Sandbox};
 use patchbay_vault::{CredentialRow, Secret, TokenSet};
 use serde_json::Value;
@@ -316,7 +319,7 @@ fn store_mode_round_trip(mode: &str, name: &str, port: u16) {
                     rotated_at: None,
                 },
                 &TokenSet {
-                    access_token: Secret::new("at-1"),
+                    access_token: Secret::new("at-1-bridged"),
                     refresh_token: None,
                 },
             )
@@ -344,12 +347,19 @@ fn store_mode_round_trip(mode: &str, name: &str, port: u16) {
     let file = codex.join(".credentials.json");
     if mode == "file" {
         let store: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
-        assert_eq!(store[key.as_str()]["access_token"], "at-1", "{store:#}");
+        assert_eq!(
+            store[key.as_str()]["access_token"],
+            "at-1-bridged",
+            "{store:#}"
+        );
         assert!(keyring_item(key.as_str()).is_none());
     } else {
         assert!(!file.exists(), "{mode}: the keyring answers, so no file");
         let item = keyring_item(key.as_str()).expect("a keyring item");
-        assert_eq!(item["token_response"]["access_token"], "at-1", "{item:#}");
+        assert_eq!(
+            item["token_response"]["access_token"], "at-1-bridged",
+            "{item:#}"
+        );
         assert_eq!(item["token_response"]["token_type"], "Bearer", "{item:#}");
         assert_eq!(item["url"], url.as_str(), "{item:#}");
     }
@@ -422,6 +432,11 @@ fn store_mode_round_trip(mode: &str, name: &str, port: u16) {
     );
     assert_eq!(row.rotated_by.as_deref(), Some("codex"), "{mode}");
     clear_keyring_item(key.as_str());
+    SecretScan::new(sandbox.path())
+        .secret("the access token Patchbay wrote for Codex", "at-1-bridged")
+        .secret("Codex's rotated access token", "at-codex")
+        .secret("Codex's rotated refresh token", "rt-codex")
+        .assert_clean();
 }
 
 #[test]
@@ -449,6 +464,12 @@ struct RefreshServer {
     mcp_port: u16,
 }
 
+impl Issuer for RefreshServer {
+    fn issued(&self) -> Vec<(String, String)> {
+        read_issued_file(&self.logs.path().join("issued.jsonl"))
+    }
+}
+
 impl RefreshServer {
     fn start() -> RefreshServer {
         RefreshServer::start_with_refresh_delay(0)
@@ -470,7 +491,10 @@ impl RefreshServer {
         let file = |name: &str| std::fs::File::create(logs.path().join(name)).unwrap();
         let child = Command::new("node")
             .current_dir(&node)
+            .arg("--import")
+            .arg(record_issued_module())
             .args(["sdk-oauth-refresh-server.mjs", "--oauth"])
+            .env(ISSUED_ENV, logs.path().join("issued.jsonl"))
             .env("MCP_PORT", mcp_port.to_string())
             .env("MCP_AUTH_PORT", auth_port.to_string())
             .env("REFRESH_DELAY_MS", delay_ms.to_string())
@@ -752,6 +776,10 @@ fn codex_refresh_round_trip(mode: &str) {
     assert_eq!(server.events("REFRESHED"), 2, "{}", server.output());
     assert_eq!(server.events("REUSE"), 0, "{}", server.output());
     clear_keyring_item(key.as_str());
+    SecretScan::new(sandbox.path())
+        .issued_by("the SDK server", &server)
+        .output("patchbay refresh", &refreshed)
+        .assert_clean();
 }
 
 #[test]
@@ -989,4 +1017,7 @@ fn codex_waits_for_its_refresh_lock_and_then_uses_patchbays_refresh() {
     stop_codex(&mut exec);
     assert_eq!(server.events("REFRESHED"), 1, "{}", server.output());
     assert_eq!(server.events("REUSE"), 0, "{}", server.output());
+    SecretScan::new(sandbox.path())
+        .issued_by("the SDK server", &server)
+        .assert_clean();
 }

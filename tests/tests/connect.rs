@@ -19,6 +19,7 @@
 
 use patchbay_e2e::peers::{authorize, wait_for, OAuthServer, STARTUP, STEP};
 use patchbay_e2e::sdk_servers::{node_dir, SdkServer};
+use patchbay_e2e::secret_scan::SecretScan;
 use patchbay_e2e::{patchbay_bin, require_keychain, Sandbox};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
@@ -169,7 +170,7 @@ fn the_sdk_client_calls_tools_through_expiry_restart_and_a_lapsed_grant() {
         &json!({ "mcpServers": { "sdk": { "type": "http", "url": server.mcp_url() } } })
             .to_string(),
     );
-    authorize(&sandbox, &catalog, "sdk");
+    let authorized = authorize(&sandbox, &catalog, "sdk");
     let first_token = stored_access_token(&sandbox, &catalog).expect("authorized");
 
     let catalog_arg = catalog.to_str().unwrap();
@@ -285,6 +286,13 @@ fn the_sdk_client_calls_tools_through_expiry_restart_and_a_lapsed_grant() {
             "a token reached the client's side"
         );
     }
+    SecretScan::new(sandbox.path())
+        .issued_by("the SDK server", &server)
+        .text("patchbay authorize", &authorized)
+        .text("the bridge's stdout as the client saw it", last.to_string())
+        .text("the bridge's stderr", &stderr)
+        .output("patchbay disconnect", &dropped)
+        .assert_clean();
 }
 
 /// The bridge run on raw lines (no SDK in between): `patchbay connect URL` as a client's
@@ -432,6 +440,11 @@ fn a_url_finds_the_connector_stdout_is_json_rpc_only_and_calls_reach_the_health_
     assert_eq!(stats.calls, 4, "{stats:?}");
     assert_eq!(stats.failures, 0, "{stats:?}");
     assert!(stats.p50_ms.is_some(), "{stats:?}");
+    SecretScan::new(sandbox.path())
+        .issued_by("the SDK server", &server)
+        .none_issued("an open server: no authorization")
+        .text("the bridge's stderr", &stderr)
+        .assert_clean();
 }
 
 /// A connector that is not in use, or a URL no connector has, is refused at once with a clear
@@ -461,6 +474,9 @@ fn an_unknown_name_or_url_is_refused_on_stderr() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(stderr.contains(says), "{stderr}");
     }
+    SecretScan::new(sandbox.path())
+        .none_issued("nothing is authorized: only the modes of what was created")
+        .assert_clean();
 }
 
 /// A connector on the legacy HTTP+SSE transport (the SDK's `simpleSseServer.js`): the SDK's
@@ -507,4 +523,9 @@ fn a_legacy_sse_connector_is_bridged_and_survives_a_restart() {
     let (last, stderr) = client.close();
     assert_eq!(last["protocol_errors"], json!([]), "{last}\n{stderr}");
     assert!(stderr.contains("the session was started again"), "{stderr}");
+    SecretScan::new(sandbox.path())
+        .issued_by("the SSE server", &server)
+        .none_issued("an open legacy SSE server: no authorization")
+        .text("the bridge's stderr", &stderr)
+        .assert_clean();
 }
