@@ -835,6 +835,10 @@ fn a_panel_sees_the_badge_and_menu_and_their_updates() {
     });
     assert!(status.success(), "Quit: {status}\n{}", app.log());
     assert!(!browser_calls.exists(), "a browser was opened");
+    patchbay_e2e::secret_scan::SecretScan::new(&session.path("patchbay"))
+        .none_issued("the tray shows states; nothing is authorized: the modes of what it made")
+        .text("the app's log", app.log())
+        .assert_clean();
 }
 
 /// No StatusNotifier host on the bus: the app says so once, opens the window at start, and a
@@ -882,6 +886,10 @@ fn without_a_tray_host_the_window_opens_and_notifications_still_come() {
     );
     assert_eq!(app.windows().len(), 1);
     assert!(!browser_calls.exists(), "a browser was opened");
+    patchbay_e2e::secret_scan::SecretScan::new(&session.path("patchbay"))
+        .none_issued("the tray shows states; nothing is authorized: the modes of what it made")
+        .text("the app's log", app.log())
+        .assert_clean();
 }
 
 /// A watcher on the bus that says no host is registered (a panel that registers items and shows
@@ -905,6 +913,10 @@ fn a_watcher_without_a_host_is_no_tray_host() {
     desktop.expect_since(0, "the no-tray notification", REACT, |v| {
         v["event"] == "notify" && v["summary"] == "Patchbay has no tray icon here"
     });
+    patchbay_e2e::secret_scan::SecretScan::new(&session.path("patchbay"))
+        .none_issued("the tray shows states; nothing is authorized: the modes of what it made")
+        .text("the app's log", app.log())
+        .assert_clean();
 }
 
 /// With PATCHBAY_TRAY_MENU_OUT=DIR, the menu as the panel read it and its icon, for
