@@ -115,3 +115,18 @@ if command -v rustup >/dev/null 2>&1; then
     rustup target list --installed | grep -qx "$target" || rustup target add "$target"
   done
 fi
+
+# --- The Debian package's CI step (scripts/ci/package.sh) ---
+# gio opens a patchbay:// link as a desktop does; pgrep finds the installed app. The Tauri CLI
+# that builds the package is ui/'s pinned devDependency (npm ci above).
+PACKAGE_CHECK_PACKAGES=(libglib2.0-bin procps)
+pkg_missing=()
+for p in "${PACKAGE_CHECK_PACKAGES[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || pkg_missing+=("$p")
+done
+if [ "${#pkg_missing[@]}" -gt 0 ]; then
+  sudo=""; [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  echo "setup: installing ${pkg_missing[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${pkg_missing[@]}"
+fi

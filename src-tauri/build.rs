@@ -1,10 +1,11 @@
-//! Build script: reads the one config at the repository top (../tauri.conf.json) and generates the
-//! app's permissions, one `allow-<command>` per command; only those commands can be invoked, and
-//! only by the windows that capabilities/ grant them to.
+//! Build script: reads the app's one config (tauri.conf.json, beside Cargo.toml, where the Tauri
+//! CLI that scripts/package.sh runs looks for it) and generates the app's permissions, one
+//! `allow-<command>` per command; only those commands can be invoked, and only by the windows
+//! that capabilities/ grant them to.
 
 fn main() {
     let attributes = tauri_build::Attributes::new()
-        .config_path("../tauri.conf.json")
+        .config_path("tauri.conf.json")
         .app_manifest(tauri_build::AppManifest::new().commands(&[
             "get_status",
             "delete_unclaimed_credential",
@@ -25,6 +26,8 @@ fn main() {
             "switch_candidates",
             "gateway_clients",
             "revoke_gateway_client",
+            "get_launch_at_login",
+            "set_launch_at_login",
         ]));
     if let Err(error) = tauri_build::try_build(attributes) {
         panic!("tauri-build failed: {error:#}");

@@ -17,8 +17,10 @@
 //! it (`window`). Nothing ticks while nothing changes but the 30 s expiry tick, the schedule's
 //! timers and the file watchers, which sleep on their events.
 
+mod autostart;
 mod commands;
 mod error;
+mod link_handler;
 mod notification;
 mod tray;
 mod window;
@@ -188,9 +190,8 @@ fn setup(app: &mut tauri::App) -> Result<(), Box<dyn std::error::Error>> {
     #[cfg(target_os = "linux")]
     {
         // Registers patchbay:// with the desktop (a .desktop handler and xdg-mime), so that a
-        // link works without an installed package.
-        use tauri_plugin_deep_link::DeepLinkExt;
-        if let Err(error) = app.deep_link().register_all() {
+        // link works without an installed package (a package's desktop entry does it there).
+        if let Err(error) = link_handler::register_unless_packaged(app) {
             tracing::warn!("cannot register the patchbay:// link handler: {error}");
         }
     }
@@ -340,6 +341,7 @@ pub fn run() {
             },
         ))
         .plugin(tauri_plugin_deep_link::init())
+        .plugin(autostart::plugin())
         .invoke_handler(tauri::generate_handler![
             commands::get_status,
             commands::delete_unclaimed_credential,
@@ -360,9 +362,11 @@ pub fn run() {
             commands::switch_candidates,
             commands::gateway_clients,
             commands::revoke_gateway_client,
+            commands::get_launch_at_login,
+            commands::set_launch_at_login,
         ])
         .setup(setup)
-        .build(tauri::generate_context!("../tauri.conf.json"));
+        .build(tauri::generate_context!());
     let app = match built {
         Ok(app) => app,
         Err(error) => {

@@ -1,0 +1,90 @@
+// "Start at login" in the Connectors window (issue 13): off by default, a change calls
+// set_launch_at_login with the new value and shows what it answered, a failed change puts the
+// switch back and says why, and a setting that cannot be read says so. Real Chromium against the
+// built window with the browser stand-in of launch-at-login.ts (the Rust side, the XDG entry
+// appearing and going, is tested in src-tauri/src/autostart.rs).
+
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import { launch, openWindow, startServer } from "./harness.mjs";
+
+let server;
+let browser;
+
+before(async () => {
+  server = await startServer();
+  browser = await launch();
+});
+
+after(async () => {
+  await browser?.close();
+  await server?.close();
+});
+
+const SWITCH = "#launch-at-login";
+const standIn = (page) => page.evaluate(() => window.__patchbayLaunchAtLogin);
+const ready = (page) => page.waitForSelector(`${SWITCH}:not([disabled])`);
+
+test("off by default; turning it on and off calls the command and shows its answer", async () => {
+  const page = await openWindow(browser, server.url, "fixture=mixed");
+  await ready(page);
+  const sw = page.locator(SWITCH);
+  assert.equal(await sw.getAttribute("role"), "switch");
+  assert.equal(await page.getByRole("switch", { name: "Start at login" }).count(), 1);
+  assert.equal(await sw.isChecked(), false, "off by default");
+  // In the window's footer, after the connectors in the tab order.
+  assert.equal(await page.locator(`footer.settings-footer ${SWITCH}`).count(), 1);
+  assert.equal(
+    await page.evaluate(() => document.querySelector("main.scroller").nextElementSibling?.className),
+    "settings-footer",
+  );
+
+  await sw.click();
+  await ready(page);
+  assert.equal(await sw.isChecked(), true);
+  let state = await standIn(page);
+  assert.equal(state.enabled, true);
+  assert.deepEqual(state.calls.at(-1), { command: "set_launch_at_login", enabled: true });
+  assert.equal(await page.textContent("#announcer"), "Patchbay will start at login");
+
+  await page.keyboard.press("Space"); // focus stayed on the switch
+  await ready(page);
+  assert.equal(await sw.isChecked(), false);
+  state = await standIn(page);
+  assert.equal(state.enabled, false);
+  assert.deepEqual(state.calls.at(-1), { command: "set_launch_at_login", enabled: false });
+  assert.equal(await page.isHidden("#launch-at-login-problem"), true);
+  assert.deepEqual(page.errors, []);
+  await page.context.close();
+});
+
+test("an entry already there shows as on", async () => {
+  const page = await openWindow(browser, server.url, "fixture=mixed&login=on");
+  await ready(page);
+  assert.equal(await page.locator(SWITCH).isChecked(), true);
+  await page.context.close();
+});
+
+test("a change that fails puts the switch back and says why", async () => {
+  const page = await openWindow(browser, server.url, "fixture=mixed&fail=set_launch_at_login");
+  await ready(page);
+  const sw = page.locator(SWITCH);
+  await sw.click();
+  await ready(page);
+  assert.equal(await sw.isChecked(), false, "back to off");
+  const problem = page.locator("#launch-at-login-problem");
+  assert.equal(await problem.isVisible(), true);
+  assert.match(await problem.textContent(), /^Could not turn on Start at login: cannot write the autostart entry/);
+  assert.equal(await sw.getAttribute("aria-describedby"), "launch-at-login-problem");
+  assert.equal((await standIn(page)).enabled, false);
+  await page.context.close();
+});
+
+test("a setting that cannot be read is shown as unavailable, not as off", async () => {
+  const page = await openWindow(browser, server.url, "fixture=mixed&fail=get_launch_at_login");
+  const problem = page.locator("#launch-at-login-problem");
+  await problem.waitFor({ state: "visible" });
+  assert.match(await problem.textContent(), /^Start at login is unavailable: /);
+  assert.equal(await page.locator(SWITCH).isDisabled(), true);
+  await page.context.close();
+});
