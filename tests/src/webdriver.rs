@@ -111,13 +111,15 @@ impl TauriDriver {
             session: None,
         };
         let deadline = Instant::now() + Duration::from_secs(20);
-        while !crate::peers::listening(port) {
+        // Both: tauri-driver answers a session request it cannot hand to WebKitWebDriver yet
+        // with a closed connection.
+        while !(crate::peers::listening(port) && crate::peers::listening(native_port)) {
             if let Ok(Some(status)) = driver.child.try_wait() {
                 panic!("tauri-driver exited ({status}):\n{}", driver.log());
             }
             assert!(
                 Instant::now() < deadline,
-                "tauri-driver did not listen:\n{}",
+                "tauri-driver and WebKitWebDriver did not listen:\n{}",
                 driver.log()
             );
             std::thread::sleep(Duration::from_millis(50));

@@ -10,6 +10,7 @@
 //!   `patchbay status --json` says; the panel's menu heads with "2 need attention"; a click on
 //!   the Demo row's Authorize opens the browser at the server's /authorize once, the row turns
 //!   Ready, the CLI agrees, and the panel's menu says "1 needs attention" (latencies printed).
+//!   Then no secret the server issued is in the data dir, home, XDG dirs, app log or window DOM.
 //! - `a_link_reaches_the_running_app_and_opens_the_row`: `patchbay-app patchbay://authorize/search`,
 //!   run while the app runs, exits at once and the running app's window opens the Search row
 //!   (highlighted or focused) and says it does not need authorizing; nothing is started.
@@ -29,6 +30,7 @@
 
 use patchbay_e2e::desktop::{app_bin, menu_labels, poll, DesktopSession, StandInPanel};
 use patchbay_e2e::peers::OAuthServer;
+use patchbay_e2e::secret_scan::SecretScan;
 use patchbay_e2e::state_of;
 use patchbay_e2e::webdriver::{missing_for_webdriver, TauriDriver};
 use serde_json::{json, Value};
@@ -169,6 +171,24 @@ impl Desktop {
         menu_labels(&snapshot).remove(0)
     }
 
+    /// Every secret the OAuth server issued or was shown (tokens, client secret, code, PKCE
+    /// verifier) is nowhere: not in Patchbay's data directory, the session's home and XDG dirs
+    /// (WebKit's caches included), the app's log (through tauri-driver's), nor the window's DOM.
+    fn assert_no_secret_leaked(&self) {
+        let dom = self
+            .driver
+            .execute("return document.documentElement.outerHTML;", json!([]));
+        SecretScan::new(&self.session.path("patchbay"))
+            .issued_by("the SDK's OAuth server", &self.server)
+            .place(self.session.path("home"))
+            .place(self.session.path("config"))
+            .place(self.session.path("data"))
+            .place(self.session.path("cache"))
+            .text("the app's log (tauri-driver's output)", self.driver.log())
+            .text("the window's DOM", dom.as_str().unwrap_or_default())
+            .assert_clean();
+    }
+
     /// Fails with what the app and the driver said.
     fn context(&self) -> String {
         format!(
@@ -259,6 +279,7 @@ fn the_window_authorizes_a_connector_and_the_tray_follows() {
     eprintln!(
         "latency from the click: browser opened {opened:?}, row Ready {row_ready:?}, tray updated {tray:?}"
     );
+    desktop.assert_no_secret_leaked();
 }
 
 /// A `patchbay://` link as the desktop delivers it: the app started again with the URL, which hands
@@ -375,6 +396,7 @@ fn a_link_opens_the_row_and_asks_before_consent() {
     );
     assert_eq!(desktop.auth_requests("GET", "/authorize"), 1);
     assert_eq!(state_of(&desktop.session.report(), "demo"), "ready");
+    desktop.assert_no_secret_leaked();
 }
 
 /// Where `real_window_screenshots` writes (scripts/screenshots.sh --real sets it).
