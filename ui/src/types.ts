@@ -16,6 +16,7 @@ export type {
   ConnectorCheck,
   ConnectorState as ConnectorStateId,
   ConnectorStatus as Connector,
+  CredentialSource,
   CredentialSummary as CredentialInfo,
   Degraded,
   DegradedStatus,

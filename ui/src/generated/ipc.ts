@@ -208,7 +208,9 @@ origin: Origin,
  * Where the stored credential came from: `patchbay` (authorized here), or adopted from
  * `claude_code`, `codex`, `mcp_remote`; `null` without a credential.
  */
-credential_source: string | null, };
+credential_source: CredentialSource | null, };
+
+export type CredentialSource = "patchbay" | "claude_code" | "codex" | "mcp_remote";
 
 export type CredentialSummary = { key: string, expires_at: string | null, has_refresh_token: boolean, issuer: string | null, updated_at: string, 
 /**

@@ -186,7 +186,7 @@ impl Patchbay {
                     usage
                         .credential_source
                         .entry(row.server_name.clone())
-                        .or_insert_with(|| source.id().to_owned());
+                        .or_insert(*source);
                 }
             }
         }

@@ -7,7 +7,7 @@ use crate::usage::{FoundIn, GalleryEntry, InUseReason, Origin};
 use crate::{Action, ConnectorState};
 use chrono::{DateTime, SecondsFormat, Utc};
 use patchbay_catalog::{Catalog, CatalogItem, CredentialKey, ServerEntry};
-use patchbay_vault::CredentialRow;
+use patchbay_vault::{CredentialRow, CredentialSource};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -134,7 +134,7 @@ pub struct ConnectorStatus {
     /// Where the stored credential came from: `patchbay` (authorized here), or adopted from
     /// `claude_code`, `codex`, `mcp_remote`; `null` without a credential.
     #[serde(default)]
-    pub credential_source: Option<String>,
+    pub credential_source: Option<CredentialSource>,
 }
 
 /// Why and since when a connector is degraded (from the health board).

@@ -12,6 +12,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;
 
 use patchbay_catalog::{Catalog, CatalogItem, ServerEntry, SourceKind};
+use patchbay_vault::CredentialSource;
 use serde::{Deserialize, Serialize};
 
 use crate::report::{sort_rows, StatusReport};
@@ -94,9 +95,8 @@ pub struct Usage {
     pub found_in: BTreeMap<String, Vec<FoundIn>>,
     /// Rows that come from a client alone (not in any catalog).
     pub client_only: BTreeSet<String>,
-    /// Connector name → where its stored credential came from (`patchbay`, `claude_code`,
-    /// `codex`, `mcp_remote`).
-    pub credential_source: BTreeMap<String, String>,
+    /// Connector name → where its stored credential came from.
+    pub credential_source: BTreeMap<String, CredentialSource>,
 }
 
 impl GalleryEntry {
@@ -182,8 +182,8 @@ impl StatusReport {
                 usage
                     .credential_source
                     .get(&row.name)
-                    .cloned()
-                    .unwrap_or_else(|| "patchbay".to_owned())
+                    .copied()
+                    .unwrap_or(CredentialSource::Patchbay)
             });
             row.in_use_because = because;
             if !row.in_use_because.is_empty() {

@@ -15,7 +15,10 @@ use crate::seal::Kind;
 use crate::{CredentialRow, Grant, TokenSet, Vault, VaultError};
 
 /// Where a stored credential came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "snake_case")]
 pub enum CredentialSource {
     /// Authorized in Patchbay (or renewed by a runtime from such a pair).
