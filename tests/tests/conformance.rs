@@ -107,6 +107,8 @@ struct Peer {
     /// It checks access tokens statefully (opaque tokens or introspection), so a revoked access
     /// token is refused at once; JWTs checked by signature stay valid until they expire.
     stateful_access_tokens: bool,
+    /// A Node peer: tests/node/record-issued.mjs writes down what it issues.
+    records_issued: bool,
 }
 
 impl Issuer for Peer {
@@ -136,7 +138,8 @@ impl Peer {
         let file = |n: &str| std::fs::File::create(logs.path().join(n)).expect("log file");
         // A Node peer writes down what it issues (tests/node/record-issued.mjs); the Python
         // peers' secrets come from what the test reads back from the vault.
-        if cmd.get_program() == "node" {
+        let records_issued = cmd.get_program() == "node";
+        if records_issued {
             let mut import = std::ffi::OsString::from("--import=");
             import.push(record_issued_module());
             cmd.env("NODE_OPTIONS", import)
@@ -157,6 +160,7 @@ impl Peer {
             revocation,
             auth_method,
             stateful_access_tokens,
+            records_issued,
         };
         peer.wait_listening(ready);
         peer
@@ -539,6 +543,15 @@ fn conform(peer: Peer) {
     scan = scan.output("patchbay authorize", &out);
     let (access0, refresh0, grant) = stored(&sandbox, &catalog);
     let refresh0 = refresh0.unwrap_or_else(|| panic!("{name} issued no refresh token"));
+    // The recorder saw what the vault holds (else the scan would look for nothing of it).
+    if peer.records_issued {
+        let issued = peer.issued();
+        assert!(
+            issued.iter().any(|(_, v)| *v == access0) && issued.iter().any(|(_, v)| *v == refresh0),
+            "{name}: tests/node/record-issued.mjs did not record the tokens it issued: {:?}",
+            issued.iter().map(|(l, _)| l).collect::<Vec<_>>()
+        );
+    }
     scan = scan
         .secret("the first access token", &access0)
         .secret("the first refresh token", &refresh0);
