@@ -189,13 +189,22 @@ impl Desktop {
             .assert_clean();
     }
 
-    /// Fails with what the app and the driver said.
+    /// What the app, the driver and the OAuth server said, for a failing case.
     fn context(&self) -> String {
         format!(
             "--- tauri-driver, WebKitWebDriver and the app ---\n{}\n--- the OAuth server ---\n{}",
             self.driver.log(),
             self.server.output()
         )
+    }
+}
+
+impl Drop for Desktop {
+    fn drop(&mut self) {
+        // A failing case says what the app, the driver and the server said.
+        if std::thread::panicking() {
+            eprintln!("{}", self.context());
+        }
     }
 }
 
@@ -259,13 +268,12 @@ fn the_window_authorizes_a_connector_and_the_tray_follows() {
         "the browser was not sent to the server's authorization endpoint: {}",
         calls[0]
     );
-    let ready = desktop.driver.wait_for(
+    desktop.driver.wait_for(
         REACT,
         "the Demo row to turn Ready",
         "return document.querySelector('li[data-connector=demo]')?.dataset.state === 'ready' || null;",
         json!([]),
     );
-    assert_eq!(ready, Value::Bool(true), "{}", desktop.context());
     let row_ready = clicked.elapsed();
     assert_eq!(desktop.auth_requests("GET", "/authorize"), 1);
     let report = desktop.session.report();
