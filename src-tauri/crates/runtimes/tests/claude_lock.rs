@@ -29,8 +29,23 @@ const NOTION: &str = "notion|3fad03f7abd02b9c";
 const CC: &str = "cc|1111111111111111";
 
 /// Long enough for a writer that ignored the lock to have finished, so that the assertions made
-/// while the lock is held would see its write.
+/// while the lock is held would see its write. Counted from the moment the writer is seen
+/// holding our own lock ([`holds`]): it is then past our lock and at Claude Code's.
 const LET_IT_RUN: Duration = Duration::from_millis(300);
+
+/// Waits (bounded) until someone holds our lock at `path`: the positive sign that a writer
+/// started has reached its critical section, so a later "it has not written" means something.
+fn holds(path: &Path) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while FileLock::acquire(path, Duration::from_millis(10)).is_ok() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the writer never took our lock at {}",
+            path.display()
+        );
+        thread::sleep(Duration::from_millis(10));
+    }
+}
 
 fn now() -> DateTime<Utc> {
     Utc.timestamp_millis_opt(1_764_000_000_000).unwrap()
@@ -204,6 +219,7 @@ fn the_file_store_waits_for_claude_code_and_keeps_what_it_wrote() {
                 .unwrap()
         })
     };
+    holds(&store.lock_path());
     thread::sleep(LET_IT_RUN);
     // ...our write waits, holding our own lock meanwhile (ours first, then Claude Code's)...
     assert!(
@@ -307,6 +323,7 @@ fn the_keychain_store_waits_for_claude_code_and_keeps_what_it_wrote() {
     fs::create_dir_all(&paths.claude_config_dir).unwrap();
 
     fs::create_dir(&lock).unwrap();
+    let our_lock = store.lock_path().to_path_buf();
     let (done, finished) = mpsc::channel();
     let writer = thread::spawn(move || {
         let outcome = store
@@ -317,6 +334,7 @@ fn the_keychain_store_waits_for_claude_code_and_keeps_what_it_wrote() {
             .unwrap();
         done.send(outcome).unwrap();
     });
+    holds(&our_lock);
     thread::sleep(LET_IT_RUN);
     assert!(
         finished.try_recv().is_err(),
