@@ -317,7 +317,6 @@ type Episode = (usize, OutageKind, i64, i64);
 
 /// The seeded plan: every day two outages, two lost answers, one sleep, two kills and one
 /// keychain lock, their kinds taken in turn so that a short run meets each of them.
-
 fn fault_plan(rng: &mut Rng, days: i64) -> (Vec<(i64, Fault)>, Vec<Episode>) {
     let kinds = [
         OutageKind::Http(Outage::ServerError),
@@ -1597,7 +1596,27 @@ async fn a_month_of_faults_costs_no_reauthorization_the_policy_does_not_name() {
     let mut unneeded: BTreeMap<String, usize> = BTreeMap::new();
     for cred in &w.creds {
         let server = &w.servers[cred.server];
-        let ok = renewable(&w, &p, cred).expect("the vault opens at the end");
+        let mut ok = renewable(&w, &p, cred).expect("the vault opens at the end");
+        // Patchbay's own word on it: renew it now, as the gateway's 401 would (a token held but
+        // never presented again, or dropped, shows here).
+        let mut refusal = None;
+        if ok {
+            let r = p.refresher.clone();
+            let name = cred.name.clone();
+            match p
+                .rt
+                .spawn(async move { r.refresh(&name).await })
+                .await
+                .unwrap()
+            {
+                Ok(RefreshOutcome::Refreshed { .. } | RefreshOutcome::Adopted { .. }) => {}
+                Ok(RefreshOutcome::Skipped { reason }) => refusal = Some(reason),
+                Ok(RefreshOutcome::Failed { summary, .. }) => refusal = Some(summary),
+                Ok(RefreshOutcome::NotDue) => refusal = Some("not due, though forced".into()),
+                Err(e) => refusal = Some(e.to_string()),
+            }
+            ok = refusal.is_none();
+        }
         if ok {
             continue;
         }
@@ -1639,6 +1658,10 @@ async fn a_month_of_faults_costs_no_reauthorization_the_policy_does_not_name() {
                 .and_then(|t| t.refresh_token)
                 .map(|t| t.expose().to_string());
             let cause = match (&ours, row.has_refresh_token) {
+                _ if refusal.is_some() => format!(
+                    "Patchbay cannot renew it: {}",
+                    gist(refusal.as_deref().unwrap_or_default())
+                ),
                 (_, false) => format!("refresh token dropped: {last_word}"),
                 (Some(t), true) => match server.spent(t) {
                     Some(s) => format!(
