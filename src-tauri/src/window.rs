@@ -72,12 +72,24 @@ const GDK_GL: &str = "GDK_GL";
 #[cfg(target_os = "linux")]
 static GL_SKIPPED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
-/// Before GTK starts (first thing in `run`, on the only thread): tell it not to set up OpenGL.
+/// WebKit's UI-process memory-pressure poller wakes every few seconds for the rest of the process's
+/// life once a first web view existed; the window's web process, the only one it would help, goes
+/// when the window closes.
+#[cfg(target_os = "linux")]
+const WEBKIT_NO_PRESSURE_MONITOR: &str = "WEBKIT_DISABLE_MEMORY_PRESSURE_MONITOR";
+
+/// Before GTK starts (first thing in `run`, on the only thread): tell it not to set up OpenGL, and
+/// WebKit not to poll for memory pressure (unless the user set either variable).
 pub fn skip_gl_at_start() {
     #[cfg(target_os = "linux")]
-    if std::env::var_os(GDK_GL).is_none() {
-        std::env::set_var(GDK_GL, "disable");
-        GL_SKIPPED.store(true, std::sync::atomic::Ordering::SeqCst);
+    {
+        if std::env::var_os(GDK_GL).is_none() {
+            std::env::set_var(GDK_GL, "disable");
+            GL_SKIPPED.store(true, std::sync::atomic::Ordering::SeqCst);
+        }
+        if std::env::var_os(WEBKIT_NO_PRESSURE_MONITOR).is_none() {
+            std::env::set_var(WEBKIT_NO_PRESSURE_MONITOR, "1");
+        }
     }
 }
 

@@ -4,8 +4,8 @@
 # under Xvfb in a private D-Bus session with an unlocked throwaway gnome-keyring and temp XDG dirs
 # and HOME:
 #   - idle, started with --background (tray only, no window) and settled: PSS (smaps_rollup) and
-#     RSS of the process, and wakeups a second (context switches summed over its threads, over
-#     IDLE seconds), for Patchbay and for the floor;
+#     RSS of the process, and wakeups a second (voluntary context switches summed over its
+#     threads, over IDLE seconds), for Patchbay and for the floor;
 #   - the window: a plain second launch asks the running app for it (single instance); the app
 #     logs "window: rows drawn N ms after it was asked for" (src-tauri/src/window.rs). Cold is the
 #     first window; again is each later one, after the previous was closed (WM_DELETE_WINDOW, as a
@@ -59,8 +59,9 @@ if [ -z "${PATCHBAY_FOOTPRINT_INNER:-}" ]; then
 fi
 
 tmp=$FOOTPRINT_TMP
-app=$root/target/$FOOTPRINT_PROFILE/patchbay-app
-floor=$root/target/$FOOTPRINT_PROFILE/patchbay-tray-floor
+target=${CARGO_TARGET_DIR:-$root/target}
+app=$target/$FOOTPRINT_PROFILE/patchbay-app
+floor=$target/$FOOTPRINT_PROFILE/patchbay-tray-floor
 [ -x "$app" ] && [ -x "$floor" ] || { echo "footprint: build first (cargo build --release --locked -p patchbay-app -p patchbay-tray-floor --features tauri/custom-protocol)" >&2; exit 2; }
 
 # Patchbay's data in the temp dir; a few connectors in use, so the window has rows.
@@ -79,12 +80,13 @@ pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; }
 trap cleanup EXIT
 
-# The context switches of each of the process's threads: "tid count name" lines.
+# Each of the process's threads: "tid voluntary-switches name" lines. A voluntary switch is a thread
+# going to sleep, so each one ends a wakeup (preemptions, which a busy machine adds, are not).
 switches() { # PID...
   local t
   for t in $(for p in "$@"; do echo /proc/"$p"/task/*; done); do
     awk -v t="${t##*/}" -v n="$(tr ' ' '_' <"$t/comm" 2>/dev/null)" \
-      '/ctxt_switches/ {s += $2} END {print t, s + 0, n}' "$t/status" 2>/dev/null || true
+      '/^voluntary_ctxt_switches/ {s += $2} END {print t, s + 0, n}' "$t/status" 2>/dev/null || true
   done
 }
 kib() { awk -v k="$2" '$1 == k":" {print $2}' "$1"; }
@@ -222,7 +224,8 @@ if [ -z "${SKIP_MCP_REMOTE:-}" ] && command -v node >/dev/null && [ -x "$node_di
   ask '{"op":"close"}'
 fi
 
-python3 - "$tmp/rows" "$cold" "${again[*]}" "$FOOTPRINT_ADOPTION" "$FOOTPRINT_JSON" "$IDLE" <<'EOF'
+loadavg=$(cut -d' ' -f1-3 /proc/loadavg)
+python3 - "$tmp/rows" "$cold" "${again[*]}" "$FOOTPRINT_ADOPTION" "$FOOTPRINT_JSON" "$IDLE" "$loadavg" "$(nproc)" <<'EOF'
 import json, re, statistics, sys
 rows = {r["label"]: r for r in map(json.loads, open(sys.argv[1]))}
 cold = int(sys.argv[2])
@@ -242,7 +245,9 @@ report = {
     "adoption_p50_ms": float(m.group(1)) if m else None,
     "adoption_p95_ms": float(m.group(2)) if m else None,
 }
-report["patchbay_window_open"] = rows["patchbay_window_open"]
+report["load_average"] = sys.argv[7]
+report["cpus"] = int(sys.argv[8])
+print(f"load average at the end {sys.argv[7]} on {sys.argv[8]} CPUs; idle counted over {sys.argv[6]} s")
 print(f"{'':28} {'PSS MiB':>8} {'RSS MiB':>8} {'wakeups/s':>10} {'children PSS MiB':>17}  child processes")
 for label in ("patchbay_idle", "patchbay_window_open", "patchbay_idle_after_window", "floor_idle", "mcp_remote_idle"):
     r = rows.get(label)
