@@ -52,7 +52,12 @@ for shot in "$tmp"/shots/*.png; do
   convert "$shot" -strip -define png:compression-level=9 "PNG8:$out/$(basename "$shot")"
 done
 
-# The index, in the order the script shot them.
+# The index, in the order the script shot them; real-window shots kept from a --real run stay in
+# their order there.
+kept=""
+if [ "$real" = 0 ] && [ -f "$out/README.md" ]; then
+  kept=$(sed -n 's/^## \(real-window-.*\)$/\1/p' "$out/README.md")
+fi
 {
   echo "# The Connectors window, every state, light and dark"
   echo
@@ -60,8 +65,7 @@ done
   echo "real-window-*: the real app (WebKitGTK) through WebDriver, \`scripts/screenshots.sh --real\`."
   echo "Do not edit by hand: run the script again."
   echo
-  for light in $(ls -tr "$tmp"/shots/*-light.png) $( [ "$real" = 1 ] || ls "$out"/real-window-*-light.png 2>/dev/null); do
-    name=$(basename "$light" -light.png)
+  for name in $(ls -tr "$tmp"/shots/*-light.png | xargs -n1 basename | sed 's/-light\.png$//') $kept; do
     echo "## $name"
     echo
     echo "![$name, light]($name-light.png) ![$name, dark]($name-dark.png)"
