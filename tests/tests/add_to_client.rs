@@ -275,7 +275,7 @@ fn a_foreign_entry_is_refused_unless_replaced_and_bad_input_is_named() {
     assert!(err.contains("unknown client"), "{err}");
     let err = failed(&h.run(&["add-to", "cursor", "no-such-connector"]));
     assert!(
-        err.contains("no connector in use is named no-such-connector"),
+        err.contains("no connector named \"no-such-connector\" in use"),
         "{err}"
     );
     // A local (stdio) connector cannot be fronted.
