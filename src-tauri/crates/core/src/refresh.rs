@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 use chrono::{DateTime, Utc};
 use patchbay_catalog::CredentialKey;
 use patchbay_oauth::refresh::{scrub, RevokeClient};
-use patchbay_oauth::{discovery, Http, RefreshClass};
+use patchbay_oauth::{discovery, Http, RefreshClass, RetryAfter};
 use patchbay_runtimes::claude_logs::{log_slug, ClaudeMcpLogs};
 use patchbay_runtimes::reconcile::runtime_id;
 use patchbay_runtimes::Runtime;
@@ -216,6 +216,59 @@ struct Inner {
     policy: RefreshPolicy,
     /// Claude Code's MCP logs, read incrementally for refresh rejections.
     claude_logs: std::sync::Mutex<Option<ClaudeMcpLogs>>,
+    /// Authorization servers that asked to wait (`Retry-After` on a 429 or 5xx), by issuer (by
+    /// credential when the row names none): a pass sends nothing to them before then (an
+    /// explicit refresh still does). The ask is the server's, so it holds for every credential
+    /// it issued.
+    not_before: std::sync::Mutex<std::collections::HashMap<String, DateTime<Utc>>>,
+}
+
+/// The longest `Retry-After` honoured: a server's mistake must not park a credential past the
+/// point where its token lapses for good.
+const RETRY_AFTER_CAP: chrono::Duration = chrono::Duration::hours(1);
+
+/// Whom a `Retry-After` binds: the row's authorization server, or the credential alone.
+fn wait_key(row: &CredentialRow) -> String {
+    match &row.issuer {
+        Some(issuer) => format!("issuer:{issuer}"),
+        None => format!("credential:{}", row.credential_key.as_str()),
+    }
+}
+
+impl Inner {
+    /// Whether `row`'s authorization server asked to wait past `now`.
+    fn waiting(&self, row: &CredentialRow, now: DateTime<Utc>) -> bool {
+        self.not_before
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&wait_key(row))
+            .is_some_and(|until| *until > now)
+    }
+
+    /// Until when `row`'s authorization server asked to wait, if that is still ahead.
+    fn waiting_until(&self, row: &CredentialRow) -> Option<DateTime<Utc>> {
+        let now = self.patchbay.now();
+        self.not_before
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&wait_key(row))
+            .copied()
+            .filter(|until| *until > now)
+    }
+
+    /// Remembers (or, with `None`, forgets) how long `row`'s authorization server asked to wait.
+    fn set_not_before(&self, row: &CredentialRow, retry_after: Option<RetryAfter>) {
+        let mut map = self.not_before.lock().unwrap_or_else(|p| p.into_inner());
+        match retry_after {
+            Some(asked) => {
+                let until = asked.until(self.patchbay.now(), RETRY_AFTER_CAP);
+                map.insert(wait_key(row), until);
+            }
+            None => {
+                map.remove(&wait_key(row));
+            }
+        }
+    }
 }
 
 impl Refresher {
@@ -231,6 +284,7 @@ impl Refresher {
                 bridges,
                 policy,
                 claude_logs: std::sync::Mutex::new(None),
+                not_before: std::sync::Mutex::new(std::collections::HashMap::new()),
             }),
         }
     }
@@ -255,7 +309,7 @@ impl Refresher {
         for row in rows {
             // Only due credentials open a transaction (which reconciles first and checks again
             // under the lock); the runtime-store watcher adopts rotations of the others.
-            if !self.inner.policy.is_due(&row, now) {
+            if !self.inner.policy.is_due(&row, now) || self.inner.waiting(&row, now) {
                 continue;
             }
             let outcome = self
@@ -276,6 +330,24 @@ impl Refresher {
         }
         report.elapsed_ms = started.elapsed().as_millis() as u64;
         Ok(report)
+    }
+
+    /// Which of `rows` wait for their authorization server's `Retry-After`, and until when: the
+    /// schedule's timer does not wake for them before.
+    pub fn waiting_until(&self, rows: &[CredentialRow]) -> Vec<(CredentialKey, DateTime<Utc>)> {
+        let now = self.inner.patchbay.now();
+        let mut map = self
+            .inner
+            .not_before
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        map.retain(|_, until| *until > now);
+        rows.iter()
+            .filter_map(|row| {
+                map.get(&wait_key(row))
+                    .map(|at| (row.credential_key.clone(), *at))
+            })
+            .collect()
     }
 
     /// Refresh one connector's credential now, due or not (the CLI's `patchbay refresh NAME`).

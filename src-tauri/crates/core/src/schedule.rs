@@ -206,6 +206,14 @@ impl RenewalTimer {
         self.held = held;
     }
 
+    /// Holds `key` back until at least `until` (its token endpoint's `Retry-After`).
+    pub fn hold_until(&mut self, key: &CredentialKey, until: DateTime<Utc>) {
+        self.held
+            .entry(key.clone())
+            .and_modify(|h| h.until = h.until.max(until))
+            .or_insert(Held { passes: 1, until });
+    }
+
     /// The next wake at `now` over `rows` (the vault now): the periodic pass, or the earliest
     /// credential's due time (a held one not before its hold ends), whichever comes first; a
     /// due wake never sooner than [`MIN_WAKE_GAP`] after the last pass. May be in the past
@@ -278,7 +286,11 @@ pub async fn run(
             }
             Err(e) => tracing::warn!(?reason, "refresh pass failed: {e}"),
         }
-        timer.passed(patchbay.now(), &rows());
+        let after = rows();
+        timer.passed(patchbay.now(), &after);
+        for (key, until) in refresher.waiting_until(&after) {
+            timer.hold_until(&key, until);
+        }
         reason = loop {
             let now = patchbay.now();
             let next = timer.next_wake(now, &rows());
@@ -414,6 +426,26 @@ mod tests {
         // The wall clock set back an hour: the periodic pass counts from the new now.
         let back = now - chrono::Duration::hours(1);
         assert_eq!(timer.next_wake(back, &[]).at, back + min(30));
+    }
+
+    #[test]
+    fn a_retry_after_holds_a_credential_past_its_backoff() {
+        let t0 = DateTime::from_timestamp(1_800_000_000, 0).unwrap();
+        let min = chrono::Duration::minutes;
+        let mut timer = RenewalTimer::new(DEFAULT_INTERVAL, RenewalRule::default(), t0);
+        let stuck = [token("a", t0 - min(90), min(60))];
+        timer.passed(t0, &stuck);
+        assert_eq!(
+            timer.next_wake(t0, &stuck).at - t0,
+            min(2),
+            "the first backoff"
+        );
+        // The token endpoint asked for 10 minutes: no wake before.
+        timer.hold_until(&stuck[0].credential_key, t0 + min(10));
+        assert_eq!(timer.next_wake(t0, &stuck).at - t0, min(10));
+        // A shorter ask never shortens a hold.
+        timer.hold_until(&stuck[0].credential_key, t0 + min(1));
+        assert_eq!(timer.next_wake(t0, &stuck).at - t0, min(10));
     }
 
     #[test]

@@ -438,6 +438,48 @@ async fn a_hang_before_the_server_ran_the_grant_never_costs_a_reauthorization() 
     assert_eq!(rig.state(), ConnectorState::Ready);
 }
 
+/// A 429 that says `Retry-After: 600` is waited for: passes in the next 10 minutes send
+/// nothing to that server (the schedule's timer is told too), the first one after renews.
+#[tokio::test]
+async fn a_retry_after_is_honoured_by_the_passes() {
+    let rig = rig().await;
+    rig.ras.push_fault(Fault::RateLimited(600));
+    let outcome = rig.pass_outcome().await;
+    assert_eq!(
+        failed_class(&outcome),
+        Some(RefreshClass::Transient),
+        "{outcome:?}"
+    );
+    let rows = rig.patchbay.vault().credential_rows().unwrap();
+    let waiting = rig.refresher.waiting_until(&rows);
+    assert_eq!(waiting.len(), 1);
+    assert_eq!(
+        waiting[0].1,
+        DateTime::from_timestamp_millis(T0).unwrap() + chrono::Duration::seconds(600)
+    );
+    for _ in 0..4 {
+        rig.advance(chrono::Duration::minutes(2));
+        let outcome = rig.pass_outcome().await;
+        assert!(
+            !matches!(outcome, RefreshOutcome::Refreshed { .. }),
+            "{outcome:?}"
+        );
+    }
+    assert_eq!(
+        rig.ras.presented().len(),
+        1,
+        "nothing sent while asked to wait"
+    );
+    rig.advance(chrono::Duration::minutes(3));
+    let outcome = rig.pass_outcome().await;
+    assert!(
+        matches!(outcome, RefreshOutcome::Refreshed { .. }),
+        "{outcome:?}"
+    );
+    assert!(rig.refresher.waiting_until(&rows).is_empty());
+    assert_eq!(rig.refresh_token().as_deref(), Some("rt-fx-1"));
+}
+
 #[tokio::test]
 async fn rate_limits_and_outages_keep_the_refresh_token_for_the_next_pass() {
     let faults = [

@@ -27,6 +27,6 @@ pub use flow::{begin, Begun, Completion, FlowRequest, DEFAULT_PORT, FLOW_TTL};
 pub use http::Http;
 pub use refresh::{
     correction_for, refresh_corrected, refresh_once, revoke, Correction, RefreshClass,
-    RefreshFailure, RefreshRequest, Renewed, RevokeClient,
+    RefreshFailure, RefreshRequest, Renewed, RetryAfter, RevokeClient,
 };
 pub use token::{complete, Completed, TokenResponse};

@@ -84,6 +84,48 @@ pub struct RefreshFailure {
     pub oauth_error: Option<String>,
     pub summary: String,
     pub detail: Option<String>,
+    /// How long a 429 or 5xx asked us to wait (`Retry-After`, RFC 9110 §10.2.3).
+    pub retry_after: Option<RetryAfter>,
+}
+
+/// A `Retry-After` value: seconds from the answer, or a date. The caller owns the clock, so a
+/// date is resolved there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RetryAfter {
+    Seconds(u64),
+    At(chrono::DateTime<chrono::Utc>),
+}
+
+impl RetryAfter {
+    /// `delay-seconds` or an HTTP-date (IMF-fixdate, which RFC 2822 parsing takes); anything
+    /// else is no hint at all.
+    pub fn parse(value: &str) -> Option<RetryAfter> {
+        let value = value.trim();
+        if let Ok(seconds) = value.parse::<u64>() {
+            return Some(RetryAfter::Seconds(seconds));
+        }
+        chrono::DateTime::parse_from_rfc2822(value)
+            .ok()
+            .map(|at| RetryAfter::At(at.with_timezone(&chrono::Utc)))
+    }
+
+    /// The moment it names, from `now`, never more than `cap` away (a server's mistake must
+    /// not park a credential for a year).
+    pub fn until(
+        self,
+        now: chrono::DateTime<chrono::Utc>,
+        cap: chrono::Duration,
+    ) -> chrono::DateTime<chrono::Utc> {
+        let asked = match self {
+            RetryAfter::Seconds(s) => {
+                // Compared in seconds first: a huge value must not overflow the Duration.
+                let cap_s = cap.num_seconds().max(0) as u64;
+                now + chrono::Duration::seconds(s.min(cap_s) as i64)
+            }
+            RetryAfter::At(at) => at,
+        };
+        asked.min(now + cap)
+    }
 }
 
 /// OAuth error codes that blame the request we built, not the refresh token.
@@ -247,6 +289,11 @@ pub async fn refresh_once(
     if status == 429 || answer.status.is_server_error() {
         return Err(RefreshFailure {
             class: RefreshClass::Transient,
+            retry_after: answer
+                .headers
+                .get(reqwest::header::RETRY_AFTER)
+                .and_then(|v| v.to_str().ok())
+                .and_then(RetryAfter::parse),
             http_status: Some(status),
             oauth_error: oauth_error.clone(),
             summary: described(if status == 429 {
@@ -272,6 +319,7 @@ pub async fn refresh_once(
         return Err(if ours || auth {
             RefreshFailure {
                 class: RefreshClass::Rejected,
+                retry_after: None,
                 http_status: Some(status),
                 summary: described(
                     "the token endpoint refused Patchbay's request, not the refresh token; the refresh token is kept",
@@ -282,6 +330,7 @@ pub async fn refresh_once(
         } else {
             RefreshFailure {
                 class: RefreshClass::Permanent,
+                retry_after: None,
                 http_status: Some(status),
                 summary: described("the token endpoint refused the refresh token; authorize again"),
                 oauth_error,
@@ -293,6 +342,7 @@ pub async fn refresh_once(
         // A 1xx or an unfollowed 3xx: no grant was processed, the token is not implicated.
         return Err(RefreshFailure {
             class: RefreshClass::Transient,
+            retry_after: None,
             http_status: Some(status),
             oauth_error: None,
             summary: format!("the token endpoint answered {status}, not a token response"),
@@ -307,6 +357,7 @@ pub async fn refresh_once(
     };
     parsed.map_err(|why| RefreshFailure {
         class: RefreshClass::Ambiguous,
+        retry_after: None,
         http_status: Some(status),
         oauth_error: None,
         summary: format!("the token endpoint answered {status} but its answer is unusable: {why}"),
@@ -366,6 +417,7 @@ fn transport_failure(error: &OAuthError, secrets: &[&Secret]) -> RefreshFailure 
     match error {
         OAuthError::Connect { .. } => RefreshFailure {
             class: RefreshClass::Retryable,
+            retry_after: None,
             http_status: None,
             oauth_error: None,
             summary: format!("the token endpoint could not be reached: {message}"),
@@ -373,6 +425,7 @@ fn transport_failure(error: &OAuthError, secrets: &[&Secret]) -> RefreshFailure 
         },
         OAuthError::CrossOriginRedirect { .. } => RefreshFailure {
             class: RefreshClass::Transient,
+            retry_after: None,
             http_status: None,
             oauth_error: None,
             summary: message,
@@ -382,6 +435,7 @@ fn transport_failure(error: &OAuthError, secrets: &[&Secret]) -> RefreshFailure 
         // went out, so the server may have acted on it.
         _ => RefreshFailure {
             class: RefreshClass::Ambiguous,
+            retry_after: None,
             http_status: None,
             oauth_error: None,
             summary: format!("the refresh went out and its answer was lost: {message}"),
@@ -476,9 +530,33 @@ mod tests {
         assert!(scrub(r#"{"error":"invalid_token"}"#, &[]).contains("invalid_token"));
     }
 
+    #[test]
+    fn retry_after_is_seconds_or_a_date_and_capped() {
+        let now = chrono::DateTime::parse_from_rfc3339("2026-12-01T10:00:00Z")
+            .unwrap()
+            .with_timezone(&chrono::Utc);
+        let cap = chrono::Duration::hours(6);
+        assert_eq!(RetryAfter::parse(" 600 "), Some(RetryAfter::Seconds(600)));
+        assert_eq!(
+            RetryAfter::parse("600").unwrap().until(now, cap),
+            now + chrono::Duration::seconds(600)
+        );
+        let date = RetryAfter::parse("Tue, 01 Dec 2026 10:20:00 GMT").unwrap();
+        assert_eq!(date.until(now, cap), now + chrono::Duration::minutes(20));
+        assert_eq!(
+            RetryAfter::parse("18446744073709551615")
+                .unwrap()
+                .until(now, cap),
+            now + cap
+        );
+        assert_eq!(RetryAfter::parse("soon"), None);
+        assert_eq!(RetryAfter::parse("-5"), None);
+    }
+
     fn refused(error: &str) -> RefreshFailure {
         RefreshFailure {
             class: RefreshClass::Rejected,
+            retry_after: None,
             http_status: Some(400),
             oauth_error: Some(error.into()),
             summary: String::new(),

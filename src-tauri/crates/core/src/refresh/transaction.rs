@@ -79,6 +79,16 @@ impl Inner {
     ) -> RefreshOutcome {
         let key = listed.credential_key.clone();
         let connector = listed.server_name.clone();
+        // Asked to wait (Retry-After): an explicit refresh and the gateway's renew-on-401 wait
+        // too, since the server would only refuse again.
+        if let Some(until) = self.waiting_until(&listed) {
+            return RefreshOutcome::Skipped {
+                reason: format!(
+                    "the authorization server asked to wait until {} (Retry-After)",
+                    until.format("%H:%M:%S UTC")
+                ),
+            };
+        }
         let _lock = match self.lock_credential(&key).await {
             Ok(lock) => lock,
             Err(outcome) => return outcome,
@@ -354,6 +364,7 @@ impl Inner {
                 }
             }
         }
+        self.set_not_before(&loaded.row, None);
         self.record(key, "refreshed", Some(200), summary, None, retries);
         if let Some(bridges) = &self.bridges {
             let bridges = bridges.clone();
@@ -382,6 +393,10 @@ impl Inner {
         retries: u32,
     ) -> RefreshOutcome {
         let vault = self.patchbay.vault();
+        // A 429 or 5xx that said how long to wait is waited for; any other answer forgets it.
+        if let Ok(Some(row)) = vault.credential_row(key) {
+            self.set_not_before(&row, failure.retry_after);
+        }
         match failure.class {
             RefreshClass::Ambiguous => {
                 if let Err(e) = vault.mark_refresh_answer_lost(key) {

@@ -26,6 +26,8 @@ pub enum Fault {
     ConsumeThenGarbage,
     /// Never answer and never run the grant (a server stuck before processing): nothing spent.
     HangUnprocessed,
+    /// 429 with `Retry-After: <seconds>`; nothing spent.
+    RateLimited(u64),
 }
 
 #[derive(Debug, Default)]
@@ -356,7 +358,7 @@ async fn token(
                 }
             }
         }
-        if let Some(Fault::Status(..) | Fault::HangUnprocessed) = fault {
+        if let Some(Fault::Status(..) | Fault::HangUnprocessed | Fault::RateLimited(_)) = fault {
             (fault, None, s.expires_in)
         } else if let Some((status, error)) = refused_request(&s, &form, headers) {
             let body = json!({ "error": error }).to_string();
@@ -390,6 +392,14 @@ async fn token(
             (fault, Some(outcome), s.expires_in)
         }
     };
+    if let Some(Fault::RateLimited(seconds)) = fault {
+        return Response::builder()
+            .status(429)
+            .header("content-type", "application/json")
+            .header("retry-after", seconds.to_string())
+            .body(Body::from(r#"{"error":"slow_down"}"#))
+            .unwrap();
+    }
     if let Some(Fault::HangUnprocessed) = fault {
         tokio::time::sleep(Duration::from_secs(3600)).await;
         return json_response(504, json!({ "error": "server_error" }));
