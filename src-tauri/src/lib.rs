@@ -291,8 +291,9 @@ fn setup(app: &mut tauri::App) -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
-/// Act on a `patchbay://` link: open the window at the row and start authorizing it. A link that
-/// does not parse is logged (never echoed) and only shows the window.
+/// Act on a `patchbay://` link: open the window at the row and ask whether to authorize it (any
+/// program or page can open a link, so a link never starts consent by itself). A link that does
+/// not parse is logged (never echoed) and only shows the window.
 fn open_link<R: Runtime>(app: &AppHandle<R>, link: Result<DeepLink, DeepLinkError>) {
     match link {
         Ok(DeepLink::Authorize { connector }) => {

@@ -174,11 +174,15 @@ impl HealthStore {
     /// Creates the file (and its directory) when missing, and migrates it.
     pub fn open(path: &Path) -> Result<HealthStore, HealthError> {
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent).map_err(|source| HealthError::Io {
+            private_dir(parent).map_err(|source| HealthError::Io {
                 path: parent.display().to_string(),
                 source,
             })?;
         }
+        create_private_file(path).map_err(|source| HealthError::Io {
+            path: path.display().to_string(),
+            source,
+        })?;
         let mut conn = Connection::open(path)?;
         restrict_permissions(path)?;
         conn.busy_timeout(BUSY_TIMEOUT)?;
@@ -560,6 +564,34 @@ pub fn rfc3339_opt<S: serde::Serializer>(
     }
 }
 
+/// The data directory and its missing parents, the owner's only (0700 whatever the umask).
+fn private_dir(dir: &Path) -> std::io::Result<()> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        builder.mode(0o700);
+    }
+    builder.create(dir)
+}
+
+/// A new file is created 0600 before SQLite opens it (SQLite would use the umask's mode until
+/// [`restrict_permissions`]); its -wal and -shm take its mode.
+fn create_private_file(path: &Path) -> std::io::Result<()> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    match options.open(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => Err(e),
+        _ => Ok(()),
+    }
+}
+
 /// Server names and errors are nobody else's business.
 #[cfg(unix)]
 fn restrict_permissions(path: &Path) -> Result<(), HealthError> {
@@ -583,6 +615,24 @@ mod tests {
     use crate::fallback::CheckOutcome;
     use crate::handshake::{Handshake, ServerIdentity};
     use crate::CheckError;
+
+    /// Issue 14: a new health store and the directories it creates are the owner's only.
+    #[cfg(unix)]
+    #[test]
+    fn a_new_store_and_its_directories_are_the_owners_only() {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        let root = tempfile::tempdir().unwrap();
+        let path = root.path().join("data/health.sqlite");
+        let _store = HealthStore::open(&path).unwrap();
+        assert_eq!(mode(&root.path().join("data")), 0o700);
+        for suffix in ["", "-wal", "-shm"] {
+            let file = root.path().join(format!("data/health.sqlite{suffix}"));
+            if suffix.is_empty() || file.exists() {
+                assert_eq!(mode(&file), 0o600, "{}", file.display());
+            }
+        }
+    }
 
     fn at(secs: i64) -> DateTime<Utc> {
         DateTime::from_timestamp(1_700_000_000 + secs, 0).unwrap()
