@@ -36,4 +36,13 @@ step "cargo test"
 cargo test --workspace --locked
 step "ui tests"
 npm --prefix ui test
+# Windows: the CLI cross-built with mingw-w64 and run under wine; every cfg(windows) and
+# cfg(target_os = "macos") branch type-checked (docs/windows-macos.md).
+step "windows: the cross-built CLI under wine"
+bash scripts/ci/windows.sh
+step "cross-check: Windows and macOS"
+bash scripts/ci/cross-check.sh
+# The .deb: built (release), installed, launched by a patchbay:// link, purged (docs/packaging.md).
+step "package: .deb built, installed, launched by a patchbay:// link, purged"
+bash scripts/ci/package.sh
 step "all checks passed"
