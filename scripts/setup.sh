@@ -58,7 +58,8 @@ if command -v rustup >/dev/null 2>&1; then
   done
 fi
 
-if [ ! -d ui/node_modules ]; then
+# Also when package-lock.json changed since the last install (npm's own copy of it is older).
+if [ ! -d ui/node_modules ] || [ ui/package-lock.json -nt ui/node_modules/.package-lock.json ]; then
   echo "setup: npm ci in ui/"
   npm --prefix ui ci --no-audit --no-fund
 fi
