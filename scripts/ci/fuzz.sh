@@ -46,14 +46,16 @@ for t in $targets; do
   status=0
   "$bin_dir/$t" "corpus/$t" -max_total_time="$seconds" -rss_limit_mb=512 -timeout=5 \
     -artifact_prefix="artifacts/$t/" -print_final_stats=1 >"$log" 2>&1 || status=$?
-  runs=$(grep -oE 'stat::number_of_executed_units: *[0-9]+' "$log" | grep -oE '[0-9]+$' | tail -1)
-  cov=$(grep -oE 'cov: [0-9]+' "$log" | tail -1 | cut -d' ' -f2)
-  ft=$(grep -oE 'ft: [0-9]+' "$log" | tail -1 | cut -d' ' -f2)
+  # (`|| true`: a crashed run prints no final stats, and a grep that finds nothing must not end
+  # the script before it reports.)
+  runs=$(grep -oE 'stat::number_of_executed_units: *[0-9]+' "$log" | grep -oE '[0-9]+$' | tail -1 || true)
+  cov=$(grep -oE 'cov: [0-9]+' "$log" | tail -1 | cut -d' ' -f2 || true)
+  ft=$(grep -oE 'ft: [0-9]+' "$log" | tail -1 | cut -d' ' -f2 || true)
   if [ "$status" -eq 0 ]; then
     result=ok
   else
-    what=$(grep -oE 'ERROR: libFuzzer: [a-z-]+|panicked at [^:]+:[0-9]+' "$log" | head -1)
-    artifact=$(grep -oE "artifacts/$t/[a-z]+-[0-9a-f]+" "$log" | head -1)
+    what=$(grep -oE 'ERROR: libFuzzer: [a-z-]+|panicked at [^:]+:[0-9]+' "$log" | head -1 || true)
+    artifact=$(grep -oE "artifacts/$t/[a-z]+-[0-9a-f]+" "$log" | head -1 || true)
     result="FAILED (${what:-exit $status}) ${artifact}"
     failed+=("$t")
     echo "---- $t output (tail) ----" >&2
