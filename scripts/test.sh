@@ -42,6 +42,9 @@ step "windows: the cross-built CLI under wine"
 bash scripts/ci/windows.sh
 step "cross-check: Windows and macOS"
 bash scripts/ci/cross-check.sh
+# cargo-fuzz (nightly): every parser of outside input, each target for 20 s (fuzz/README.md).
+step "fuzz: every parser of outside input, 20 s each"
+bash scripts/ci/fuzz.sh
 # The .deb: built (release), installed, launched by a patchbay:// link, purged (docs/packaging.md).
 step "package: .deb built, installed, launched by a patchbay:// link, purged"
 bash scripts/ci/package.sh
