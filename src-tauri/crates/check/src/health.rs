@@ -174,12 +174,14 @@ impl HealthStore {
     /// Creates the file (and its directory) when missing, and migrates it.
     pub fn open(path: &Path) -> Result<HealthStore, HealthError> {
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            private_dir(parent).map_err(|source| HealthError::Io {
-                path: parent.display().to_string(),
-                source,
+            patchbay_vault::private::create_private_dir(parent).map_err(|source| {
+                HealthError::Io {
+                    path: parent.display().to_string(),
+                    source,
+                }
             })?;
         }
-        create_private_file(path).map_err(|source| HealthError::Io {
+        patchbay_vault::private::create_private_file(path).map_err(|source| HealthError::Io {
             path: path.display().to_string(),
             source,
         })?;
@@ -561,34 +563,6 @@ pub fn rfc3339_opt<S: serde::Serializer>(
     match t {
         Some(t) => rfc3339(t, s),
         None => s.serialize_none(),
-    }
-}
-
-/// The data directory and its missing parents, the owner's only (0700 whatever the umask).
-fn private_dir(dir: &Path) -> std::io::Result<()> {
-    let mut builder = std::fs::DirBuilder::new();
-    builder.recursive(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::DirBuilderExt;
-        builder.mode(0o700);
-    }
-    builder.create(dir)
-}
-
-/// A new file is created 0600 before SQLite opens it (SQLite would use the umask's mode until
-/// [`restrict_permissions`]); its -wal and -shm take its mode.
-fn create_private_file(path: &Path) -> std::io::Result<()> {
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
-    }
-    match options.open(path) {
-        Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => Err(e),
-        _ => Ok(()),
     }
 }
 

@@ -172,16 +172,7 @@ fn short_hash(path: &std::path::Path) -> String {
 /// Creates `dir` and its missing parents readable by their owner only (0700 on unix, whatever
 /// the umask would give): locks, databases and catalogs are nobody else's business. A
 /// directory that exists keeps its mode.
-pub fn create_private_dir(dir: &std::path::Path) -> std::io::Result<()> {
-    let mut builder = std::fs::DirBuilder::new();
-    builder.recursive(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::DirBuilderExt;
-        builder.mode(0o700);
-    }
-    builder.create(dir)
-}
+pub use patchbay_vault::private::create_private_dir;
 
 #[cfg(test)]
 mod tests {

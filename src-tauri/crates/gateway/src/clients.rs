@@ -189,7 +189,7 @@ impl Clients {
             source,
         };
         let dir = self.path.parent().unwrap_or(Path::new("."));
-        private_dir(dir).map_err(err)?;
+        patchbay_vault::private::create_private_dir(dir).map_err(err)?;
         let text = serde_json::to_string_pretty(file).expect("plain JSON") + "\n";
         let mut tmp = tempfile_in(dir).map_err(err)?;
         tmp.1.write_all(text.as_bytes()).map_err(err)?;
@@ -198,18 +198,6 @@ impl Clients {
         *self.cached.lock().unwrap_or_else(|p| p.into_inner()) = None;
         Ok(())
     }
-}
-
-/// The data directory and its missing parents, the owner's only (0700 whatever the umask).
-fn private_dir(dir: &Path) -> std::io::Result<()> {
-    let mut builder = std::fs::DirBuilder::new();
-    builder.recursive(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::DirBuilderExt;
-        builder.mode(0o700);
-    }
-    builder.create(dir)
 }
 
 /// A new file beside the target, readable by its owner only (it holds hashes, but no need to

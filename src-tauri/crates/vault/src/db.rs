@@ -150,7 +150,7 @@ pub(crate) const CANARY_PLAINTEXT: &[u8] = b"patchbay vault canary v1";
 
 pub(crate) fn open(path: &Path) -> Result<Connection, VaultError> {
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        private_dir(parent).map_err(|source| VaultError::Io {
+        crate::private::create_private_dir(parent).map_err(|source| VaultError::Io {
             path: parent.display().to_string(),
             source,
         })?;
@@ -263,18 +263,6 @@ fn damaged(path: &Path, e: rusqlite::Error) -> VaultError {
     }
 }
 
-/// The data directory and its missing parents, the owner's only (0700 whatever the umask).
-fn private_dir(dir: &Path) -> std::io::Result<()> {
-    let mut builder = std::fs::DirBuilder::new();
-    builder.recursive(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::DirBuilderExt;
-        builder.mode(0o700);
-    }
-    builder.create(dir)
-}
-
 /// A new database file is created 0600 before SQLite opens it (SQLite would create it with the
 /// umask's mode, open to others until [`restrict_permissions`]); its -wal and -shm take the
 /// database's mode. An existing file is left to [`restrict_permissions`].
@@ -282,21 +270,10 @@ fn create_private_file(path: &Path) -> Result<(), VaultError> {
     if path.as_os_str() == ":memory:" {
         return Ok(());
     }
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
-    }
-    match options.open(path) {
-        Ok(_) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
-        Err(source) => Err(VaultError::Io {
-            path: path.display().to_string(),
-            source,
-        }),
-    }
+    crate::private::create_private_file(path).map_err(|source| VaultError::Io {
+        path: path.display().to_string(),
+        source,
+    })
 }
 
 /// Metadata (server names, issuers) is nobody else's business; SQLite gives -wal/-shm the same

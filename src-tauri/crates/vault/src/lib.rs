@@ -10,6 +10,7 @@ mod db;
 pub mod error;
 mod import;
 mod oauth;
+pub mod private;
 mod renewal;
 mod seal;
 pub mod secret;
