@@ -236,15 +236,6 @@ fn wait_key(row: &CredentialRow) -> String {
 }
 
 impl Inner {
-    /// Whether `row`'s authorization server asked to wait past `now`.
-    fn waiting(&self, row: &CredentialRow, now: DateTime<Utc>) -> bool {
-        self.not_before
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(&wait_key(row))
-            .is_some_and(|until| *until > now)
-    }
-
     /// Until when `row`'s authorization server asked to wait, if that is still ahead.
     fn waiting_until(&self, row: &CredentialRow) -> Option<DateTime<Utc>> {
         let now = self.patchbay.now();
@@ -309,7 +300,7 @@ impl Refresher {
         for row in rows {
             // Only due credentials open a transaction (which reconciles first and checks again
             // under the lock); the runtime-store watcher adopts rotations of the others.
-            if !self.inner.policy.is_due(&row, now) || self.inner.waiting(&row, now) {
+            if !self.inner.policy.is_due(&row, now) || self.inner.waiting_until(&row).is_some() {
                 continue;
             }
             let outcome = self

@@ -108,7 +108,7 @@ impl Inner {
                 self.persist(&connector, &loaded, renewed, retries, bridged)
                     .await
             }
-            Err(failure) => self.settle(&connector, &key, failure, retries),
+            Err(failure) => self.settle(&connector, &loaded.row, failure, retries),
         }
     }
 
@@ -388,15 +388,14 @@ impl Inner {
     fn settle(
         &self,
         connector: &str,
-        key: &CredentialKey,
+        row: &CredentialRow,
         mut failure: RefreshFailure,
         retries: u32,
     ) -> RefreshOutcome {
         let vault = self.patchbay.vault();
+        let key = &row.credential_key;
         // A 429 or 5xx that said how long to wait is waited for; any other answer forgets it.
-        if let Ok(Some(row)) = vault.credential_row(key) {
-            self.set_not_before(&row, failure.retry_after);
-        }
+        self.set_not_before(row, failure.retry_after);
         match failure.class {
             RefreshClass::Ambiguous => {
                 if let Err(e) = vault.mark_refresh_answer_lost(key) {
