@@ -1,39 +1,26 @@
 //! Launch at login, the Connectors window's setting (off by default). The entry starts the app
-//! with [`BACKGROUND_FLAG`] (quietly, in the tray, no window). The entry is the setting: nothing
+//! with [`crate::BACKGROUND_FLAG`] (quietly, in the tray, no window). The entry is the setting: nothing
 //! else stores it, so one the user removes by hand reads as off.
 //!
 //! - Linux: an XDG autostart entry, `$XDG_CONFIG_HOME/autostart/Patchbay.desktop` (else
-//!   `~/.config/autostart`), written here: tauri-plugin-autostart's auto-launch 0.6 always
-//!   writes `~/.config/autostart` and ignores `XDG_CONFIG_HOME`, which the session reads.
+//!   `~/.config/autostart`), kept by `patchbay_core::autostart` (tauri-plugin-autostart's
+//!   auto-launch 0.6 ignores `XDG_CONFIG_HOME`).
 //! - macOS (a LaunchAgent) and Windows (the `Run` key): the official tauri-plugin-autostart,
 //!   through its Rust API only; none of its JavaScript commands is granted to the window.
 
-use crate::BACKGROUND_FLAG;
+#[cfg(any(target_os = "macos", windows))]
+use patchbay_core::autostart::{BACKGROUND_FLAG, ENTRY_NAME};
 use serde::{Serialize, Serializer};
 use tauri::plugin::TauriPlugin;
 use tauri::{AppHandle, Runtime};
-
-/// The entry's name: the packaged desktop entry's (`Patchbay.desktop`), and the name
-/// tauri-plugin-autostart gives it elsewhere (the product name).
-pub const ENTRY_NAME: &str = "Patchbay";
 
 /// Why the setting could not be read or changed; reaches the window as
 /// `{ "kind": "launch_at_login", "message": ... }`, like the other commands' errors.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[cfg(not(any(target_os = "macos", windows)))]
-    #[error("cannot {action} {path}: {source}")]
-    Io {
-        action: &'static str,
-        path: String,
-        source: std::io::Error,
-    },
-    #[cfg(not(any(target_os = "macos", windows)))]
-    #[error("cannot tell where the autostart entry goes: neither XDG_CONFIG_HOME nor HOME is set to an absolute path")]
-    NoConfigDir,
-    #[cfg(not(any(target_os = "macos", windows)))]
-    #[error("cannot tell this program's path for the autostart entry: {0}")]
-    NoProgramPath(String),
+    #[error(transparent)]
+    Xdg(#[from] patchbay_core::autostart::AutostartError),
     #[cfg(any(target_os = "macos", windows))]
     #[error("the system's login items refused: {0}")]
     Platform(String),
@@ -77,7 +64,7 @@ pub fn is_enabled<R: Runtime>(_app: &AppHandle<R>) -> Result<bool, Error> {
     }
     #[cfg(not(any(target_os = "macos", windows)))]
     {
-        XdgAutostart::from_env(env_var)?.is_enabled()
+        Ok(XdgAutostart::from_env(env_var)?.is_enabled()?)
     }
 }
 
@@ -107,264 +94,25 @@ pub fn set<R: Runtime>(app: &AppHandle<R>, enabled: bool) -> Result<bool, Error>
 }
 
 #[cfg(not(any(target_os = "macos", windows)))]
+use patchbay_core::autostart::XdgAutostart;
+
+#[cfg(not(any(target_os = "macos", windows)))]
 fn env_var(name: &str) -> Option<std::ffi::OsString> {
     std::env::var_os(name)
-}
-
-/// The XDG autostart entry (freedesktop's Desktop Application Autostart Specification).
-#[cfg(not(any(target_os = "macos", windows)))]
-#[derive(Debug, Clone)]
-pub struct XdgAutostart {
-    /// `$XDG_CONFIG_HOME/autostart/Patchbay.desktop`.
-    path: std::path::PathBuf,
-    /// What the entry runs: this program (the AppImage when run from one).
-    program: std::path::PathBuf,
-}
-
-#[cfg(not(any(target_os = "macos", windows)))]
-impl XdgAutostart {
-    /// The entry for this program, placed by `env` (`XDG_CONFIG_HOME`, `HOME`, `APPIMAGE`).
-    pub fn from_env(env: impl Fn(&str) -> Option<std::ffi::OsString>) -> Result<Self, Error> {
-        let program = match env("APPIMAGE").filter(|p| !p.is_empty()) {
-            Some(appimage) => appimage.into(),
-            None => std::env::current_exe().map_err(|e| Error::NoProgramPath(e.to_string()))?,
-        };
-        Ok(XdgAutostart {
-            path: autostart_dir(env)?.join(format!("{ENTRY_NAME}.desktop")),
-            program,
-        })
-    }
-
-    /// The entry's path.
-    #[cfg(test)]
-    pub fn path(&self) -> &std::path::Path {
-        &self.path
-    }
-
-    /// On when the entry exists and the user did not turn it off in it (`Hidden=true`, or
-    /// GNOME's `X-GNOME-Autostart-enabled=false`).
-    pub fn is_enabled(&self) -> Result<bool, Error> {
-        match std::fs::read_to_string(&self.path) {
-            Ok(text) => Ok(!text.lines().any(|line| {
-                let line = line.trim();
-                line == "Hidden=true" || line == "X-GNOME-Autostart-enabled=false"
-            })),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
-            Err(source) => Err(self.io("read", &self.path, source)),
-        }
-    }
-
-    /// Writes the entry (temp file, fsync, rename), replacing one that was there.
-    pub fn enable(&self) -> Result<(), Error> {
-        use std::io::Write;
-        let dir = self.path.parent().expect("the entry is in a directory");
-        std::fs::create_dir_all(dir).map_err(|e| self.io("create", dir, e))?;
-        let text = self.entry_text()?;
-        let mut temp =
-            tempfile::NamedTempFile::new_in(dir).map_err(|e| self.io("write", dir, e))?;
-        temp.write_all(text.as_bytes())
-            .and_then(|()| temp.as_file().sync_all())
-            .map_err(|e| self.io("write", temp.path(), e))?;
-        temp.persist(&self.path)
-            .map_err(|e| self.io("write", &self.path, e.error))?;
-        // The rename is durable once the directory is.
-        if let Ok(d) = std::fs::File::open(dir) {
-            let _ = d.sync_all();
-        }
-        Ok(())
-    }
-
-    /// Removes the entry; one already gone is fine.
-    pub fn disable(&self) -> Result<(), Error> {
-        match std::fs::remove_file(&self.path) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                Err(self.io("remove", &self.path, e))
-            }
-            _ => Ok(()),
-        }
-    }
-
-    fn entry_text(&self) -> Result<String, Error> {
-        let program = self.program.to_str().ok_or_else(|| {
-            Error::NoProgramPath(format!("{} is not UTF-8", self.program.display()))
-        })?;
-        Ok(format!(
-            "[Desktop Entry]\n\
-             Type=Application\n\
-             Name={ENTRY_NAME}\n\
-             Comment=Keeps your MCP connectors' tokens valid, from the tray\n\
-             Exec={} {BACKGROUND_FLAG}\n\
-             Icon=patchbay-app\n\
-             Terminal=false\n\
-             StartupNotify=false\n\
-             X-GNOME-Autostart-enabled=true\n",
-            exec_program(program)
-        ))
-    }
-
-    fn io(&self, action: &'static str, path: &std::path::Path, source: std::io::Error) -> Error {
-        Error::Io {
-            action,
-            path: path.display().to_string(),
-            source,
-        }
-    }
-}
-
-/// `$XDG_CONFIG_HOME/autostart`, or `$HOME/.config/autostart` when XDG_CONFIG_HOME is unset,
-/// empty or relative (the Base Directory Specification ignores a relative one).
-#[cfg(not(any(target_os = "macos", windows)))]
-fn autostart_dir(
-    env: impl Fn(&str) -> Option<std::ffi::OsString>,
-) -> Result<std::path::PathBuf, Error> {
-    let absolute = |name: &str| {
-        env(name)
-            .map(std::path::PathBuf::from)
-            .filter(|p| p.is_absolute())
-    };
-    let config = absolute("XDG_CONFIG_HOME")
-        .or_else(|| absolute("HOME").map(|home| home.join(".config")))
-        .ok_or(Error::NoConfigDir)?;
-    Ok(config.join("autostart"))
-}
-
-/// The program as the first word of an `Exec` line: quoted when it holds a reserved character,
-/// with `"`, `` ` ``, `$` and `\` escaped inside the quotes; `%` doubled; and then a backslash
-/// doubled again, as every string value of a desktop entry.
-#[cfg(not(any(target_os = "macos", windows)))]
-fn exec_program(program: &str) -> String {
-    const RESERVED: &[char] = &[
-        ' ', '\t', '\n', '"', '\'', '\\', '>', '<', '~', '|', '&', ';', '$', '*', '?', '#', '(',
-        ')', '`',
-    ];
-    let word = if program.contains(RESERVED) {
-        let mut quoted = String::from("\"");
-        for c in program.chars() {
-            if matches!(c, '"' | '`' | '$' | '\\') {
-                quoted.push('\\');
-            }
-            quoted.push(c);
-        }
-        quoted.push('"');
-        quoted
-    } else {
-        program.to_owned()
-    };
-    word.replace('%', "%%")
-        .replace('\\', "\\\\")
-        .replace('\n', "\\n")
 }
 
 #[cfg(test)]
 #[cfg(not(any(target_os = "macos", windows)))]
 mod tests {
     use super::*;
-    use std::collections::HashMap;
-    use std::ffi::OsString;
-    use std::path::Path;
-
-    fn env_of(vars: &[(&str, &Path)]) -> impl Fn(&str) -> Option<OsString> {
-        let vars: HashMap<String, OsString> = vars
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.as_os_str().to_owned()))
-            .collect();
-        move |name| vars.get(name).cloned()
-    }
-
-    #[test]
-    fn enabling_writes_the_entry_under_xdg_config_home_and_disabling_removes_it() {
-        let dir = tempfile::tempdir().unwrap();
-        let config = dir.path().join("config");
-        let home = dir.path().join("home");
-        let entry = XdgAutostart::from_env(env_of(&[
-            ("XDG_CONFIG_HOME", &config),
-            ("HOME", &home),
-            ("APPIMAGE", Path::new("/opt/Patch bay/Patchbay.AppImage")),
-        ]))
-        .unwrap();
-        let expected = config.join("autostart/Patchbay.desktop");
-        assert_eq!(entry.path(), expected);
-        assert!(!entry.is_enabled().unwrap(), "off by default");
-        assert!(!expected.exists());
-
-        entry.enable().unwrap();
-        let text = std::fs::read_to_string(&expected).expect("the entry was written");
-        assert!(text.starts_with("[Desktop Entry]\n"), "{text}");
-        assert!(text.contains("\nType=Application\n"), "{text}");
-        assert!(
-            text.contains("\nExec=\"/opt/Patch bay/Patchbay.AppImage\" --background\n"),
-            "{text}"
-        );
-        assert!(entry.is_enabled().unwrap());
-        assert!(!home.exists(), "nothing written under HOME");
-        // Enabling again replaces the entry, leaving no temp file beside it.
-        entry.enable().unwrap();
-        let names: Vec<_> = std::fs::read_dir(config.join("autostart"))
-            .unwrap()
-            .map(|e| e.unwrap().file_name())
-            .collect();
-        assert_eq!(names, [OsString::from("Patchbay.desktop")]);
-
-        entry.disable().unwrap();
-        assert!(!expected.exists(), "the entry is gone");
-        assert!(!entry.is_enabled().unwrap());
-        entry.disable().expect("disabling twice is fine");
-    }
-
-    #[test]
-    fn without_xdg_config_home_the_entry_goes_under_home() {
-        let dir = tempfile::tempdir().unwrap();
-        let home = dir.path().join("home");
-        for xdg in [
-            None,
-            Some(Path::new("")),
-            Some(Path::new("relative/config")),
-        ] {
-            let mut vars = vec![("HOME", home.as_path())];
-            if let Some(xdg) = xdg {
-                vars.push(("XDG_CONFIG_HOME", xdg));
-            }
-            let entry = XdgAutostart::from_env(env_of(&vars)).unwrap();
-            assert_eq!(
-                entry.path(),
-                home.join(".config/autostart/Patchbay.desktop")
-            );
-        }
-        assert!(matches!(
-            XdgAutostart::from_env(env_of(&[])),
-            Err(Error::NoConfigDir)
-        ));
-    }
-
-    #[test]
-    fn an_entry_the_user_turned_off_reads_as_off() {
-        let dir = tempfile::tempdir().unwrap();
-        let entry = XdgAutostart::from_env(env_of(&[("XDG_CONFIG_HOME", dir.path())])).unwrap();
-        entry.enable().unwrap();
-        let text = std::fs::read_to_string(entry.path()).unwrap();
-        std::fs::write(entry.path(), format!("{text}Hidden=true\n")).unwrap();
-        assert!(!entry.is_enabled().unwrap());
-        // Turning it on again rewrites the entry whole.
-        entry.enable().unwrap();
-        assert!(entry.is_enabled().unwrap());
-    }
-
-    #[test]
-    fn the_program_is_quoted_only_when_it_must_be() {
-        assert_eq!(
-            exec_program("/usr/bin/patchbay-app"),
-            "/usr/bin/patchbay-app"
-        );
-        assert_eq!(
-            exec_program("/home/a b/x$y\\z%"),
-            "\"/home/a b/x\\\\$y\\\\\\\\z%%\""
-        );
-    }
 
     #[test]
     fn errors_reach_the_window_as_kind_and_message() {
         assert_eq!(
-            serde_json::to_value(Error::NoConfigDir).unwrap()["kind"],
+            serde_json::to_value(Error::from(
+                patchbay_core::autostart::AutostartError::NoConfigDir
+            ))
+            .unwrap()["kind"],
             "launch_at_login"
         );
     }

@@ -44,7 +44,7 @@ pub const STATUS_EVENT: &str = "status-changed";
 pub const HEALTH_EVENT: &str = "health-changed";
 /// The command-line flag that starts Patchbay in the tray only (the launch at login passes it);
 /// without it a launch opens the Connectors window.
-pub const BACKGROUND_FLAG: &str = "--background";
+pub use patchbay_core::autostart::BACKGROUND_FLAG;
 /// Opens the Connectors window at startup: what a plain launch does anyway (kept for launchers
 /// and tests that pass it).
 pub const SHOW_FLAG: &str = "--show";

@@ -6,6 +6,7 @@
 //! layers over this crate; it knows nothing of Tauri.
 
 pub mod authorize;
+pub mod autostart;
 pub mod badge;
 pub mod bridges;
 pub mod check;
