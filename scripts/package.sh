@@ -38,14 +38,15 @@ step "tauri build --no-bundle ($version)"
 tauri build --ci --no-bundle -- --locked
 # Symbols are a quarter of each binary and no use to a user (as dh_strip does for a .deb).
 step "strip"
-strip --strip-unneeded target/release/patchbay-app target/release/patchbay target/release/patchbay-bridge
+release="${CARGO_TARGET_DIR:-target}/release"
+strip --strip-unneeded "$release/patchbay-app" "$release/patchbay" "$release/patchbay-bridge"
 step "tauri bundle --bundles deb"
 tauri bundle --ci --bundles deb
 
-deb=target/release/bundle/deb/Patchbay_${version}_$(dpkg --print-architecture).deb
+deb=$release/bundle/deb/Patchbay_${version}_$(dpkg --print-architecture).deb
 if [ ! -f "$deb" ]; then
   echo "package.sh: the bundler made no $deb" >&2
-  ls target/release/bundle/deb >&2 || true
+  ls "$release/bundle/deb" >&2 || true
   exit 1
 fi
 step "built $deb ($(du -h "$deb" | cut -f1)) in $(( $(date +%s) - started )) s"

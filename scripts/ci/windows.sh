@@ -36,7 +36,7 @@ step "cross-build patchbay-cli for $TARGET"
 started=$(date +%s)
 cargo build --target "$TARGET" -p patchbay-cli --locked
 echo "built in $(($(date +%s) - started)) s"
-out_dir="target/$TARGET/debug"
+out_dir="${CARGO_TARGET_DIR:-target}/$TARGET/debug"
 for exe in patchbay patchbay-bridge; do
   printf '%s.exe: %s bytes\n' "$exe" "$(stat -c %s "$out_dir/$exe.exe")"
 done
