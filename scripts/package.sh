@@ -29,16 +29,19 @@ cargo build --release --locked -p patchbay-cli --bins >&2
 # `cargo build --bins --features tauri/custom-protocol --release --locked` there. The version is
 # the workspace's (Cargo.toml).
 version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
+release="$(realpath -m "${CARGO_TARGET_DIR:-target}")/release"
+# The CLI and its bridge are taken from where cargo put them (CARGO_TARGET_DIR too), not from
+# tauri.conf.json's ../target default.
+config=$(printf '{"version":"%s","bundle":{"linux":{"deb":{"files":{"/usr/bin/patchbay":"%s/patchbay","/usr/bin/patchbay-bridge":"%s/patchbay-bridge"}}}}}' "$version" "$release" "$release")
 tauri() {
   local command=$1
   shift
-  (cd src-tauri && ../ui/node_modules/.bin/tauri "$command" --config "{\"version\":\"$version\"}" "$@") >&2
+  (cd src-tauri && ../ui/node_modules/.bin/tauri "$command" --config "$config" "$@") >&2
 }
 step "tauri build --no-bundle ($version)"
 tauri build --ci --no-bundle -- --locked
 # Symbols are a quarter of each binary and no use to a user (as dh_strip does for a .deb).
 step "strip"
-release="${CARGO_TARGET_DIR:-target}/release"
 strip --strip-unneeded "$release/patchbay-app" "$release/patchbay" "$release/patchbay-bridge"
 step "tauri bundle --bundles deb"
 tauri bundle --ci --bundles deb
