@@ -53,4 +53,4 @@ if [ ! -f "$deb" ]; then
   exit 1
 fi
 step "built $deb ($(du -h "$deb" | cut -f1)) in $(( $(date +%s) - started )) s"
-echo "$PWD/$deb"
+echo "$deb"
