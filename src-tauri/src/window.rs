@@ -1,7 +1,9 @@
 //! The Connectors window, created on demand (the tray needs no web view) and shown, unminimized
-//! and focused when it already exists. Closing it destroys it, web view and all (Tauri's default
-//! close; the app only keeps running, see `run`), so WebKit's web process exits with it; the next
-//! request creates it again.
+//! and focused when it already exists. Closing it hides it for [`KEEP_AFTER_CLOSE`] (one minute;
+//! `PATCHBAY_WINDOW_KEEP_SECS` overrides it, 0 destroys at once), so that opening it again within
+//! that time only shows it, rows already drawn and kept current by the status events. A window
+//! still hidden when the time is up is destroyed, web view and all (the app keeps running, see
+//! `run`), so WebKit's web process exits with it; the next request creates it again.
 //!
 //! WebKitGTK keeps its network process after the last web view closes (Tauri keeps the web context
 //! for reuse on Linux, tauri-apps/tauri#14626), about as large as the app itself. The window
@@ -18,12 +20,14 @@
 //! initialize GL" in the log), which a list of connectors does not need.
 //!
 //! Each window says in the log how long its rows took to appear: "window: rows drawn N ms after
-//! it was asked for" (tests/bench/footprint.sh reads it). The page marks the first frame after its
-//! first render ([`DRAWN_PROBE`], an initialization script: the page's root loses `aria-busy` once
-//! the rows are in); after the page has loaded, the app reads that mark back. Both ends are wall
-//! clock times on this machine, in ms.
+//! it was asked for (cold | again | again, kept)" (tests/bench/footprint.sh reads it). A new page
+//! marks the first frame after its first render ([`DRAWN_PROBE`], an initialization script: the
+//! page's root loses `aria-busy` once the rows are in); a kept page marks its first frame once
+//! visible again ([`SHOWN_PROBE`]). The app reads that mark back. Both ends are wall clock times
+//! on this machine, in ms.
 
 use patchbay_core::tray_model::RowRequest;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tauri::webview::PageLoadEvent;
@@ -54,18 +58,70 @@ const DRAWN_PROBE: &str = r#"(function () {
   }
   requestAnimationFrame(check);
 })();"#;
+/// Marks the first frame a kept page draws once it is visible again (`window.__patchbayDrawnAt`).
+const SHOWN_PROBE: &str = r#"(function () {
+  delete window.__patchbayDrawnAt;
+  function mark() {
+    if (document.visibilityState !== "visible") {
+      document.addEventListener("visibilitychange", mark, { once: true });
+      return;
+    }
+    requestAnimationFrame(function () {
+      window.__patchbayDrawnAt = performance.timeOrigin + performance.now();
+    });
+  }
+  mark();
+})();"#;
 /// How often, and how long, the app looks for that mark once the page has loaded.
 const DRAWN_POLL: Duration = Duration::from_millis(20);
 const DRAWN_GIVE_UP: Duration = Duration::from_secs(20);
 
-/// When the window being created was asked for, and how many windows were created before it.
+/// How long a closed window is kept, hidden, before it is destroyed: long enough that looking
+/// again soon after closing it is instant, short enough that a tray app idle all day holds no web
+/// view (WebKit's two processes cost about 140 MB).
+const KEEP_AFTER_CLOSE: Duration = Duration::from_secs(60);
+/// Overrides [`KEEP_AFTER_CLOSE`], in whole seconds (benchmarks and tests; 0: destroy on close).
+const KEEP_AFTER_CLOSE_ENV: &str = "PATCHBAY_WINDOW_KEEP_SECS";
+
+/// When the window being shown was asked for, and how.
 struct Request {
     at: SystemTime,
+    /// The 1-based count of windows created, this one included.
     opening: u32,
+    /// Shown again after it was closed and kept, rather than created.
+    kept: bool,
+}
+
+impl Request {
+    fn kind(&self) -> &'static str {
+        match (self.kept, self.opening) {
+            (true, _) => "again, kept",
+            (false, 1) => "cold",
+            (false, _) => "again",
+        }
+    }
 }
 
 static REQUEST: Mutex<Option<Request>> = Mutex::new(None);
 static OPENINGS: Mutex<u32> = Mutex::new(0);
+/// Counts closes and shows, so that a release timer knows whether the window was shown (or
+/// closed again) after the close that started it.
+static VISIBILITY_CHANGES: AtomicU64 = AtomicU64::new(0);
+
+fn keep_after_close() -> Duration {
+    match std::env::var(KEEP_AFTER_CLOSE_ENV) {
+        Ok(secs) => match secs.trim().parse::<u64>() {
+            Ok(secs) => Duration::from_secs(secs),
+            Err(_) => {
+                tracing::warn!(
+                    "{KEEP_AFTER_CLOSE_ENV}={secs:?} is not a whole number of seconds; keeping a closed window {KEEP_AFTER_CLOSE:?}"
+                );
+                KEEP_AFTER_CLOSE
+            }
+        },
+        Err(_) => KEEP_AFTER_CLOSE,
+    }
+}
 
 #[cfg(target_os = "linux")]
 const GDK_GL: &str = "GDK_GL";
@@ -122,9 +178,23 @@ pub fn ask_to_authorize<R: Runtime>(app: &AppHandle<R>, name: &str) {
 
 fn open<R: Runtime>(app: &AppHandle<R>, row: Option<(&str, RowRequest)>) {
     if let Some(window) = app.get_webview_window(LABEL) {
+        let kept = !window.is_visible().unwrap_or(true);
+        VISIBILITY_CHANGES.fetch_add(1, Ordering::SeqCst);
+        let request = kept.then(|| Request {
+            at: SystemTime::now(),
+            opening: *OPENINGS.lock().unwrap_or_else(|p| p.into_inner()),
+            kept: true,
+        });
         let _ = window.unminimize();
         let _ = window.show();
         let _ = window.set_focus();
+        if let Some(request) = request {
+            tracing::info!("window: asked for, showing the kept one");
+            // After show: the probe runs once the page is visible again.
+            if window.eval(SHOWN_PROBE).is_ok() {
+                report_when_drawn(window.clone(), request);
+            }
+        }
         if let Some((name, request)) = row {
             let _ = app.emit_to(LABEL, FOCUS_EVENT, name);
             match request {
@@ -146,6 +216,7 @@ fn open<R: Runtime>(app: &AppHandle<R>, row: Option<(&str, RowRequest)>) {
     *REQUEST.lock().unwrap_or_else(|p| p.into_inner()) = Some(Request {
         at: SystemTime::now(),
         opening,
+        kept: false,
     });
     tracing::info!(opening, "window: asked for, creating it");
     let url = patchbay_core::tray_model::connectors_page(row);
@@ -157,23 +228,52 @@ fn open<R: Runtime>(app: &AppHandle<R>, row: Option<(&str, RowRequest)>) {
         .initialization_script(DRAWN_PROBE)
         .on_page_load(|window, payload| {
             if payload.event() == PageLoadEvent::Finished {
-                report_when_drawn(window);
+                let request = REQUEST.lock().unwrap_or_else(|p| p.into_inner()).take();
+                if let Some(request) = request {
+                    report_when_drawn(window, request);
+                }
             }
         })
         .build();
     drop(openings);
     match built {
         Ok(window) => {
-            #[cfg(target_os = "linux")]
-            window.on_window_event(|event| {
-                if let tauri::WindowEvent::Destroyed = event {
-                    end_network_process();
+            let keep = keep_after_close();
+            let handle = window.clone();
+            window.on_window_event(move |event| match event {
+                tauri::WindowEvent::CloseRequested { api, .. } if !keep.is_zero() => {
+                    api.prevent_close();
+                    let _ = handle.hide();
+                    keep_hidden(handle.clone(), keep);
                 }
+                #[cfg(target_os = "linux")]
+                tauri::WindowEvent::Destroyed => end_network_process(),
+                _ => {}
             });
-            #[cfg(not(target_os = "linux"))]
-            let _ = window;
         }
         Err(error) => tracing::error!("cannot open the Connectors window: {error}"),
+    }
+}
+
+/// A closed window stays hidden for `keep`, then is destroyed unless it was shown (or closed
+/// again, which starts its own timer) meanwhile.
+fn keep_hidden<R: Runtime>(window: tauri::WebviewWindow<R>, keep: Duration) {
+    let closed = VISIBILITY_CHANGES.fetch_add(1, Ordering::SeqCst) + 1;
+    tracing::info!("window: closed; kept hidden for {keep:?}");
+    let spawned = std::thread::Builder::new()
+        .name("window-release".into())
+        .spawn(move || {
+            std::thread::sleep(keep);
+            if VISIBILITY_CHANGES.load(Ordering::SeqCst) != closed {
+                return;
+            }
+            tracing::info!("window: hidden for {keep:?}; releasing its web view");
+            if let Err(error) = window.destroy() {
+                tracing::warn!("cannot release the hidden Connectors window: {error}");
+            }
+        });
+    if let Err(error) = spawned {
+        tracing::warn!("cannot time the hidden Connectors window: {error}");
     }
 }
 
@@ -251,10 +351,7 @@ fn webkit_children() -> Vec<(i32, String)> {
 
 /// Read the page's drawn mark (off the main thread, which draws it) and log how long after the
 /// request it came.
-fn report_when_drawn<R: Runtime>(window: tauri::WebviewWindow<R>) {
-    let Some(request) = REQUEST.lock().unwrap_or_else(|p| p.into_inner()).take() else {
-        return;
-    };
+fn report_when_drawn<R: Runtime>(window: tauri::WebviewWindow<R>, request: Request) {
     let spawned = std::thread::Builder::new()
         .name("window-drawn".into())
         .spawn(move || {
@@ -282,11 +379,7 @@ fn report_when_drawn<R: Runtime>(window: tauri::WebviewWindow<R>) {
                         .as_secs_f64()
                         * 1000.0;
                     let ms = (drawn_at - asked_at).max(0.0).round() as u64;
-                    let kind = if request.opening == 1 {
-                        "cold"
-                    } else {
-                        "again"
-                    };
+                    let kind = request.kind();
                     tracing::info!(
                         opening = request.opening,
                         "window: rows drawn {ms} ms after it was asked for ({kind})"

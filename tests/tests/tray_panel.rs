@@ -486,11 +486,17 @@ struct App {
 
 impl App {
     fn start(session: &Session) -> App {
+        App::start_with(session, &[])
+    }
+
+    /// Started with these variables added to the session's environment.
+    fn start_with(session: &Session, vars: &[(&str, &str)]) -> App {
         let log = session.path("app.log");
         let mut cmd = Command::new(app_bin());
         // As the launch at login starts it: in the tray only (a plain launch opens the window).
         cmd.arg("--background");
         session.environment(&mut cmd);
+        cmd.envs(vars.iter().copied());
         let file = std::fs::File::create(&log).expect("log");
         cmd.stdin(Stdio::null())
             .stdout(file.try_clone().expect("log"))
@@ -545,6 +551,66 @@ impl App {
             .lines()
             .map(str::to_owned)
             .collect()
+    }
+
+    /// Those of its windows that are mapped (shown).
+    fn visible_windows(&self) -> Vec<String> {
+        let output = Command::new("xdotool")
+            .args(["search", "--all", "--onlyvisible", "--pid"])
+            .arg(self.pid().to_string())
+            .args(["--name", WINDOW_TITLE])
+            .output()
+            .expect("xdotool");
+        String::from_utf8_lossy(&output.stdout)
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+
+    /// Its WebKit child processes (the window's web process, WebKit's network process): pids.
+    fn webkit_children(&self) -> Vec<u32> {
+        let me = self.pid().to_string();
+        let mut children = Vec::new();
+        for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
+            let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+                continue;
+            };
+            let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+                continue;
+            };
+            let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
+                continue;
+            };
+            let ppid = stat[close + 1..].split_whitespace().nth(1);
+            if ppid == Some(me.as_str()) && stat[open + 1..close].starts_with("WebKit") {
+                children.push(pid);
+            }
+        }
+        children.sort_unstable();
+        children
+    }
+
+    /// A plain second launch, as from the desktop's menu: the running app shows its window.
+    fn launch_again(&self, session: &Session) {
+        let mut cmd = Command::new(app_bin());
+        session.environment(&mut cmd);
+        let status = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .expect("a second patchbay-app");
+        assert!(status.success(), "the second launch exited with {status}");
+    }
+
+    /// Ask the window to close as a window manager's close button does (WM_DELETE_WINDOW).
+    fn close_window(&self, id: &str) {
+        let status = Command::new(python())
+            .arg(repo().join("tests/bench/x11-close.py"))
+            .arg(id)
+            .status()
+            .expect("x11-close.py");
+        assert!(status.success(), "x11-close.py {id}: {status}");
     }
 
     fn expect_window(&mut self, limit: Duration) -> String {
@@ -839,6 +905,93 @@ fn a_panel_sees_the_badge_and_menu_and_their_updates() {
         .none_issued("the tray shows states; nothing is authorized: the modes of what it made")
         .text("the app's log", app.log())
         .assert_clean();
+}
+
+/// Closing the window hides it for a while (PATCHBAY_WINDOW_KEEP_SECS here, a minute by default):
+/// opened again meanwhile, the same window and web process come back, drawn at once; once the
+/// time is up it is destroyed and WebKit's processes go; the next request creates a new one.
+#[test]
+fn a_closed_window_is_kept_a_while_then_released() {
+    require_keychain!();
+    if !display_available() {
+        return;
+    }
+    const KEPT_FOR: Duration = Duration::from_secs(3);
+    let _one = ONE_APP_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let session = Session::start();
+    // A panel, so that the app starts in the tray only.
+    let _panel = Panel::start(&session, &[]);
+    let mut app = App::start_with(
+        &session,
+        &[("PATCHBAY_WINDOW_KEEP_SECS", &KEPT_FOR.as_secs().to_string())],
+    );
+    app.expect_log(
+        "tray host: a StatusNotifier host shows the tray icon",
+        START,
+    );
+    assert!(app.windows().is_empty(), "a window at start");
+
+    app.launch_again(&session);
+    let window = app.expect_window(REACT);
+    app.expect_log("after it was asked for (cold)", REACT);
+    let web = app.webkit_children();
+    assert!(!web.is_empty(), "a window without WebKit processes");
+
+    // Closed: hidden, not destroyed; its web process stays.
+    app.close_window(&window);
+    app.expect_log("window: closed; kept hidden for 3s", REACT);
+    poll(REACT, "the window to be unmapped", || {
+        app.visible_windows().is_empty().then_some(())
+    });
+    assert_eq!(
+        app.windows(),
+        vec![window.clone()],
+        "the window was destroyed"
+    );
+
+    // Opened again within the time: the same window, shown; nothing created.
+    app.launch_again(&session);
+    app.expect_log("window: asked for, showing the kept one", REACT);
+    app.expect_log("after it was asked for (again, kept)", REACT);
+    assert_eq!(app.visible_windows(), vec![window.clone()]);
+    assert_eq!(
+        app.webkit_children(),
+        web,
+        "the kept window's WebKit processes changed"
+    );
+    assert_eq!(
+        app.log().matches("window: asked for, creating it").count(),
+        1,
+        "a kept window was created again:\n{}",
+        app.log()
+    );
+
+    // Closed and left: released after the time, WebKit's processes with it.
+    let closed = Instant::now();
+    app.close_window(&window);
+    app.expect_log("releasing its web view", KEPT_FOR + REACT);
+    assert!(
+        closed.elapsed() >= KEPT_FOR,
+        "released {:?} after the close, before its {KEPT_FOR:?}",
+        closed.elapsed()
+    );
+    poll(REACT, "the window to be destroyed", || {
+        app.windows().is_empty().then_some(())
+    });
+    poll(REACT, "WebKit's processes to end", || {
+        app.webkit_children().is_empty().then_some(())
+    });
+
+    // The next request creates a new window.
+    app.launch_again(&session);
+    app.expect_window(REACT);
+    app.expect_log("after it was asked for (again)", REACT);
+    assert_eq!(
+        app.log().matches("window: asked for, creating it").count(),
+        2,
+        "{}",
+        app.log()
+    );
 }
 
 /// No StatusNotifier host on the bus: the app says so once, opens the window at start, and a
