@@ -72,6 +72,31 @@ const SHOWN_PROBE: &str = r#"(function () {
   }
   mark();
 })();"#;
+/// Reads the page's marks back (null until drawn): when it was drawn, when its navigation
+/// started, when its DOM was loaded and when the first status reached it (ui/src/app.ts marks
+/// `patchbay:status`), all in ms since the Unix epoch.
+const MILESTONES: &str = r#"(function () {
+  if (window.__patchbayDrawnAt === undefined) return null;
+  var origin = performance.timeOrigin;
+  var nav = performance.getEntriesByType("navigation")[0];
+  var status = performance.getEntriesByName("patchbay:status")[0];
+  return {
+    drawn: window.__patchbayDrawnAt,
+    started: origin,
+    loaded: nav && nav.domContentLoadedEventEnd ? origin + nav.domContentLoadedEventEnd : null,
+    status: status ? origin + status.startTime : null
+  };
+})()"#;
+
+/// What [`MILESTONES`] answers.
+#[derive(serde::Deserialize)]
+struct Milestones {
+    drawn: f64,
+    started: f64,
+    loaded: Option<f64>,
+    status: Option<f64>,
+}
+
 /// How often, and how long, the app looks for that mark once the page has loaded.
 const DRAWN_POLL: Duration = Duration::from_millis(20);
 const DRAWN_GIVE_UP: Duration = Duration::from_secs(20);
@@ -358,31 +383,41 @@ fn report_when_drawn<R: Runtime>(window: tauri::WebviewWindow<R>, request: Reque
             let started = Instant::now();
             while started.elapsed() < DRAWN_GIVE_UP {
                 let (tx, rx) = std::sync::mpsc::channel();
-                let asked = window.eval_with_callback(
-                    "window.__patchbayDrawnAt === undefined ? null : window.__patchbayDrawnAt",
-                    move |value| {
-                        let _ = tx.send(value);
-                    },
-                );
+                let asked = window.eval_with_callback(MILESTONES, move |value| {
+                    let _ = tx.send(value);
+                });
                 if asked.is_err() {
                     return; // The window is gone.
                 }
-                let drawn_at = rx
+                let milestones = rx
                     .recv_timeout(Duration::from_secs(2))
                     .ok()
-                    .and_then(|v| v.trim().parse::<f64>().ok());
-                if let Some(drawn_at) = drawn_at {
+                    .and_then(|v| serde_json::from_str::<Option<Milestones>>(&v).ok())
+                    .flatten();
+                if let Some(milestones) = milestones {
                     let asked_at = request
                         .at
                         .duration_since(UNIX_EPOCH)
                         .unwrap_or_default()
                         .as_secs_f64()
                         * 1000.0;
-                    let ms = (drawn_at - asked_at).max(0.0).round() as u64;
+                    let after = |at: f64| (at - asked_at).max(0.0).round() as u64;
+                    let ms = after(milestones.drawn);
                     let kind = request.kind();
+                    // Where a new page's time went: the web view and its process, the page's
+                    // load, the status's answer.
+                    let steps = match (request.kept, milestones.loaded, milestones.status) {
+                        (false, Some(loaded), Some(status)) => format!(
+                            "; page started +{}, loaded +{}, status +{} ms",
+                            after(milestones.started),
+                            after(loaded),
+                            after(status)
+                        ),
+                        _ => String::new(),
+                    };
                     tracing::info!(
                         opening = request.opening,
-                        "window: rows drawn {ms} ms after it was asked for ({kind})"
+                        "window: rows drawn {ms} ms after it was asked for ({kind}){steps}"
                     );
                     return;
                 }

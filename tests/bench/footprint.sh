@@ -8,15 +8,18 @@
 #     threads, over IDLE seconds), for Patchbay and for the floor;
 #   - the window: a plain second launch asks the running app for it (single instance); the app
 #     logs "window: rows drawn N ms after it was asked for" (src-tauri/src/window.rs). Cold is the
-#     first window; again is each later one, after the previous was closed (WM_DELETE_WINDOW, as a
-#     close button): the median of AGAIN openings;
-#   - after the window closed: WebKit's processes still there, and idle PSS, RSS and wakeups again;
+#     first window. A closed window (WM_DELETE_WINDOW, as a close button) is kept hidden for KEEP
+#     seconds (PATCHBAY_WINDOW_KEEP_SECS; the app's default is 60): "again, kept" is a window
+#     opened again within that time (median of AGAIN), "again, new" one opened after the kept one
+#     was released (median of AGAIN_NEW);
+#   - after the window was released: WebKit's processes still there, and idle PSS, RSS and wakeups again;
 #   - a runtime's rename → adoption: `cargo bench -p patchbay-runtimes --bench adoption`.
 # Prints a table (docs/benchmarks.md keeps it) and, with --json FILE, the figures as JSON.
 #
 #   tests/bench/footprint.sh [--no-build] [--debug] [--json FILE]
 #   env: IDLE=30 (seconds of idle counted)  SETTLE=20 (seconds after start before counting)
-#        AGAIN=5 (reopenings)  ADOPTION_SAMPLES=200  SKIP_ADOPTION=1
+#        AGAIN=5 (reopenings of a kept window)  AGAIN_NEW=3 (after its release)  KEEP=5
+#        ADOPTION_SAMPLES=200  SKIP_ADOPTION=1
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
@@ -32,11 +35,12 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
-IDLE=${IDLE:-30} SETTLE=${SETTLE:-20} AGAIN=${AGAIN:-5} OPEN_IDLE=${OPEN_IDLE:-5}
+IDLE=${IDLE:-30} SETTLE=${SETTLE:-20} AGAIN=${AGAIN:-5} AGAIN_NEW=${AGAIN_NEW:-3} KEEP=${KEEP:-5}
+OPEN_IDLE=${OPEN_IDLE:-5}
 
 if [ -z "${PATCHBAY_FOOTPRINT_INNER:-}" ]; then
   if [ "$build" = 1 ]; then
-    [ -f ui/dist/index.html ] || npm --prefix ui run build
+    npm --prefix ui run build # the app embeds ui/dist
     flag=--release; [ "$profile" = debug ] && flag=
     # tauri/custom-protocol: as the packaged app is built (scripts/package.sh), its UI served
     # from the binary.
@@ -135,7 +139,8 @@ wait_log() { # FILE PATTERN SECONDS
     sleep 0.05
   done
 }
-app_windows() { xdotool search --all --pid "$1" --name 'Connectors$' 2>/dev/null || true; }
+# Its shown Connectors windows (a closed one is kept hidden for a while).
+app_windows() { xdotool search --all --onlyvisible --pid "$1" --name 'Connectors$' 2>/dev/null || true; }
 web_processes() { children "$1" | tr ' ' '\n' | grep -c '^WebKit' || true; }
 
 # A desktop panel (tests/python/tray_panel.py: a StatusNotifierWatcher with a host, and a
@@ -157,14 +162,14 @@ kill "$floor_pid"; wait "$floor_pid" 2>/dev/null || true
 
 # --- Patchbay, --background ----------------------------------------------------------------------
 log=$tmp/app.log
-RUST_LOG=info "$app" --background >"$log" 2>&1 &
+RUST_LOG=info PATCHBAY_WINDOW_KEEP_SECS=$KEEP "$app" --background >"$log" 2>&1 &
 app_pid=$!; pids+=("$app_pid")
 sleep "$SETTLE"
 [ -z "$(app_windows "$app_pid")" ] || { echo "footprint: --background opened a window" >&2; exit 1; }
 measure patchbay_idle "$app_pid" >>"$tmp/rows"
 
-# --- the window: cold, then again after each close ----------------------------------------------
-open_window() { # N: the Nth window; prints its rows-drawn ms
+# --- the window: cold, again while kept, again after its release -------------------------------
+open_window() { # N: the Nth window shown; prints its rows-drawn ms
   local n=$1
   "$app" >>"$tmp/second.log" 2>&1 # a plain second launch: the running app shows its window
   local deadline=$((SECONDS + 30))
@@ -181,23 +186,38 @@ close_window() {
     sleep 0.05
   done
   for id in $w; do python3 "$root/tests/bench/x11-close.py" "$id"; done
-  # Gone (WebKit's processes are looked at after the last close).
   until [ -z "$(app_windows "$app_pid")" ]; do
     [ $SECONDS -lt $deadline ] || { echo "footprint: the window did not close" >&2; exit 1; }
     sleep 0.05
   done
 }
-cold=$(open_window 1)
+released() { # wait for the Nth release of a kept window, and for WebKit's processes to go
+  local n=$1 deadline=$((SECONDS + KEEP + 15))
+  until [ "$(grep -c 'releasing its web view' "$log")" -ge "$n" ]; do
+    [ $SECONDS -lt $deadline ] || { echo "footprint: the kept window was not released" >&2; tail -20 "$log" >&2; exit 1; }
+    sleep 0.1
+  done
+  deadline=$((SECONDS + 10))
+  while [ "$(web_processes "$app_pid")" -gt 0 ] && [ $SECONDS -lt $deadline ]; do sleep 0.2; done
+}
+shown=1
+cold=$(open_window $shown)
 IDLE=$OPEN_IDLE measure patchbay_window_open "$app_pid" >>"$tmp/rows"
 close_window
 again=()
-for i in $(seq 2 $((AGAIN + 1))); do
-  again+=("$(open_window "$i")")
+for _ in $(seq 1 "$AGAIN"); do
+  shown=$((shown + 1)); again+=("$(open_window $shown)")
   close_window
 done
-# WebKit's processes after the last close, polled for up to 10 s.
-deadline=$((SECONDS + 10))
-while [ "$(web_processes "$app_pid")" -gt 0 ] && [ $SECONDS -lt $deadline ]; do sleep 0.2; done
+released 1
+again_new=()
+for i in $(seq 1 "$AGAIN_NEW"); do
+  shown=$((shown + 1)); again_new+=("$(open_window $shown)")
+  close_window
+  released $((i + 1))
+done
+grep -c 'rows drawn .*(again, kept)' "$log" | grep -qx "$AGAIN" \
+  || { echo "footprint: expected $AGAIN kept reopenings:" >&2; grep 'rows drawn' "$log" >&2; exit 1; }
 sleep "$SETTLE"
 measure patchbay_idle_after_window "$app_pid" >>"$tmp/rows"
 
@@ -225,11 +245,12 @@ if [ -z "${SKIP_MCP_REMOTE:-}" ] && command -v node >/dev/null && [ -x "$node_di
 fi
 
 loadavg=$(cut -d' ' -f1-3 /proc/loadavg)
-python3 - "$tmp/rows" "$cold" "${again[*]}" "$FOOTPRINT_ADOPTION" "$FOOTPRINT_JSON" "$IDLE" "$loadavg" "$(nproc)" <<'EOF'
+python3 - "$tmp/rows" "$cold" "${again[*]}" "$FOOTPRINT_ADOPTION" "$FOOTPRINT_JSON" "$IDLE" "$loadavg" "$(nproc)" "${again_new[*]}" <<'EOF'
 import json, re, statistics, sys
 rows = {r["label"]: r for r in map(json.loads, open(sys.argv[1]))}
 cold = int(sys.argv[2])
 again = [int(x) for x in sys.argv[3].split()]
+again_new = [int(x) for x in sys.argv[9].split()]
 adoption = sys.argv[4]
 m = re.search(r"median ([0-9.]+) ms, p95 ([0-9.]+) ms", adoption)
 mib = lambda k: round(k / 1024, 1)
@@ -241,6 +262,8 @@ report = {
     "window_cold_ms": cold,
     "window_again_ms": again,
     "window_again_median_ms": statistics.median(again) if again else None,
+    "window_again_new_ms": again_new,
+    "window_again_new_median_ms": statistics.median(again_new) if again_new else None,
     "adoption": adoption or None,
     "adoption_p50_ms": float(m.group(1)) if m else None,
     "adoption_p95_ms": float(m.group(2)) if m else None,
@@ -257,7 +280,8 @@ for label in ("patchbay_idle", "patchbay_window_open", "patchbay_idle_after_wind
     print(f"{label:28} {mib(r['pss_kib']):>8} {mib(r['rss_kib']):>8} {r['wakeups_per_s']:>10} {mib(r['children_pss_kib']):>17}  {' '.join(r['children']) or '-'}")
     if r["busiest_threads"]:
         print(f"{'':28} busiest threads (switches in the window): {' '.join(r['busiest_threads'])}")
-print(f"window asked for → rows drawn: cold {cold} ms; again {report['window_again_median_ms']} ms median of {again}")
+print(f"window asked for → rows drawn: cold {cold} ms; again, kept {report['window_again_median_ms']} ms median of {again}; "
+      f"again, new (after the kept one's release) {report['window_again_new_median_ms']} ms median of {again_new}")
 if adoption:
     print(adoption)
 if sys.argv[5]:

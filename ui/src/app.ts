@@ -268,6 +268,8 @@ export class ConnectorsWindow {
     );
     try {
       const r = await this.backend.getStatus();
+      // Read back by the app, which logs where a new window's time went (src-tauri/src/window.rs).
+      performance.mark("patchbay:status");
       const b = await board;
       if (b && seq === this.boardSeq) this.setBoard(b);
       this.render(r);
