@@ -233,15 +233,12 @@ pub async fn revoke_gateway_client(
 
 /// Whether Patchbay starts at login (the window's setting; off by default).
 #[tauri::command]
-pub async fn get_launch_at_login(app: tauri::AppHandle) -> Result<bool, crate::autostart::Error> {
+pub async fn get_launch_at_login(app: tauri::AppHandle) -> Result<bool, IpcError> {
     crate::autostart::is_enabled(&app)
 }
 
 /// Start at login (in the tray, no window) or not; answers the setting as it now is.
 #[tauri::command]
-pub async fn set_launch_at_login(
-    app: tauri::AppHandle,
-    enabled: bool,
-) -> Result<bool, crate::autostart::Error> {
+pub async fn set_launch_at_login(app: tauri::AppHandle, enabled: bool) -> Result<bool, IpcError> {
     crate::autostart::set(&app, enabled)
 }

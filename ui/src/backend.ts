@@ -69,6 +69,10 @@ export interface Backend {
   gatewayClients(): Promise<GatewayClients>;
   /** Revokes a gateway client (its secret stops working); answers the list. */
   revokeGatewayClient(label: string): Promise<GatewayClients>;
+  /** Whether Patchbay starts at login (the login entry; off by default). Rejects with kind `launch_at_login`. */
+  getLaunchAtLogin(): Promise<boolean>;
+  /** "Start at login" on or off; answers the setting as it now is. Rejects with kind `launch_at_login`. */
+  setLaunchAtLogin(enabled: boolean): Promise<boolean>;
   onStatusChanged(cb: (report: StatusReport) => void): Promise<() => void>;
   /** The periodic check recorded results: fetch the board again (no payload). */
   onHealthChanged(cb: () => void): Promise<() => void>;
@@ -125,6 +129,8 @@ function tauriBackend(): Backend {
     switchCandidates: () => invoke<SwitchCandidate[]>("switch_candidates"),
     gatewayClients: () => invoke<GatewayClients>("gateway_clients"),
     revokeGatewayClient: (label) => invoke<GatewayClients>("revoke_gateway_client", { label }),
+    getLaunchAtLogin: () => invoke<boolean>("get_launch_at_login"),
+    setLaunchAtLogin: (enabled) => invoke<boolean>("set_launch_at_login", { enabled }),
     onStatusChanged: (cb) => listen<StatusReport>("status-changed", (e) => cb(e.payload)),
     onHealthChanged: (cb) => listen<null>("health-changed", () => cb()),
     onFocusConnector: (cb) => listen<string>("focus-connector", (e) => cb(e.payload)),

@@ -1,68 +1,17 @@
 // "Start at login": the Connectors window's switch for launching Patchbay at login (off by
-// default). In Tauri it calls the app's get_launch_at_login / set_launch_at_login commands, which
-// write or remove the login entry (Linux: the XDG autostart file; the entry starts the app
-// quietly in the tray). In a plain browser (tests, `npm run dev`) a small in-memory stand-in
-// answers instead:
-//   login=on                          the setting starts on
-//   fail=get_launch_at_login          reading it rejects (the switch says it is unavailable)
-//   fail=set_launch_at_login          every change rejects (the switch goes back)
-// and `window.__patchbayLaunchAtLogin` shows the stand-in's state and the calls it got.
+// default). It reads and changes the setting through the Backend (get_launch_at_login /
+// set_launch_at_login, which write or remove the login entry: on Linux the XDG autostart file,
+// starting the app quietly in the tray); in a plain browser the mock backend answers (mock.ts:
+// `login=on`, `fail=get_launch_at_login`, `fail=set_launch_at_login`). Failures arrive as a
+// BackendError of kind `launch_at_login`.
 
 import "./launch-at-login.css";
-import { invoke } from "@tauri-apps/api/core";
-import { isTauri, toBackendError } from "./backend";
+import type { Backend } from "./backend";
+import { toBackendError } from "./backend";
 import { el } from "./format";
 
-export interface LaunchAtLogin {
-  /** Whether Patchbay starts at login. */
-  get(): Promise<boolean>;
-  /** Turns it on or off; answers the setting as it now is. */
-  set(enabled: boolean): Promise<boolean>;
-}
-
-interface StandIn {
-  enabled: boolean;
-  calls: { command: string; enabled?: boolean }[];
-}
-
-declare global {
-  interface Window {
-    __patchbayLaunchAtLogin?: StandIn;
-  }
-}
-
-function standIn(params: URLSearchParams): LaunchAtLogin {
-  const failing = new Set((params.get("fail") ?? "").split(","));
-  const state: StandIn = { enabled: params.get("login") === "on", calls: [] };
-  window.__patchbayLaunchAtLogin = state;
-  const refuse = (command: string) => ({
-    kind: "launch_at_login",
-    message: `cannot write the autostart entry (${command} failed in the stand-in)`,
-  });
-  return {
-    async get() {
-      state.calls.push({ command: "get_launch_at_login" });
-      if (failing.has("get_launch_at_login")) throw refuse("get_launch_at_login");
-      return state.enabled;
-    },
-    async set(enabled) {
-      state.calls.push({ command: "set_launch_at_login", enabled });
-      if (failing.has("set_launch_at_login")) throw refuse("set_launch_at_login");
-      state.enabled = enabled;
-      return state.enabled;
-    },
-  };
-}
-
-export function launchAtLogin(): LaunchAtLogin {
-  if (isTauri()) {
-    return {
-      get: () => invoke<boolean>("get_launch_at_login"),
-      set: (enabled) => invoke<boolean>("set_launch_at_login", { enabled }),
-    };
-  }
-  return standIn(new URLSearchParams(window.location.search));
-}
+/** The part of the Backend the switch uses. */
+export type LaunchAtLogin = Pick<Backend, "getLaunchAtLogin" | "setLaunchAtLogin">;
 
 /**
  * The switch: a checkbox with role=switch, disabled while the setting is read or written. A
@@ -94,7 +43,7 @@ export function buildLaunchAtLoginSwitch(
     else input.setAttribute("aria-describedby", problem.id);
   };
 
-  setting.get().then(
+  setting.getLaunchAtLogin().then(
     (enabled) => {
       input.checked = enabled;
       input.disabled = false;
@@ -109,7 +58,7 @@ export function buildLaunchAtLoginSwitch(
     const wanted = input.checked;
     input.disabled = true;
     root.setAttribute("aria-busy", "true");
-    setting.set(wanted).then(
+    setting.setLaunchAtLogin(wanted).then(
       (enabled) => {
         input.checked = enabled;
         say(null);

@@ -1,7 +1,7 @@
 import "./styles.css";
 import { ConnectorsWindow } from "./app";
 import { createBackend, toBackendError } from "./backend";
-import { buildSettingsFooter, launchAtLogin } from "./launch-at-login";
+import { buildSettingsFooter } from "./launch-at-login";
 
 async function main(): Promise<void> {
   const root = document.getElementById("app")!;
@@ -10,7 +10,7 @@ async function main(): Promise<void> {
     const backend = await createBackend();
     const win = new ConnectorsWindow(root, backend, announcer);
     // The window's one app-wide setting, in a footer: after the connectors in the tab order.
-    root.append(buildSettingsFooter(launchAtLogin(), (text) => announcer && (announcer.textContent = text)));
+    root.append(buildSettingsFooter(backend, (text) => announcer && (announcer.textContent = text)));
     await win.start();
   } catch (err) {
     const e = toBackendError(err);

@@ -48,6 +48,11 @@
 // from switch_candidates. revoke_gateway_client removes the client. `clients=none`: no client is
 // found. `fail=add_to_client|switch_client_entry|gateway_clients|revoke_gateway_client` (every
 // call rejects).
+//
+// Start at login: get_launch_at_login answers the mock's setting (`launchAtLogin`, off unless
+// `login=on`); set_launch_at_login sets it and answers it. `fail=get_launch_at_login` (the
+// setting cannot be read: the switch says it is unavailable) and `fail=set_launch_at_login`
+// (every change rejects: the switch goes back) reject with kind `launch_at_login`.
 
 import { now, setClock } from "./clock";
 import type { Backend } from "./backend";
@@ -124,6 +129,8 @@ export interface PatchbayMock {
   board: HealthBoard;
   /** Sends `health-changed`, as the periodic check does after recording results. */
   emitHealthChanged(): void;
+  /** Start at login as the mock keeps it (the login entry's presence). */
+  launchAtLogin: boolean;
   fixtureNames: string[];
 }
 
@@ -221,8 +228,23 @@ export async function createMockBackend(params: URLSearchParams): Promise<Backen
     });
   }
 
+  const entry = "/home/me/.config/autostart/Patchbay.desktop";
+  if (failing.has("get_launch_at_login")) {
+    always.set("get_launch_at_login", {
+      kind: "launch_at_login",
+      message: `cannot read ${entry}: Permission denied (os error 13)`,
+    });
+  }
+  if (failing.has("set_launch_at_login")) {
+    always.set("set_launch_at_login", {
+      kind: "launch_at_login",
+      message: `cannot write ${entry}: /home/me/.config is a file, not a directory`,
+    });
+  }
+
   const mock: PatchbayMock = {
     calls: [],
+    launchAtLogin: params.get("login") === "on",
     get report() {
       return report;
     },
@@ -557,6 +579,12 @@ export async function createMockBackend(params: URLSearchParams): Promise<Backen
         }
         clients.gateway.clients = clients.gateway.clients.filter((g) => g.label !== label);
         return clone(clients.gateway);
+      }),
+    getLaunchAtLogin: () => call("get_launch_at_login", {}, () => mock.launchAtLogin),
+    setLaunchAtLogin: (enabled) =>
+      call("set_launch_at_login", { enabled }, () => {
+        mock.launchAtLogin = enabled;
+        return mock.launchAtLogin;
       }),
     onStatusChanged: async (cb) => {
       statusListeners.add(cb);

@@ -235,7 +235,7 @@ export type DegradedStatus = { since: string,
  */
 error: string, };
 
-export type ErrorKind = "no_home" | "secret_store" | "unknown_connector" | "invalid_entry" | "no_credential" | "not_pending" | "refused" | "io" | "bad_file" | "internal" | "runtime_store" | "client_config" | "not_authorizable" | "invalid_input" | "oauth" | "timed_out" | "watch" | "health_store" | "catalog_write" | "conflict" | "gateway_clients";
+export type ErrorKind = "no_home" | "secret_store" | "unknown_connector" | "invalid_entry" | "no_credential" | "not_pending" | "refused" | "io" | "bad_file" | "internal" | "runtime_store" | "client_config" | "not_authorizable" | "invalid_input" | "oauth" | "timed_out" | "watch" | "health_store" | "catalog_write" | "conflict" | "gateway_clients" | "launch_at_login";
 
 export type ErrorSummary = { 
 /**

@@ -23,6 +23,7 @@ use terminal::Terminal;
 #[macro_use]
 mod terminal;
 mod add_to;
+mod autostart;
 mod check;
 mod connect;
 mod gateway;
@@ -127,6 +128,9 @@ enum Command {
     Switch(add_to::SwitchArgs),
     /// The loopback MCP gateway: `serve` it headless, manage its `client`s.
     Gateway(gateway::GatewayArgs),
+    /// Start at login: `on` starts Patchbay in the tray when you log in, `off` stops that; with
+    /// no argument, whether it does (the window's Start at login switch).
+    Autostart(autostart::AutostartArgs),
 }
 
 #[derive(Subcommand)]
@@ -523,6 +527,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             import::run(open(cli.data_dir, cli.catalog)?, args, &mut out)
         }
         Command::Paths(args) => paths::run(cli.data_dir, cli.catalog, args, &mut out),
+        Command::Autostart(args) => autostart::run(args, &mut out),
     }
 }
 

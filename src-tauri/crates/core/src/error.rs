@@ -195,6 +195,8 @@ pub enum ErrorKind {
     Conflict,
     /// The gateway's client registry could not be read or written.
     GatewayClients,
+    /// Start at login could not be read or changed (the login entry, the OS's login items).
+    LaunchAtLogin,
 }
 
 impl ErrorKind {
@@ -222,6 +224,7 @@ impl ErrorKind {
             ErrorKind::CatalogWrite => "catalog_write",
             ErrorKind::Conflict => "conflict",
             ErrorKind::GatewayClients => "gateway_clients",
+            ErrorKind::LaunchAtLogin => "launch_at_login",
         }
     }
 }
@@ -253,6 +256,15 @@ impl From<CoreError> for IpcError {
     fn from(error: CoreError) -> IpcError {
         IpcError {
             kind: error.kind(),
+            message: error.to_string(),
+        }
+    }
+}
+
+impl From<crate::autostart::AutostartError> for IpcError {
+    fn from(error: crate::autostart::AutostartError) -> IpcError {
+        IpcError {
+            kind: ErrorKind::LaunchAtLogin,
             message: error.to_string(),
         }
     }
@@ -342,6 +354,7 @@ mod tests {
             ErrorKind::CatalogWrite,
             ErrorKind::Conflict,
             ErrorKind::GatewayClients,
+            ErrorKind::LaunchAtLogin,
         ] {
             assert_eq!(serde_json::to_value(kind).unwrap(), kind.id());
         }
@@ -350,5 +363,12 @@ mod tests {
             serde_json::to_value(&e).unwrap(),
             serde_json::json!({ "kind": "not_authorizable", "message": "x cannot be authorized" })
         );
+        let e = IpcError::from(crate::autostart::AutostartError::NoConfigDir);
+        assert_eq!(e.kind, ErrorKind::LaunchAtLogin);
+        assert_eq!(
+            serde_json::to_value(&e).unwrap()["kind"],
+            serde_json::json!("launch_at_login")
+        );
+        assert!(e.message.contains("XDG_CONFIG_HOME"), "{e}");
     }
 }
