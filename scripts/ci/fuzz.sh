@@ -37,7 +37,8 @@ bash seed.sh
 built=$(date +%s)
 
 targets=${FUZZ_TARGETS:-$(cargo "+$toolchain" fuzz list)}
-bin_dir=target/x86_64-unknown-linux-gnu/release
+# Where cargo put them: fuzz/target, or CARGO_TARGET_DIR when set (made absolute from the root).
+bin_dir=$(cd .. && realpath -m "${CARGO_TARGET_DIR:-fuzz/target}")/x86_64-unknown-linux-gnu/release
 failed=()
 printf '\n%-22s %10s %8s %8s  %s\n' target runs cov ft result
 for t in $targets; do
