@@ -17,6 +17,7 @@ fn help_lists_every_command() {
         "unclaimed",
         "authorize",
         "paths",
+        "autostart",
     ] {
         assert!(text.contains(command), "{command} missing from:\n{text}");
     }
