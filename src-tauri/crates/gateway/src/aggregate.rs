@@ -1238,7 +1238,10 @@ async fn read_answer(mut response: reqwest::Response, id: &Value) -> Result<Valu
             }
             Err(e) => return Err(Failure::Dropped(error_chain(&e.without_url()))),
         };
-        for event in events.push(&chunk) {
+        let completed = events
+            .push(&chunk)
+            .map_err(|e| Failure::Dropped(e.to_string()))?;
+        for event in completed {
             if event.kind != "message" || event.data.is_empty() {
                 continue;
             }

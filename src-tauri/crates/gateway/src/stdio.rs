@@ -942,7 +942,10 @@ impl<C: Credentials> Bridge<C> {
                 Ok(None) => return Ok(None),
                 Err(e) => return Err(PostError::Dropped(e.to_string())),
             };
-            for event in events.push(&chunk) {
+            let completed = events
+                .push(&chunk)
+                .map_err(|e| PostError::Dropped(e.to_string()))?;
+            for event in completed {
                 let Some(message) = self.event_message(&event) else {
                     continue;
                 };
@@ -1074,7 +1077,14 @@ impl<C: Credentials> Bridge<C> {
     ) {
         let mut events = SseParser::default();
         while let Ok(Some(chunk)) = response.chunk().await {
-            for event in events.push(&chunk) {
+            let completed = match events.push(&chunk) {
+                Ok(completed) => completed,
+                Err(e) => {
+                    tracing::warn!("dropping the server's stream: {e}");
+                    return;
+                }
+            };
+            for event in completed {
                 if let Some(id) = &event.id {
                     *last_event_id = Some(id.clone());
                 }
@@ -1188,10 +1198,23 @@ pub struct SseEvent {
     pub id: Option<String>,
 }
 
+/// The most an event may hold (its pending line and data) before the stream is given up: far
+/// above any MCP message, and a stop to a server that never ends a line or an event.
+pub const MAX_SSE_EVENT_BYTES: usize = 32 * 1024 * 1024;
+
+/// An event grew past the parser's limit; the stream is not usable any more.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the server's event stream sent an event over {limit} bytes without ending it")]
+pub struct SseEventTooLarge {
+    pub limit: usize,
+}
+
 /// An incremental `text/event-stream` parser (the WHATWG rules the MCP transports use: lines end
-/// in CRLF, LF or CR; `:` starts a comment; a blank line dispatches).
-#[derive(Debug, Default)]
+/// in CRLF, LF or CR; `:` starts a comment; a blank line dispatches), holding at most
+/// [`MAX_SSE_EVENT_BYTES`] of one event.
+#[derive(Debug)]
 pub struct SseParser {
+    limit: usize,
     buffer: Vec<u8>,
     /// The last chunk ended in CR: a LF starting the next one belongs to it.
     after_cr: bool,
@@ -1200,9 +1223,37 @@ pub struct SseParser {
     id: Option<String>,
 }
 
+impl Default for SseParser {
+    fn default() -> Self {
+        SseParser::with_limit(MAX_SSE_EVENT_BYTES)
+    }
+}
+
 impl SseParser {
-    /// Feeds `chunk`; returns the events it completed.
-    pub fn push(&mut self, chunk: &[u8]) -> Vec<SseEvent> {
+    /// A parser holding at most `limit` bytes of one event.
+    pub fn with_limit(limit: usize) -> SseParser {
+        SseParser {
+            limit,
+            buffer: Vec::new(),
+            after_cr: false,
+            data: None,
+            kind: None,
+            id: None,
+        }
+    }
+
+    /// Feeds `chunk`; returns the events it completed, or an error once one event (its data so
+    /// far and its unfinished line) holds more than the limit.
+    pub fn push(&mut self, chunk: &[u8]) -> Result<Vec<SseEvent>, SseEventTooLarge> {
+        let events = self.push_unbounded(chunk);
+        let pending = self.buffer.len() + self.data.as_ref().map_or(0, String::len);
+        if pending > self.limit {
+            return Err(SseEventTooLarge { limit: self.limit });
+        }
+        Ok(events)
+    }
+
+    fn push_unbounded(&mut self, chunk: &[u8]) -> Vec<SseEvent> {
         let mut events = Vec::new();
         let mut bytes = chunk;
         if self.after_cr && bytes.first() == Some(&b'\n') {
@@ -1274,9 +1325,13 @@ mod tests {
     #[test]
     fn sse_events_split_across_chunks_and_line_endings() {
         let mut parser = SseParser::default();
-        let mut events = parser.push(b"event: message\r\nid: 7\r");
-        events.extend(parser.push(b"\ndata: {\"a\":"));
-        events.extend(parser.push(b"1}\n\n: keep-alive\n\ndata: x\ndata: y\n"));
+        let mut events = parser.push(b"event: message\r\nid: 7\r").unwrap();
+        events.extend(parser.push(b"\ndata: {\"a\":").unwrap());
+        events.extend(
+            parser
+                .push(b"1}\n\n: keep-alive\n\ndata: x\ndata: y\n")
+                .unwrap(),
+        );
         assert_eq!(
             events,
             vec![SseEvent {
@@ -1285,7 +1340,7 @@ mod tests {
                 id: Some("7".into()),
             }]
         );
-        let events = parser.push(b"\n");
+        let events = parser.push(b"\n").unwrap();
         assert_eq!(events[0].data, "x\ny");
         assert_eq!(
             events[0].id.as_deref(),
@@ -1297,13 +1352,33 @@ mod tests {
     #[test]
     fn an_event_without_data_dispatches_nothing() {
         let mut parser = SseParser::default();
-        assert!(parser.push(b"event: ping\n\n").is_empty());
-        let events = parser.push(b"data:no space\r\n\r\n");
+        assert!(parser.push(b"event: ping\n\n").unwrap().is_empty());
+        let events = parser.push(b"data:no space\r\n\r\n").unwrap();
         assert_eq!(events[0].data, "no space");
         assert_eq!(
             events[0].kind, "message",
             "the event type does not carry over"
         );
+    }
+
+    #[test]
+    fn an_event_over_the_limit_is_refused_and_one_under_it_is_not() {
+        // A line that never ends.
+        let mut parser = SseParser::with_limit(64);
+        assert!(parser.push(&[b'x'; 60]).unwrap().is_empty());
+        assert_eq!(parser.push(&[b'x'; 5]), Err(SseEventTooLarge { limit: 64 }));
+        // Data lines that never dispatch.
+        let mut parser = SseParser::with_limit(64);
+        for _ in 0..5 {
+            parser.push(b"data: 0123456789\n").unwrap();
+        }
+        assert!(parser.push(b"data: 0123456789\n").is_err());
+        // Events that end stay within it, however many.
+        let mut parser = SseParser::with_limit(64);
+        for _ in 0..1000 {
+            let events = parser.push(b"data: 0123456789012345678901234567890123456789\n\n");
+            assert_eq!(events.unwrap().len(), 1);
+        }
     }
 
     #[test]

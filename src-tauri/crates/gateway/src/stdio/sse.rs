@@ -387,7 +387,15 @@ impl<C: Credentials> Bridge<C> {
         let base = response.url().clone();
         let mut events = SseParser::default();
         while let Ok(Some(chunk)) = response.chunk().await {
-            for event in events.push(&chunk) {
+            let completed = match events.push(&chunk) {
+                Ok(completed) => completed,
+                Err(e) => {
+                    // As a dropped stream: opened again.
+                    tracing::warn!(connector = self.name(), "dropping the event stream: {e}");
+                    return;
+                }
+            };
+            for event in completed {
                 match event.kind.as_str() {
                     "endpoint" => match base.join(event.data.trim()) {
                         Ok(url) => self.opened(url.to_string()),
