@@ -53,6 +53,8 @@ fn render() -> String {
     decls.visit::<patchbay_gateway::client_entries::ClientWrite>();
     decls.visit::<patchbay_gateway::client_entries::GatewayClients>();
     decls.visit::<patchbay_core::IpcError>();
+    // page_listening: the row requests kept until the page listened.
+    decls.visit::<patchbay_core::tray_model::QueuedRowRequest>();
 
     let mut out = String::from(
         "// Generated from the Rust types by tests/tests/ui_types.rs (ts-rs): do not edit.\n",

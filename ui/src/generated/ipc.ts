@@ -320,6 +320,12 @@ export type Needs = "oauth" | "secret" | "nothing";
 
 export type Origin = "catalog" | "client";
 
+export type QueuedRowRequest = { 
+/**
+ * The connector's name.
+ */
+name: string, request: RowRequest, };
+
 export type RefreshAttemptOutcome = "refreshed" | "adopted" | "retryable" | "ambiguous" | "transient" | "rejected" | "permanent" | "retired";
 
 export type RefreshEntry = { at: string, outcome: RefreshAttemptOutcome, http_status: number | null, summary: string, 
@@ -327,6 +333,8 @@ export type RefreshEntry = { at: string, outcome: RefreshAttemptOutcome, http_st
  * The raw answer (up to 4 KB), secrets scrubbed.
  */
 detail: string | null, retries: number, };
+
+export type RowRequest = "focus" | "authorize" | "ask_to_authorize";
 
 export type RuntimeSummary = { 
 /**

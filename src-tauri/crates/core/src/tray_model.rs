@@ -1,5 +1,6 @@
 //! What the tray and the window's URL show of a status report, as plain data: the shell only
-//! copies it onto the platform's tray, so everything here is testable without a display.
+//! copies it onto the platform's tray, so everything here is testable without a display. Also
+//! the row requests kept for a window whose page does not listen yet ([`PageRequests`]).
 
 use patchbay_status::{Action, ConnectorState, StatusReport};
 
@@ -110,7 +111,9 @@ impl TrayModel {
 }
 
 /// What opening the window asks of one connector's row.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub enum RowRequest {
     /// Scroll to it and highlight it.
     Focus,
@@ -135,6 +138,95 @@ pub fn connectors_page(row: Option<(&str, RowRequest)>) -> String {
         }
         Some((name, RowRequest::Focus)) => format!("index.html?focus={}", percent_encode(name)),
         None => "index.html".to_owned(),
+    }
+}
+
+/// A request for one connector's row that reached the window before its page listened, handed
+/// to the page when it says it listens (the `page_listening` command).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct QueuedRowRequest {
+    /// The connector's name.
+    pub name: String,
+    pub request: RowRequest,
+}
+
+/// The row requests for a window whose page does not listen yet: from the window's creation
+/// until its page says it listens ([`PageRequests::listening`]), a request sent as an event would
+/// be lost, so it is kept here and handed over once.
+///
+/// Merge rule: every request is kept, in the order it came, as the events would have been
+/// delivered; a request equal to one already kept (same row, same kind) moves to the end rather
+/// than being kept twice (the page ends on the row asked for last). At most [`Self::LIMIT`] are
+/// kept, the oldest dropped first, since a page that never listens must not make it grow.
+#[derive(Debug, Default)]
+pub struct PageRequests {
+    /// Which page the state is for: counts windows created.
+    page: u64,
+    listening: bool,
+    queued: Vec<QueuedRowRequest>,
+}
+
+impl PageRequests {
+    /// The most requests kept for a page that has not listened yet.
+    pub const LIMIT: usize = 16;
+
+    /// No window yet: nothing listens (usable in a `static`).
+    pub const fn new() -> PageRequests {
+        PageRequests {
+            page: 0,
+            listening: false,
+            queued: Vec::new(),
+        }
+    }
+
+    /// A window (and page) is being created: it does not listen yet, and requests kept for an
+    /// earlier page are dropped (the new page gets its request in its URL). Answers the page's
+    /// number, for [`PageRequests::page_gone`].
+    pub fn page_created(&mut self) -> u64 {
+        self.page += 1;
+        self.listening = false;
+        self.queued.clear();
+        self.page
+    }
+
+    /// Page `page`'s window was destroyed: nothing listens until the next window's page says so.
+    /// A late notice for an earlier page changes nothing.
+    pub fn page_gone(&mut self, page: u64) {
+        if page == self.page {
+            self.listening = false;
+            self.queued.clear();
+        }
+    }
+
+    /// Whether the page listens, so that a request is sent as an event at once.
+    pub fn is_listening(&self) -> bool {
+        self.listening
+    }
+
+    /// A request for the window: `Some` back when the page listens (send it as events now),
+    /// `None` when it was kept for the page.
+    pub fn request(&mut self, name: &str, request: RowRequest) -> Option<QueuedRowRequest> {
+        let row = QueuedRowRequest {
+            name: name.to_owned(),
+            request,
+        };
+        if self.listening {
+            return Some(row);
+        }
+        self.queued.retain(|kept| *kept != row);
+        if self.queued.len() == Self::LIMIT {
+            self.queued.remove(0);
+        }
+        self.queued.push(row);
+        None
+    }
+
+    /// The page has registered its listeners: from now on requests are sent as events; answers
+    /// those kept meanwhile, in order (once: a second call answers none).
+    pub fn listening(&mut self) -> Vec<QueuedRowRequest> {
+        self.listening = true;
+        std::mem::take(&mut self.queued)
     }
 }
 
@@ -302,6 +394,111 @@ mod tests {
         let model = TrayModel::of(&report(&[("a", false)]));
         assert!(model.items.is_empty());
         assert_eq!(model.tooltip, "Patchbay — The one connector is fine");
+    }
+
+    fn row(name: &str, request: RowRequest) -> QueuedRowRequest {
+        QueuedRowRequest {
+            name: name.into(),
+            request,
+        }
+    }
+
+    #[test]
+    fn requests_before_the_page_listens_are_kept_in_order_and_handed_over_once() {
+        let mut page = PageRequests::new();
+        page.page_created();
+        assert!(!page.is_listening());
+        assert_eq!(page.request("notion", RowRequest::Authorize), None);
+        assert_eq!(page.request("figma", RowRequest::Focus), None);
+        assert_eq!(page.request("linear", RowRequest::AskToAuthorize), None);
+        assert_eq!(
+            page.listening(),
+            vec![
+                row("notion", RowRequest::Authorize),
+                row("figma", RowRequest::Focus),
+                row("linear", RowRequest::AskToAuthorize),
+            ]
+        );
+        assert!(page.is_listening());
+        // Once listening, a request is for sending at once, and nothing more is kept.
+        assert_eq!(
+            page.request("figma", RowRequest::Focus),
+            Some(row("figma", RowRequest::Focus))
+        );
+        assert_eq!(page.listening(), vec![]);
+    }
+
+    #[test]
+    fn a_repeated_request_moves_to_the_end_and_other_kinds_for_a_row_are_all_kept() {
+        let mut page = PageRequests::new();
+        page.page_created();
+        page.request("notion", RowRequest::Focus);
+        page.request("figma", RowRequest::AskToAuthorize);
+        page.request("notion", RowRequest::AskToAuthorize);
+        page.request("notion", RowRequest::Focus);
+        assert_eq!(
+            page.listening(),
+            vec![
+                row("figma", RowRequest::AskToAuthorize),
+                row("notion", RowRequest::AskToAuthorize),
+                row("notion", RowRequest::Focus),
+            ]
+        );
+    }
+
+    #[test]
+    fn at_most_the_limit_is_kept_the_oldest_dropped() {
+        let mut page = PageRequests::new();
+        page.page_created();
+        let total = PageRequests::LIMIT + 3;
+        for i in 0..total {
+            page.request(&format!("c{i}"), RowRequest::Focus);
+        }
+        let kept: Vec<String> = page.listening().into_iter().map(|r| r.name).collect();
+        let expected: Vec<String> = (3..total).map(|i| format!("c{i}")).collect();
+        assert_eq!(kept, expected);
+    }
+
+    #[test]
+    fn a_new_or_destroyed_window_does_not_listen_and_drops_what_was_kept() {
+        let mut page = PageRequests::new();
+        let first = page.page_created();
+        page.listening();
+        assert!(page.is_listening());
+        // Destroyed: requests wait again (until a new window's page listens).
+        page.page_gone(first);
+        assert!(!page.is_listening());
+        page.request("stale", RowRequest::Focus);
+        // A new window gets its own request in its URL; what an earlier page never took is dropped.
+        let second = page.page_created();
+        assert_ne!(first, second);
+        page.request("notion", RowRequest::Authorize);
+        // A late notice about the first window changes nothing for the second.
+        page.page_gone(first);
+        assert_eq!(page.listening(), vec![row("notion", RowRequest::Authorize)]);
+        assert!(page.is_listening());
+        page.page_gone(first);
+        assert!(page.is_listening());
+        page.page_gone(second);
+        assert!(!page.is_listening());
+    }
+
+    #[test]
+    fn a_queued_request_serializes_as_the_page_reads_it() {
+        let json = serde_json::to_value(vec![
+            row("notion", RowRequest::Focus),
+            row("figma", RowRequest::Authorize),
+            row("linear", RowRequest::AskToAuthorize),
+        ])
+        .unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!([
+                { "name": "notion", "request": "focus" },
+                { "name": "figma", "request": "authorize" },
+                { "name": "linear", "request": "ask_to_authorize" },
+            ])
+        );
     }
 
     #[test]
