@@ -28,6 +28,7 @@ fn main() {
             "revoke_gateway_client",
             "get_launch_at_login",
             "set_launch_at_login",
+            "page_listening",
         ]));
     if let Err(error) = tauri_build::try_build(attributes) {
         panic!("tauri-build failed: {error:#}");

@@ -242,3 +242,10 @@ pub async fn get_launch_at_login(app: tauri::AppHandle) -> Result<bool, IpcError
 pub async fn set_launch_at_login(app: tauri::AppHandle, enabled: bool) -> Result<bool, IpcError> {
     crate::autostart::set(&app, enabled)
 }
+
+/// The window's page has registered its event listeners: row requests (focus, authorize, ask)
+/// are sent as events from now on; answers those that came before, in order.
+#[tauri::command]
+pub async fn page_listening() -> Vec<patchbay_core::tray_model::QueuedRowRequest> {
+    crate::window::page_listening()
+}

@@ -365,6 +365,7 @@ pub fn run() {
             commands::revoke_gateway_client,
             commands::get_launch_at_login,
             commands::set_launch_at_login,
+            commands::page_listening,
         ])
         .setup(setup)
         .build(tauri::generate_context!());

@@ -25,8 +25,13 @@
 //! page's root loses `aria-busy` once the rows are in); a kept page marks its first frame once
 //! visible again ([`SHOWN_PROBE`]). The app reads that mark back. Both ends are wall clock times
 //! on this machine, in ms.
+//!
+//! A row request (focus, authorize, ask) for a window whose page has not registered its
+//! listeners yet would be lost as an event: from the window's creation until the page calls
+//! `page_listening` ([`page_listening`]), requests are kept in [`PAGE_REQUESTS`] and handed to
+//! the page by that call (patchbay_core::tray_model::PageRequests).
 
-use patchbay_core::tray_model::RowRequest;
+use patchbay_core::tray_model::{PageRequests, QueuedRowRequest, RowRequest};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -132,6 +137,20 @@ static OPENINGS: Mutex<u32> = Mutex::new(0);
 /// Counts closes and shows, so that a release timer knows whether the window was shown (or
 /// closed again) after the close that started it.
 static VISIBILITY_CHANGES: AtomicU64 = AtomicU64::new(0);
+/// Whether the window's page listens for row requests, and those kept until it does.
+static PAGE_REQUESTS: Mutex<PageRequests> = Mutex::new(PageRequests::new());
+
+/// The page has registered its listeners (the `page_listening` command): row requests are sent
+/// as events from now on; answers those kept meanwhile, in order.
+pub fn page_listening() -> Vec<QueuedRowRequest> {
+    let queued = page_requests().listening();
+    tracing::info!(queued = queued.len(), "window: the page listens");
+    queued
+}
+
+fn page_requests() -> std::sync::MutexGuard<'static, PageRequests> {
+    PAGE_REQUESTS.lock().unwrap_or_else(|p| p.into_inner())
+}
 
 fn keep_after_close() -> Duration {
     match std::env::var(KEEP_AFTER_CLOSE_ENV) {
@@ -220,7 +239,11 @@ fn open<R: Runtime>(app: &AppHandle<R>, row: Option<(&str, RowRequest)>) {
                 report_when_drawn(window.clone(), request);
             }
         }
-        if let Some((name, request)) = row {
+        // Decided under the lock the page's `page_listening` takes: a request either reaches its
+        // listeners or is in what that call answers.
+        let send = row.and_then(|(name, request)| page_requests().request(name, request));
+        if let Some(QueuedRowRequest { name, request }) = send {
+            let name = name.as_str();
             let _ = app.emit_to(LABEL, FOCUS_EVENT, name);
             match request {
                 RowRequest::Focus => {}
@@ -231,6 +254,8 @@ fn open<R: Runtime>(app: &AppHandle<R>, row: Option<(&str, RowRequest)>) {
                     let _ = app.emit_to(LABEL, ASK_AUTHORIZE_EVENT, name);
                 }
             }
+        } else if row.is_some() {
+            tracing::info!("window: its page does not listen yet; the row request is kept for it");
         }
         return;
     }
@@ -244,6 +269,8 @@ fn open<R: Runtime>(app: &AppHandle<R>, row: Option<(&str, RowRequest)>) {
         kept: false,
     });
     tracing::info!(opening, "window: asked for, creating it");
+    // The new page gets `row` in its URL, and later requests once it listens.
+    let page = page_requests().page_created();
     let url = patchbay_core::tray_model::connectors_page(row);
     let built = WebviewWindowBuilder::new(app, LABEL, WebviewUrl::App(url.into()))
         .title(TITLE)
@@ -271,12 +298,18 @@ fn open<R: Runtime>(app: &AppHandle<R>, row: Option<(&str, RowRequest)>) {
                     let _ = handle.hide();
                     keep_hidden(handle.clone(), keep);
                 }
-                #[cfg(target_os = "linux")]
-                tauri::WindowEvent::Destroyed => end_network_process(),
+                tauri::WindowEvent::Destroyed => {
+                    page_requests().page_gone(page);
+                    #[cfg(target_os = "linux")]
+                    end_network_process();
+                }
                 _ => {}
             });
         }
-        Err(error) => tracing::error!("cannot open the Connectors window: {error}"),
+        Err(error) => {
+            page_requests().page_gone(page);
+            tracing::error!("cannot open the Connectors window: {error}");
+        }
     }
 }
 

@@ -152,6 +152,17 @@ export class ConnectorsWindow {
       this.backend.onAuthorizeConnector((name) => this.requestAuthorize(name)),
       this.backend.onAskAuthorizeConnector((name) => this.requestAuthorize(name, true)),
     ]);
+    // Requests sent before those listeners existed (to a window created moments ago) were kept
+    // for the page: each as its events would have delivered it.
+    const queued = await this.backend.pageListening().catch((err: unknown) => {
+      console.warn("queued row requests unavailable:", toBackendError(err).message);
+      return [];
+    });
+    for (const { name, request } of queued) {
+      this.focusConnector(name);
+      if (request === "authorize") this.requestAuthorize(name);
+      else if (request === "ask_to_authorize") this.requestAuthorize(name, true);
+    }
     await this.load();
     window.setInterval(() => this.tick(), TICK_MS);
     document.addEventListener("visibilitychange", () => {
@@ -1661,7 +1672,10 @@ export class ConnectorsWindow {
 
   focusConnector(name: string): void {
     if (!this.report) {
+      // The last request before the rows exist wins: an authorize kept for another row is not
+      // carried over to this one.
       this.pendingFocus = name;
+      this.pendingAuthorize = null;
       return;
     }
     const row = this.rows.get(name)?.el;

@@ -15,6 +15,9 @@ import type {
   StatusReport,
   SwitchCandidate,
 } from "./types";
+import type { QueuedRowRequest } from "./generated/ipc";
+
+export type { QueuedRowRequest };
 
 export interface Backend {
   getStatus(): Promise<StatusReport>;
@@ -81,6 +84,12 @@ export interface Backend {
   onAuthorizeConnector(cb: (name: string) => void): Promise<() => void>;
   /** A `patchbay://authorize/NAME` link: show the row and ask before starting consent. */
   onAskAuthorizeConnector(cb: (name: string) => void): Promise<() => void>;
+  /**
+   * The page has registered its event listeners (call once, right after): row requests (focus,
+   * authorize, ask) come as events from now on; answers, in order, those sent before (to a
+   * window created moments ago), each to be handled as its event would have been.
+   */
+  pageListening(): Promise<QueuedRowRequest[]>;
 }
 
 declare global {
@@ -136,6 +145,7 @@ function tauriBackend(): Backend {
     onFocusConnector: (cb) => listen<string>("focus-connector", (e) => cb(e.payload)),
     onAuthorizeConnector: (cb) => listen<string>("authorize-connector", (e) => cb(e.payload)),
     onAskAuthorizeConnector: (cb) => listen<string>("ask-authorize-connector", (e) => cb(e.payload)),
+    pageListening: () => invoke<QueuedRowRequest[]>("page_listening"),
   };
 }
 

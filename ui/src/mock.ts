@@ -53,9 +53,13 @@
 // `login=on`); set_launch_at_login sets it and answers it. `fail=get_launch_at_login` (the
 // setting cannot be read: the switch says it is unavailable) and `fail=set_launch_at_login`
 // (every change rejects: the switch goes back) reject with kind `launch_at_login`.
+//
+// Row requests sent before the page listened: `queued=ask_to_authorize:notion,focus:slack`
+// (REQUEST:NAME, comma-separated, in order) is what the first page_listening answers (later
+// calls answer none, as the backend hands them over once).
 
 import { now, setClock } from "./clock";
-import type { Backend } from "./backend";
+import type { Backend, QueuedRowRequest } from "./backend";
 import type {
   BackendError,
   CheckErrorSummary,
@@ -241,6 +245,14 @@ export async function createMockBackend(params: URLSearchParams): Promise<Backen
       message: `cannot write ${entry}: /home/me/.config is a file, not a directory`,
     });
   }
+
+  let queuedRows: QueuedRowRequest[] = (params.get("queued") ?? "")
+    .split(",")
+    .filter(Boolean)
+    .map((item) => {
+      const at = item.indexOf(":");
+      return { request: item.slice(0, at) as QueuedRowRequest["request"], name: item.slice(at + 1) };
+    });
 
   const mock: PatchbayMock = {
     calls: [],
@@ -606,6 +618,17 @@ export async function createMockBackend(params: URLSearchParams): Promise<Backen
       askAuthorizeListeners.add(cb);
       return () => askAuthorizeListeners.delete(cb);
     },
+    pageListening: () =>
+      call("page_listening", {}, () => {
+        // As the backend does, requests are events from now on: a page that had not registered
+        // its listeners yet would lose them, so that is refused here (tests see it).
+        if (focusListeners.size === 0 || authorizeListeners.size === 0 || askAuthorizeListeners.size === 0) {
+          throw { kind: "error", message: "page_listening before the page listens for row requests" };
+        }
+        const handed = queuedRows;
+        queuedRows = [];
+        return handed;
+      }),
   };
 }
 
