@@ -94,6 +94,21 @@ impl AppState {
         &self.checker
     }
 
+    /// What a new Connectors page starts from: the last status the tray showed and the board.
+    fn page_boot(&self) -> Option<patchbay_core::tray_model::PageBoot> {
+        let report = self
+            .last
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()?;
+        let board = self
+            .checker()
+            .board()
+            .inspect_err(|e| tracing::warn!("window: no health board for the new page: {e}"))
+            .ok();
+        Some(patchbay_core::tray_model::PageBoot { report, board })
+    }
+
     /// Adopt what the runtimes rotated, compute, annotate the bridges: the CLI's `status` too.
     fn status(&self) -> StatusReport {
         self.bridges().status()

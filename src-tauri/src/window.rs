@@ -19,6 +19,11 @@
 //! WebKit's hardware acceleration ("Disabled hardware acceleration because GTK failed to
 //! initialize GL" in the log), which a list of connectors does not need.
 //!
+//! A new page is created with the status the tray shows and the health board
+//! ([`patchbay_core::tray_model::PageBoot`], an initialization script), so it draws its rows
+//! without waiting for its first commands (the listeners, then the status: several IPC round
+//! trips); it asks for both again once it listens.
+//!
 //! Each window says in the log how long its rows took to appear: "window: rows drawn N ms after
 //! it was asked for (cold | again | again, kept)" (tests/bench/footprint.sh reads it). A new page
 //! marks the first frame after its first render ([`DRAWN_PROBE`], an initialization script: the
@@ -272,12 +277,22 @@ fn open<R: Runtime>(app: &AppHandle<R>, row: Option<(&str, RowRequest)>) {
     // The new page gets `row` in its URL, and later requests once it listens.
     let page = page_requests().page_created();
     let url = patchbay_core::tray_model::connectors_page(row);
-    let built = WebviewWindowBuilder::new(app, LABEL, WebviewUrl::App(url.into()))
+    let mut builder = WebviewWindowBuilder::new(app, LABEL, WebviewUrl::App(url.into()))
         .title(TITLE)
         .inner_size(900.0, 640.0)
         .min_inner_size(560.0, 400.0)
         .focused(true)
-        .initialization_script(DRAWN_PROBE)
+        .initialization_script(DRAWN_PROBE);
+    // The status the tray shows, so the page draws its rows before its first command answers.
+    let boot = app
+        .try_state::<crate::AppState>()
+        .and_then(|state| state.page_boot());
+    match boot.as_ref().map(|boot| boot.script()) {
+        Some(Ok(script)) => builder = builder.initialization_script(&script),
+        Some(Err(e)) => tracing::warn!("window: the new page starts without a status: {e}"),
+        None => {}
+    }
+    let built = builder
         .on_page_load(|window, payload| {
             if payload.event() == PageLoadEvent::Finished {
                 let request = REQUEST.lock().unwrap_or_else(|p| p.into_inner()).take();

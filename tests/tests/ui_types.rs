@@ -55,6 +55,8 @@ fn render() -> String {
     decls.visit::<patchbay_core::IpcError>();
     // page_listening: the row requests kept until the page listened.
     decls.visit::<patchbay_core::tray_model::QueuedRowRequest>();
+    // window.__patchbayBoot: what a new page is created with.
+    decls.visit::<patchbay_core::tray_model::PageBoot>();
 
     let mut out = String::from(
         "// Generated from the Rust types by tests/tests/ui_types.rs (ts-rs): do not edit.\n",

@@ -1,7 +1,7 @@
 // The Connectors window: owns the DOM, renders reports in place, handles input.
 
 import type { Backend } from "./backend";
-import { toBackendError } from "./backend";
+import { takePageBoot, toBackendError } from "./backend";
 import { now } from "./clock";
 import { el } from "./format";
 import { icon } from "./icons";
@@ -91,6 +91,8 @@ export class ConnectorsWindow {
     return v === "1" ? "start" : v === "ask" ? "ask" : null;
   })();
   private highlightTimer = 0;
+  /** While the page draws what it was created with, before it listens: row requests wait. */
+  private requestsHeld = false;
   /** A request to authorize a connector the catalog does not have (a stale tray item or link). */
   private requestError: string | null = null;
 
@@ -145,6 +147,16 @@ export class ConnectorsWindow {
   }
 
   async start(): Promise<void> {
+    // The status and board the page was created with: rows drawn now, before the round trips
+    // below. A row request (from the URL) waits for the page to listen, as it always did.
+    const boot = takePageBoot();
+    if (boot) {
+      if (boot.board) this.setBoard(boot.board);
+      this.requestsHeld = true;
+      this.render(boot.report);
+      this.requestsHeld = false;
+      this.root.removeAttribute("aria-busy");
+    }
     await Promise.all([
       this.backend.onStatusChanged((r) => this.render(r)),
       this.backend.onHealthChanged(() => void this.loadBoard()),
@@ -158,6 +170,8 @@ export class ConnectorsWindow {
       console.warn("queued row requests unavailable:", toBackendError(err).message);
       return [];
     });
+    // Drawn from the boot, the URL's request waited for the listeners; it came before these.
+    if (this.report) this.applyPendingRequest();
     for (const { name, request } of queued) {
       this.focusConnector(name);
       if (request === "authorize") this.requestAuthorize(name);
@@ -378,13 +392,17 @@ export class ConnectorsWindow {
     this.restoreAnchor(anchor);
     if (previous) this.announceChanges(previous, r);
 
-    if (this.pendingFocus) {
-      const name = this.pendingFocus;
-      this.pendingFocus = null;
-      if (this.pendingAuthorize) this.requestAuthorize(name, this.pendingAuthorize === "ask");
-      else this.focusConnector(name);
-      this.pendingAuthorize = null;
-    }
+    if (!this.requestsHeld) this.applyPendingRequest();
+  }
+
+  /** The row request that came before the rows (the URL's, or one sent meanwhile), now. */
+  private applyPendingRequest(): void {
+    if (!this.pendingFocus) return;
+    const name = this.pendingFocus;
+    this.pendingFocus = null;
+    if (this.pendingAuthorize) this.requestAuthorize(name, this.pendingAuthorize === "ask");
+    else this.focusConnector(name);
+    this.pendingAuthorize = null;
   }
 
   private renderRows(r: StatusReport, t: number): void {

@@ -15,9 +15,9 @@ import type {
   StatusReport,
   SwitchCandidate,
 } from "./types";
-import type { QueuedRowRequest } from "./generated/ipc";
+import type { PageBoot, QueuedRowRequest } from "./generated/ipc";
 
-export type { QueuedRowRequest };
+export type { PageBoot, QueuedRowRequest };
 
 export interface Backend {
   getStatus(): Promise<StatusReport>;
@@ -95,7 +95,16 @@ export interface Backend {
 declare global {
   interface Window {
     __TAURI_INTERNALS__?: unknown;
+    /** Set by the app when it creates the page (src-tauri/src/window.rs): its status and board. */
+    __patchbayBoot?: PageBoot;
   }
+}
+
+/** What the page was created with, taken once (a reload asks the backend instead). */
+export function takePageBoot(): PageBoot | null {
+  const boot = window.__patchbayBoot ?? null;
+  delete window.__patchbayBoot;
+  return boot;
 }
 
 export function isTauri(): boolean {

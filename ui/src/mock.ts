@@ -54,6 +54,10 @@
 // setting cannot be read: the switch says it is unavailable) and `fail=set_launch_at_login`
 // (every change rejects: the switch goes back) reject with kind `launch_at_login`.
 //
+// The page as the app creates it: `boot=1` sets window.__patchbayBoot to the fixture's report and
+// board (src-tauri/src/window.rs). `hold=get_status` (comma-separated commands): their calls wait
+// until `release("get_status")`, so a test sees what the page draws before the answer.
+//
 // Row requests sent before the page listened: `queued=ask_to_authorize:notion,focus:slack`
 // (REQUEST:NAME, comma-separated, in order) is what the first page_listening answers (later
 // calls answer none, as the backend hands them over once).
@@ -133,6 +137,8 @@ export interface PatchbayMock {
   board: HealthBoard;
   /** Sends `health-changed`, as the periodic check does after recording results. */
   emitHealthChanged(): void;
+  /** Lets the held calls of `cmd` (`hold=`) answer, and later ones answer at once. */
+  release(cmd: string): void;
   /** Start at login as the mock keeps it (the login entry's presence). */
   launchAtLogin: boolean;
   fixtureNames: string[];
@@ -246,6 +252,10 @@ export async function createMockBackend(params: URLSearchParams): Promise<Backen
     });
   }
 
+  if (params.get("boot") === "1") window.__patchbayBoot = { report: clone(report), board: clone(board) };
+  const holding = new Set((params.get("hold") ?? "").split(",").filter(Boolean));
+  const held = new Map<string, (() => void)[]>();
+
   let queuedRows: QueuedRowRequest[] = (params.get("queued") ?? "")
     .split(",")
     .filter(Boolean)
@@ -304,6 +314,11 @@ export async function createMockBackend(params: URLSearchParams): Promise<Backen
     emitHealthChanged() {
       for (const cb of healthListeners) cb();
     },
+    release(cmd) {
+      holding.delete(cmd);
+      for (const answer of held.get(cmd) ?? []) answer();
+      held.delete(cmd);
+    },
     fixtureNames: Object.keys(fixtures).map((k) => k.replace(/^.*\/(.*)\.json$/, "$1")),
   };
   window.__patchbayMock = mock;
@@ -311,6 +326,7 @@ export async function createMockBackend(params: URLSearchParams): Promise<Backen
   async function call<T>(cmd: string, args: Record<string, unknown>, fallback: () => T): Promise<T> {
     mock.calls.push({ cmd, args: clone(args) });
     await new Promise((r) => setTimeout(r, 0));
+    if (holding.has(cmd)) await new Promise<void>((r) => held.set(cmd, [...(held.get(cmd) ?? []), r]));
     const queued = failures.get(cmd);
     if (queued && queued.length > 0) throw queued.shift();
     const broken = always.get(cmd);

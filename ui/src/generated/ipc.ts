@@ -320,6 +320,12 @@ export type Needs = "oauth" | "secret" | "nothing";
 
 export type Origin = "catalog" | "client";
 
+export type PageBoot = { report: StatusReport, 
+/**
+ * None when the board cannot be read now (the page shows no health lines until it can).
+ */
+board: HealthBoard | null, };
+
 export type QueuedRowRequest = { 
 /**
  * The connector's name.

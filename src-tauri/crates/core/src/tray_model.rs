@@ -141,6 +141,29 @@ pub fn connectors_page(row: Option<(&str, RowRequest)>) -> String {
     }
 }
 
+/// What a new Connectors page is created with (an initialization script sets it as
+/// `window.__patchbayBoot`): the status and health board the app already holds, so that its
+/// first rows are drawn at once, without waiting for the page's first commands. The page asks for
+/// both again once it listens, and draws what changed.
+#[derive(Debug, Clone, serde::Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct PageBoot {
+    pub report: StatusReport,
+    /// None when the board cannot be read now (the page shows no health lines until it can).
+    pub board: Option<crate::HealthBoard>,
+}
+
+impl PageBoot {
+    /// The initialization script handing it to the page. JSON is a JavaScript expression (and
+    /// U+2028/U+2029 are allowed in its strings since ES2019), so it is set as it is.
+    pub fn script(&self) -> Result<String, serde_json::Error> {
+        Ok(format!(
+            "window.__patchbayBoot = {};",
+            serde_json::to_string(self)?
+        ))
+    }
+}
+
 /// A request for one connector's row that reached the window before its page listened, handed
 /// to the page when it says it listens (the `page_listening` command).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -291,6 +314,30 @@ mod tests {
                 now: chrono::Utc::now(),
             },
         )
+    }
+
+    #[test]
+    fn the_page_boot_script_hands_over_the_report_as_sent() {
+        let mut boot = PageBoot {
+            report: report(&[("b", true), ("a", false)]),
+            board: None,
+        };
+        // A title that would end a string or a line in a careless script.
+        if let Some(first) = boot.report.connectors.first_mut() {
+            first.title = "quote \" \u{2028} </script> b".into();
+        }
+        let script = boot.script().unwrap();
+        let json = script
+            .strip_prefix("window.__patchbayBoot = ")
+            .and_then(|s| s.strip_suffix(';'))
+            .expect("one assignment");
+        let back: serde_json::Value = serde_json::from_str(json).unwrap();
+        assert_eq!(back, serde_json::to_value(&boot).unwrap());
+        assert_eq!(
+            back["report"]["connectors"][0]["title"],
+            "quote \" \u{2028} </script> b"
+        );
+        assert_eq!(back["board"], serde_json::Value::Null);
     }
 
     #[test]
