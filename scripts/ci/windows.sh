@@ -211,5 +211,17 @@ else
   fail "paths table: $stdout"
 fi
 
+# A HOME of its own (Git Bash, MSYS, a user's): the runtimes and clients still live under
+# %USERPROFILE%, where Node's os.homedir() (Claude Code, the clients) looks. Wine passes no Unix
+# HOME on, so cmd sets one for the exe.
+set +e
+"$WINE" cmd /c "set HOME=C:\\elsewhere&& Z:$(tr / '\\' <<<"$win_exe") paths --json" >"$work/stdout" 2>"$work/stderr"
+code=$?
+set -e
+stdout=$(tr -d '\r' <"$work/stdout")
+expect_eq "paths with HOME set: exit code" "$code" 0
+expect_eq "Cursor, with HOME set" "$(p '["clients"]["cursor"]')" "$profile\\.cursor\\mcp.json"
+expect_eq "Claude Code, with HOME set" "$(p '["runtimes"]["claude_code"]["config"]')" "$profile\\.claude.json"
+
 step "windows: $failures failed"
 [ "$failures" -eq 0 ]

@@ -105,16 +105,11 @@ pub struct ImportSources {
 }
 
 impl ImportSources {
-    /// From the process environment (`HOME`, `CLAUDE_CONFIG_DIR`, `CODEX_HOME`,
-    /// `MCP_REMOTE_CONFIG_DIR`).
+    /// From the process environment (the home as [`patchbay_runtimes::config::home_dir`] finds
+    /// it, `CLAUDE_CONFIG_DIR`, `CODEX_HOME`, `MCP_REMOTE_CONFIG_DIR`).
     pub fn from_env() -> ImportSources {
-        let home = std::env::var_os("HOME")
-            .or_else(|| std::env::var_os("USERPROFILE"))
-            .filter(|h| !h.is_empty());
-        match home {
-            Some(home) => {
-                ImportSources::resolve(Path::new(&home), &|name| std::env::var(name).ok())
-            }
+        match patchbay_runtimes::config::home_dir() {
+            Some(home) => ImportSources::resolve(&home, &|name| std::env::var(name).ok()),
             None => ImportSources::default(),
         }
     }

@@ -13,6 +13,28 @@ use std::path::{Path, PathBuf};
 /// A resolver for `${VAR}` placeholders (the caller decides: environment, vault, both).
 pub type Resolver<'a> = &'a dyn Fn(&str) -> Option<String>;
 
+/// The home directory the runtimes and the MCP clients use, from the process environment: on
+/// Windows `USERPROFILE` (Node's `os.homedir()`, which Claude Code and the Node-based clients
+/// call, reads it; Codex asks Windows for the same profile folder), not a `HOME` that Git Bash,
+/// MSYS or a user set to somewhere else; elsewhere `HOME`. `None` when neither is set.
+pub fn home_dir() -> Option<PathBuf> {
+    home_from(cfg!(windows), &|name| std::env::var_os(name))
+}
+
+/// [`home_dir`] over `env`, as on Windows (`windows`) or not.
+fn home_from(windows: bool, env: &dyn Fn(&str) -> Option<std::ffi::OsString>) -> Option<PathBuf> {
+    let order = if windows {
+        ["USERPROFILE", "HOME"]
+    } else {
+        ["HOME", "USERPROFILE"]
+    };
+    order
+        .into_iter()
+        .filter_map(env)
+        .find(|home| !home.is_empty())
+        .map(PathBuf::from)
+}
+
 /// Where the runtimes keep their files.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RuntimePaths {
@@ -110,12 +132,8 @@ impl RuntimePaths {
 
     /// From the process environment; `None` when no home directory is known.
     pub fn from_env() -> Option<RuntimePaths> {
-        let home = std::env::var_os("HOME")
-            .or_else(|| std::env::var_os("USERPROFILE"))
-            .filter(|h| !h.is_empty())?;
-        Some(Self::resolve(Path::new(&home), &|name| {
-            std::env::var(name).ok()
-        }))
+        let home = home_dir()?;
+        Some(Self::resolve(&home, &|name| std::env::var(name).ok()))
     }
 
     /// `mcp-needs-auth-cache.json`, beside the credential file (as measured; see the reference).
@@ -569,6 +587,32 @@ fn malformed(path: &Path, message: String) -> RuntimeError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_home_is_userprofile_on_windows_and_home_elsewhere() {
+        let both = |name: &str| match name {
+            "HOME" => Some("/c/Users/ann".into()),
+            "USERPROFILE" => Some(r"C:\Users\ann".into()),
+            _ => None,
+        };
+        assert_eq!(home_from(true, &both), Some(PathBuf::from(r"C:\Users\ann")));
+        assert_eq!(home_from(false, &both), Some(PathBuf::from("/c/Users/ann")));
+        let home_only = |name: &str| (name == "HOME").then(|| "/home/ann".into());
+        assert_eq!(
+            home_from(true, &home_only),
+            Some(PathBuf::from("/home/ann"))
+        );
+        let empty_profile = |name: &str| match name {
+            "USERPROFILE" => Some("".into()),
+            "HOME" => Some("/home/ann".into()),
+            _ => None,
+        };
+        assert_eq!(
+            home_from(true, &empty_profile),
+            Some(PathBuf::from("/home/ann"))
+        );
+        assert_eq!(home_from(false, &|_: &str| None), None);
+    }
 
     #[test]
     fn paths_follow_the_environment() {

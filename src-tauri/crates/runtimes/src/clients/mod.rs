@@ -271,10 +271,8 @@ impl ClientPaths {
 
     /// From the process environment and the running OS; `None` when no home directory is known.
     pub fn from_env() -> Option<ClientPaths> {
-        let home = std::env::var_os("HOME")
-            .or_else(|| std::env::var_os("USERPROFILE"))
-            .filter(|h| !h.is_empty())?;
-        Some(Self::resolve(Path::new(&home), Os::current(), &|name| {
+        let home = crate::config::home_dir()?;
+        Some(Self::resolve(&home, Os::current(), &|name| {
             std::env::var(name).ok()
         }))
     }
