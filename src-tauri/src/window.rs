@@ -453,16 +453,19 @@ fn report_when_drawn<R: Runtime>(window: tauri::WebviewWindow<R>, request: Reque
                     let ms = after(milestones.drawn);
                     let kind = request.kind();
                     // Where a new page's time went: the web view and its process, the page's
-                    // load, the status's answer.
-                    let steps = match (request.kept, milestones.loaded, milestones.status) {
-                        (false, Some(loaded), Some(status)) => format!(
-                            "; page started +{}, loaded +{}, status +{} ms",
-                            after(milestones.started),
-                            after(loaded),
-                            after(status)
-                        ),
-                        _ => String::new(),
-                    };
+                    // load (the status's answer comes after the rows when the page drew them from
+                    // its boot).
+                    let mut steps = String::new();
+                    if !request.kept {
+                        steps = format!("; page started +{}", after(milestones.started));
+                        if let Some(loaded) = milestones.loaded {
+                            steps.push_str(&format!(", loaded +{}", after(loaded)));
+                        }
+                        if let Some(status) = milestones.status {
+                            steps.push_str(&format!(", status +{}", after(status)));
+                        }
+                        steps.push_str(" ms");
+                    }
                     tracing::info!(
                         opening = request.opening,
                         "window: rows drawn {ms} ms after it was asked for ({kind}){steps}"
