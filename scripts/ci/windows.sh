@@ -6,10 +6,13 @@
 # connector in its expected state; a vault round trip through wine's Credential Manager
 # (`secret set`, the connector needing it turns Ready, the key is a Credential Manager item, the
 # value is in neither the database nor the registry, `secret delete` undoes it); `paths` naming
-# %APPDATA% / %LOCALAPPDATA% / %USERPROFILE% locations, the database really there.
+# %APPDATA% / %LOCALAPPDATA% / %USERPROFILE% locations, the database really there, and the same
+# with a HOME set elsewhere; `connect`, the stdio bridge, to the MCP SDK's example server on
+# loopback (initialize and tools/list answered through it).
 #
-# Needs only what scripts/setup.sh installs (gcc-mingw-w64-x86-64, wine64, the Rust target).
-# Wine needs no display, no D-Bus and no network here: console programs only. Exits non-zero on
+# Needs only what scripts/setup.sh installs (gcc-mingw-w64-x86-64, wine64, the Rust target, node
+# and tests/node's MCP SDK). Wine needs no display, no D-Bus and no network beyond loopback here:
+# console programs only. Exits non-zero on
 # the first build failure or, after every check ran, when any check failed.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -222,6 +225,37 @@ stdout=$(tr -d '\r' <"$work/stdout")
 expect_eq "paths with HOME set: exit code" "$code" 0
 expect_eq "Cursor, with HOME set" "$(p '["clients"]["cursor"]')" "$profile\\.cursor\\mcp.json"
 expect_eq "Claude Code, with HOME set" "$(p '["runtimes"]["claude_code"]["config"]')" "$profile\\.claude.json"
+
+step "patchbay connect: the stdio bridge to the MCP SDK's example server on loopback"
+# On Windows `connect` bridges in its own process (the lean patchbay-bridge it execs into on Unix
+# takes its hand-over through /dev/fd).
+if [ -f tests/node/node_modules/@modelcontextprotocol/sdk/package.json ]; then
+  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  (cd tests/node && MCP_PORT=$port exec timeout 300 node sdk-example-server.mjs simpleStreamableHttp.js) \
+    >"$work/server.log" 2>&1 &
+  server=$!
+  for _ in $(seq 1 100); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done
+  printf '{"mcpServers": {"demo": {"type": "streamable-http", "url": "http://127.0.0.1:%s/mcp"}}}' "$port" \
+    >"$work/connect.json"
+  WIN_STDIN=$(printf '%s\n' \
+    '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"ci","version":"1"}}}' \
+    '{"jsonrpc":"2.0","method":"notifications/initialized"}' \
+    '{"jsonrpc":"2.0","id":2,"method":"tools/list"}')
+  WIN_STDIN=$WIN_STDIN$'\n' win connect --catalog "Z:$(tr / '\\' <<<"$work/connect.json")" demo
+  kill "$server" 2>/dev/null || true
+  expect_eq "connect exit code" "$code" 0
+  answers=$(python3 -c '
+import json, sys
+by_id = {m.get("id"): m for m in map(json.loads, filter(None, sys.stdin.read().splitlines()))}
+print(by_id[1]["result"]["serverInfo"]["name"], ",".join(sorted(t["name"] for t in by_id[2]["result"]["tools"])))
+' <<<"$stdout" 2>&1 || true)
+  case "$answers" in
+    *' '*greet*) ok "initialize and tools/list answered through the bridge: $answers" ;;
+    *) fail "connect answered: ${stdout:0:400} (stderr: ${stderr:0:400})" ;;
+  esac
+else
+  fail "tests/node has no MCP SDK (run scripts/setup.sh)"
+fi
 
 step "windows: $failures failed"
 [ "$failures" -eq 0 ]
