@@ -1,9 +1,12 @@
 //! A desktop session of a test's own, for tests that run the real tray app: a private D-Bus
 //! session bus with an unlocked gnome-keyring on it, a home, XDG dirs, Patchbay's data dir and
-//! catalogs in one temp dir; the environment every process of the session gets; the tray app
+//! catalogs in one temp dir; the environment every process of the session gets (a BROWSER of
+//! its own, so nothing opens the machine's browser); the `patchbay` CLI in it; the tray app
 //! binary (built when stale); and the stand-in panel (tests/python/tray_panel.py) that reads the
-//! app's StatusNotifierItem and dbusmenu menu as a desktop's panel does.
+//! app's StatusNotifierItem and dbusmenu menu as a desktop's panel does, sees its notifications
+//! and clicks its menu. Used by tests/tray_panel.rs and tests/window_webdriver.rs.
 
+use patchbay_status::StatusReport;
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -191,6 +194,21 @@ impl DesktopSession {
         String::from_utf8_lossy(&output.stdout).contains("boolean true")
     }
 
+    /// A BROWSER (the session's browser.sh) that records each call instead of opening anything;
+    /// returns the file it appends the calls to (absent until the first call).
+    pub fn record_browser(&self) -> PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        let calls = self.path("browser-calls");
+        let script = self.path("browser.sh");
+        std::fs::write(
+            &script,
+            format!("#!/bin/sh\necho \"$@\" >> '{}'\n", calls.display()),
+        )
+        .expect("browser script");
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        calls
+    }
+
     /// The `patchbay` CLI in this session; fails the test on an exit code above 1.
     pub fn cli(&self, args: &[&str]) -> Output {
         let mut cmd = Command::new(crate::patchbay_bin());
@@ -200,6 +218,26 @@ impl DesktopSession {
             .stdin(Stdio::null())
             .output()
             .expect("patchbay");
+        Self::check_cli(args, output)
+    }
+
+    /// [`cli`](DesktopSession::cli) with `input` on its stdin (closed after it).
+    pub fn cli_with_input(&self, args: &[&str], input: &str) -> Output {
+        let mut cmd = Command::new(crate::patchbay_bin());
+        self.environment(&mut cmd);
+        cmd.args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().expect("patchbay");
+        let mut stdin = child.stdin.take().expect("stdin");
+        stdin.write_all(input.as_bytes()).expect("stdin");
+        drop(stdin);
+        let output = child.wait_with_output().expect("patchbay");
+        Self::check_cli(args, output)
+    }
+
+    fn check_cli(args: &[&str], output: Output) -> Output {
         assert!(
             output.status.code().is_some_and(|c| c <= 1),
             "patchbay {args:?}: {}\n{}",
@@ -212,6 +250,27 @@ impl DesktopSession {
     /// `patchbay status --json` in this session: what every surface of the app must show.
     pub fn report(&self) -> Value {
         crate::json(&self.cli(&["status", "--json"]))
+    }
+
+    /// [`report`](DesktopSession::report), typed (what core's badge and TrayModel take).
+    pub fn status_report(&self) -> StatusReport {
+        let output = self.cli(&["status", "--json"]);
+        serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
+            panic!(
+                "status --json does not parse as a StatusReport ({e}): {}",
+                String::from_utf8_lossy(&output.stdout)
+            )
+        })
+    }
+
+    /// `patchbay secret set NAME` with `value` on stdin; fails the test unless it succeeds.
+    pub fn set_secret(&self, name: &str, value: &str) {
+        let output = self.cli_with_input(&["secret", "set", name], value);
+        assert!(
+            output.status.success(),
+            "secret set {name}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
     }
 }
 
@@ -279,6 +338,9 @@ impl StandInPanel {
             let left = deadline.saturating_duration_since(Instant::now());
             match self.lines.recv_timeout(left) {
                 Ok(value) => {
+                    if value["event"] == "error" {
+                        eprintln!("panel: {value}");
+                    }
                     self.seen.push(value.clone());
                     if wanted(&value) {
                         return value;
@@ -293,6 +355,41 @@ impl StandInPanel {
                 }
             }
         }
+    }
+
+    /// A line from line `since` on that `wanted`: one already seen, else the next, within `limit`.
+    pub fn expect_since(
+        &mut self,
+        since: usize,
+        what: &str,
+        limit: Duration,
+        wanted: impl Fn(&Value) -> bool,
+    ) -> Value {
+        if let Some(seen) = self.seen[since..].iter().find(|v| wanted(v)) {
+            return seen.clone();
+        }
+        self.expect(what, limit, wanted)
+    }
+
+    /// The signals and registrations the panel saw since line `since`.
+    pub fn news_since(&self, since: usize) -> Vec<String> {
+        self.seen[since..]
+            .iter()
+            .filter_map(|v| match v["event"].as_str() {
+                Some("signal") => v["name"].as_str().map(str::to_owned),
+                Some("registered") => Some("registered".to_owned()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Clicks the menu item `id` as a panel does (AboutToShow, then Event "clicked"); returns
+    /// once the panel has sent it, within `limit`.
+    pub fn click(&mut self, id: i64, limit: Duration) {
+        self.send(serde_json::json!({"cmd": "click", "id": id}));
+        self.expect("the click to be sent", limit, |v| {
+            v["event"] == "clicked" && v["id"] == id
+        });
     }
 
     /// Its latest snapshot that `wanted` (one already seen, else the next), within `limit`.
@@ -370,6 +467,9 @@ fn environment(dir: &Path, address: &str, extra: &[(String, String)], cmd: &mut 
         .env("PATCHBAY_DEFAULT_CATALOG", p("default-catalog.json"))
         .env("CLAUDE_CONFIG_DIR", p("home/.claude"))
         .env("CODEX_HOME", p("home/.codex"))
+        // The session's own browser.sh ([`DesktopSession::record_browser`] writes one; a test
+        // may set another): absent, opening a URL fails instead of reaching a real browser.
+        .env("BROWSER", p("browser.sh"))
         // No accessibility bus or dconf activated on the private bus.
         .env("NO_AT_BRIDGE", "1")
         .env("GSETTINGS_BACKEND", "memory")

@@ -15,6 +15,10 @@
 //!   the app says so once, opens the Connectors window at start, and still raises a desktop
 //!   notification when a connector comes to need a human.
 //!
+//! The session, the stand-in panel and the app binary are patchbay_e2e::desktop's (shared with
+//! tests/window_webdriver.rs); what is here is the app started as at login and watched through
+//! its log, xdotool and /proc, and core's badge and menu to compare the panel's view with.
+//!
 //! Builds the app first when it is stale (cargo test --workspace does not). Needs the real
 //! keychain (PATCHBAY_TEST_KEYCHAIN=1), an X display, dbus-daemon,
 //! gnome-keyring-daemon, xdotool and Debian's python3-dbus / python3-gi (scripts/setup.sh).
@@ -23,13 +27,14 @@
 
 use patchbay_core::badge;
 use patchbay_core::tray_model::TrayModel;
+use patchbay_e2e::desktop::{
+    app_bin, poll, repo, system_python, DesktopSession, Reaped, StandInPanel,
+};
 use patchbay_e2e::require_keychain;
 use patchbay_status::StatusReport;
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Output, Stdio};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// The size the app renders the badge at (tray.rs ICON_SIZE).
@@ -64,54 +69,6 @@ const CATALOG: &str = r#"{
   }
 }"#;
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("repo")
-        .to_path_buf()
-}
-
-/// The tray app, built now if it is missing or stale: `cargo test --workspace` builds the
-/// binaries of packages with integration tests only, and patchbay-app has none. Once per run.
-fn app_bin() -> PathBuf {
-    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let bin = patchbay_e2e::patchbay_bin().with_file_name("patchbay-app");
-            // Cargo names itself to the tests it runs; run directly, use what is there.
-            if let Some(cargo) = std::env::var_os("CARGO") {
-                let release = bin.parent().is_some_and(|d| d.ends_with("release"));
-                let started = Instant::now();
-                let mut build = Command::new(cargo);
-                build
-                    .args(["build", "--locked", "-p", "patchbay-app"])
-                    .current_dir(repo());
-                if release {
-                    build.arg("--release");
-                }
-                let status = build.status().expect("cargo build -p patchbay-app");
-                assert!(status.success(), "cargo build -p patchbay-app: {status}");
-                eprintln!("patchbay-app built or up to date in {:?}", started.elapsed());
-            }
-            assert!(
-                bin.is_file(),
-                "{} is missing: build it with `cargo build -p patchbay-app --locked` (after `npm --prefix ui run build`)",
-                bin.display()
-            );
-            bin
-        })
-        .clone()
-}
-
-fn python() -> &'static str {
-    // Debian's python3-dbus and python3-gi live in the system interpreter, not in a pyenv one.
-    if Path::new("/usr/bin/python3").is_file() {
-        "/usr/bin/python3"
-    } else {
-        "python3"
-    }
-}
-
 /// Skips (with a notice) when there is no display for the app's window.
 fn display_available() -> bool {
     if std::env::var_os("DISPLAY").is_some_and(|d| !d.is_empty()) {
@@ -123,317 +80,14 @@ fn display_available() -> bool {
     false
 }
 
-fn poll<T>(limit: Duration, what: &str, mut probe: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + limit;
-    loop {
-        if let Some(value) = probe() {
-            return value;
-        }
-        assert!(Instant::now() < deadline, "{what}: not within {limit:?}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+/// What this test asks of the stand-in panel beyond what it does for every test.
+trait ShowsTheTray {
+    /// The next snapshot showing core's badge and menu for `report`, within [`UPDATE`]; past
+    /// it, what the last snapshot shows instead.
+    fn expect_showing(&mut self, what: &str, report: &StatusReport) -> Value;
 }
 
-/// Kills and reaps a child when dropped (the test's own children, by PID).
-struct Reaped(Child);
-
-impl Drop for Reaped {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// Everything a process of the session in `dir` on the bus at `address` sees: the bus, the home,
-/// the data dir, the catalogs, a BROWSER that records instead of browsing.
-fn environment(dir: &Path, address: &str, cmd: &mut Command) {
-    let p = |rel: &str| dir.join(rel);
-    cmd.env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("DISPLAY", std::env::var_os("DISPLAY").unwrap_or_default())
-        .env(
-            "XAUTHORITY",
-            std::env::var_os("XAUTHORITY").unwrap_or_default(),
-        )
-        // GTK sets the window's WM_NAME (what xdotool reads) only in a UTF-8 locale.
-        .env("LANG", "C.UTF-8")
-        .env("DBUS_SESSION_BUS_ADDRESS", address)
-        .env("HOME", p("home"))
-        .env("XDG_RUNTIME_DIR", p("runtime"))
-        .env("XDG_DATA_HOME", p("data"))
-        .env("XDG_CONFIG_HOME", p("config"))
-        .env("XDG_CACHE_HOME", p("cache"))
-        .env("PATCHBAY_DATA_DIR", p("patchbay"))
-        .env("PATCHBAY_DEFAULT_CATALOG", p("default-catalog.json"))
-        .env("CLAUDE_CONFIG_DIR", p("home/.claude"))
-        .env("CODEX_HOME", p("home/.codex"))
-        .env("BROWSER", p("browser.sh"))
-        // No accessibility bus or dconf activated on the private bus.
-        .env("NO_AT_BRIDGE", "1")
-        .env("GSETTINGS_BACKEND", "memory")
-        .env("RUST_LOG", "info");
-}
-
-/// A desktop session of the test's own: a session bus with an unlocked gnome-keyring on it, and
-/// a home, XDG dirs, Patchbay data dir and catalogs in one temp dir. Nothing else is on its bus.
-struct Session {
-    dir: tempfile::TempDir,
-    address: String,
-    // Dropped in reverse order of start: the keyring before its bus.
-    _keyring: Reaped,
-    _bus: Reaped,
-}
-
-impl Session {
-    fn start() -> Session {
-        let dir = tempfile::tempdir().expect("tempdir");
-        for sub in ["home", "runtime", "data", "config", "cache", "patchbay"] {
-            std::fs::create_dir_all(dir.path().join(sub)).expect("mkdir");
-        }
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(
-            dir.path().join("runtime"),
-            std::fs::Permissions::from_mode(0o700),
-        )
-        .expect("chmod");
-        let socket = dir.path().join("bus");
-        let address = format!("unix:path={}", socket.display());
-        let bus = Command::new("dbus-daemon")
-            .args(["--session", "--nofork", "--nopidfile"])
-            .arg(format!("--address={address}"))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("dbus-daemon (apt: dbus)");
-        let bus = Reaped(bus);
-        poll(Duration::from_secs(10), "the session bus", || {
-            socket.exists().then_some(())
-        });
-        let mut keyring = Command::new("gnome-keyring-daemon");
-        keyring
-            .args(["--foreground", "--unlock", "--components=secrets"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
-        environment(dir.path(), &address, &mut keyring);
-        let mut keyring = keyring
-            .spawn()
-            .expect("gnome-keyring-daemon (apt: gnome-keyring)");
-        // A login keyring needs a non-empty password; stdin is closed after it.
-        keyring
-            .stdin
-            .take()
-            .expect("stdin")
-            .write_all(b"ci")
-            .expect("password");
-        let session = Session {
-            dir,
-            address,
-            _keyring: Reaped(keyring),
-            _bus: bus,
-        };
-        poll(Duration::from_secs(20), "gnome-keyring on the bus", || {
-            session
-                .name_has_owner("org.freedesktop.secrets")
-                .then_some(())
-        });
-        std::fs::write(session.path("patchbay/mcp.json"), CATALOG).expect("catalog");
-        std::fs::write(session.path("default-catalog.json"), "{}").expect("catalog");
-        session
-    }
-
-    fn path(&self, rel: &str) -> PathBuf {
-        self.dir.path().join(rel)
-    }
-
-    fn environment(&self, cmd: &mut Command) {
-        environment(self.dir.path(), &self.address, cmd);
-    }
-
-    fn name_has_owner(&self, name: &str) -> bool {
-        let output = Command::new("dbus-send")
-            .arg(format!("--bus={}", self.address))
-            .args([
-                "--print-reply",
-                "--reply-timeout=2000",
-                "--dest=org.freedesktop.DBus",
-                "/org/freedesktop/DBus",
-                "org.freedesktop.DBus.NameHasOwner",
-            ])
-            .arg(format!("string:{name}"))
-            .output()
-            .expect("dbus-send");
-        String::from_utf8_lossy(&output.stdout).contains("boolean true")
-    }
-
-    /// A BROWSER that records each call instead of opening anything.
-    fn record_browser(&self) -> PathBuf {
-        use std::os::unix::fs::PermissionsExt;
-        let calls = self.path("browser-calls");
-        let script = self.path("browser.sh");
-        std::fs::write(
-            &script,
-            format!("#!/bin/sh\necho \"$@\" >> '{}'\n", calls.display()),
-        )
-        .expect("browser script");
-        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-        calls
-    }
-
-    fn cli(&self, args: &[&str], stdin: Option<&str>) -> Output {
-        let mut cmd = Command::new(patchbay_e2e::patchbay_bin());
-        self.environment(&mut cmd);
-        cmd.args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut child = cmd.spawn().expect("patchbay");
-        let mut input = child.stdin.take().expect("stdin");
-        if let Some(text) = stdin {
-            input.write_all(text.as_bytes()).expect("stdin");
-        }
-        drop(input);
-        let output = child.wait_with_output().expect("patchbay");
-        assert!(
-            output.status.code().is_some_and(|c| c <= 1),
-            "patchbay {args:?}: {}\n{}",
-            output.status,
-            String::from_utf8_lossy(&output.stderr)
-        );
-        output
-    }
-
-    /// The report the CLI computes in this session: what the app's tray must show.
-    fn report(&self) -> StatusReport {
-        let output = self.cli(&["status", "--json"], None);
-        serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
-            panic!(
-                "status --json does not parse as a StatusReport ({e}): {}",
-                String::from_utf8_lossy(&output.stdout)
-            )
-        })
-    }
-
-    fn set_secret(&self, name: &str, value: &str) {
-        let output = self.cli(&["secret", "set", name], Some(value));
-        assert!(
-            output.status.success(),
-            "secret set {name}: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-    }
-}
-
-/// The stand-in panel (tests/python/tray_panel.py), its JSON lines on a channel.
-struct Panel {
-    lines: Receiver<Value>,
-    stdin: ChildStdin,
-    /// Everything it printed so far, for failure messages.
-    seen: Vec<Value>,
-    _child: Reaped,
-}
-
-impl Panel {
-    fn start(session: &Session, args: &[&str]) -> Panel {
-        let mut cmd = Command::new(python());
-        session.environment(&mut cmd);
-        cmd.arg(repo().join("tests/python/tray_panel.py"))
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit());
-        let mut child = cmd
-            .spawn()
-            .expect("the stand-in panel (apt: python3-dbus python3-gi)");
-        let stdout = child.stdout.take().expect("stdout");
-        let stdin = child.stdin.take().expect("stdin");
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                match serde_json::from_str::<Value>(&line) {
-                    Ok(value) => {
-                        if tx.send(value).is_err() {
-                            break;
-                        }
-                    }
-                    Err(e) => eprintln!("panel: not JSON ({e}): {line}"),
-                }
-            }
-        });
-        let mut panel = Panel {
-            lines,
-            stdin,
-            seen: Vec::new(),
-            _child: Reaped(child),
-        };
-        panel.expect(
-            "the stand-in panel to start",
-            Duration::from_secs(20),
-            |v| v["event"] == "ready",
-        );
-        panel
-    }
-
-    /// A line from line `since` on that `wanted`: one already seen, else the next, within `limit`.
-    fn expect_since(
-        &mut self,
-        since: usize,
-        what: &str,
-        limit: Duration,
-        wanted: impl Fn(&Value) -> bool,
-    ) -> Value {
-        if let Some(seen) = self.seen[since..].iter().find(|v| wanted(v)) {
-            return seen.clone();
-        }
-        self.expect(what, limit, wanted)
-    }
-
-    /// The next line (after those already seen) that `wanted`, within `limit`.
-    fn expect(&mut self, what: &str, limit: Duration, wanted: impl Fn(&Value) -> bool) -> Value {
-        let deadline = Instant::now() + limit;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.lines.recv_timeout(left) {
-                Ok(value) => {
-                    if value["event"] == "error" {
-                        eprintln!("panel: {value}");
-                    }
-                    self.seen.push(value.clone());
-                    if wanted(&value) {
-                        return value;
-                    }
-                }
-                Err(RecvTimeoutError::Timeout) => panic!(
-                    "{what}: not within {limit:?}; the panel's last lines: {}",
-                    self.tail()
-                ),
-                Err(RecvTimeoutError::Disconnected) => {
-                    panic!("{what}: the panel exited; its last lines: {}", self.tail())
-                }
-            }
-        }
-    }
-
-    fn tail(&self) -> String {
-        self.seen
-            .iter()
-            .rev()
-            .take(6)
-            .rev()
-            .map(|v| {
-                let mut v = v.clone();
-                if let Some(icon) = v.get_mut("icon").and_then(|i| i.get_mut("rgba")) {
-                    *icon = json!("…");
-                }
-                v.to_string()
-            })
-            .collect::<Vec<_>>()
-            .join("\n")
-    }
-
-    /// The next snapshot showing core's badge and menu for `report`, within [`UPDATE`]; past it,
-    /// what the last snapshot shows instead.
+impl ShowsTheTray for StandInPanel {
     fn expect_showing(&mut self, what: &str, report: &StatusReport) -> Value {
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             self.expect(what, UPDATE, |v| {
@@ -451,31 +105,6 @@ impl Panel {
             }
         }
     }
-
-    /// The signals and registrations the panel saw since line `since`.
-    fn news_since(&self, since: usize) -> Vec<String> {
-        self.seen[since..]
-            .iter()
-            .filter_map(|v| match v["event"].as_str() {
-                Some("signal") => v["name"].as_str().map(str::to_owned),
-                Some("registered") => Some("registered".to_owned()),
-                _ => None,
-            })
-            .collect()
-    }
-
-    fn send(&mut self, command: Value) {
-        writeln!(self.stdin, "{command}").expect("panel stdin");
-        self.stdin.flush().expect("panel stdin");
-    }
-
-    /// Click a menu item as a panel does (AboutToShow, then Event "clicked").
-    fn click(&mut self, id: i64) {
-        self.send(json!({"cmd": "click", "id": id}));
-        self.expect("the click to be sent", REACT, |v| {
-            v["event"] == "clicked" && v["id"] == id
-        });
-    }
 }
 
 /// The tray app, running in a session.
@@ -485,12 +114,12 @@ struct App {
 }
 
 impl App {
-    fn start(session: &Session) -> App {
+    fn start(session: &DesktopSession) -> App {
         App::start_with(session, &[])
     }
 
     /// Started with these variables added to the session's environment.
-    fn start_with(session: &Session, vars: &[(&str, &str)]) -> App {
+    fn start_with(session: &DesktopSession, vars: &[(&str, &str)]) -> App {
         let log = session.path("app.log");
         let mut cmd = Command::new(app_bin());
         // As the launch at login starts it: in the tray only (a plain launch opens the window).
@@ -591,7 +220,7 @@ impl App {
     }
 
     /// A plain second launch, as from the desktop's menu: the running app shows its window.
-    fn launch_again(&self, session: &Session) {
+    fn launch_again(&self, session: &DesktopSession) {
         let mut cmd = Command::new(app_bin());
         session.environment(&mut cmd);
         let status = cmd
@@ -605,7 +234,7 @@ impl App {
 
     /// Ask the window to close as a window manager's close button does (WM_DELETE_WINDOW).
     fn close_window(&self, id: &str) {
-        let status = Command::new(python())
+        let status = Command::new(system_python())
             .arg(repo().join("tests/bench/x11-close.py"))
             .arg(id)
             .status()
@@ -767,9 +396,9 @@ fn a_panel_sees_the_badge_and_menu_and_their_updates() {
         return;
     }
     let _one = ONE_APP_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
-    let session = Session::start();
+    let session = DesktopSession::start(CATALOG);
     let browser_calls = session.record_browser();
-    let mut panel = Panel::start(&session, &["--notifications"]);
+    let mut panel = StandInPanel::start(&session, &["--notifications"]);
     let mut app = App::start(&session);
 
     let registered = panel.expect("the tray item to register", START, |v| {
@@ -779,7 +408,7 @@ fn a_panel_sees_the_badge_and_menu_and_their_updates() {
     let mut snapshot = panel.expect("the panel to read the item", REACT, |v| {
         v["event"] == "snapshot"
     });
-    let report = session.report();
+    let report = session.status_report();
     assert_eq!(report.need_attention, 3, "{:?}", report.connectors);
     // The first snapshot may predate a report the app pushed right after start (the import of
     // held tokens): take the panel's latest view once it matches, within a bound.
@@ -817,13 +446,13 @@ fn a_panel_sees_the_badge_and_menu_and_their_updates() {
     );
 
     // A row's line opens the window at that row, and starts nothing.
-    panel.click(menu_id(&snapshot, "Search — Missing configuration"));
+    panel.click(menu_id(&snapshot, "Search — Missing configuration"), REACT);
     app.expect_log(
         "tray menu: open the window at the row connector=\"search\"",
         REACT,
     );
     app.expect_window(REACT);
-    panel.click(menu_id(&snapshot, "Open Connectors"));
+    panel.click(menu_id(&snapshot, "Open Connectors"), REACT);
     app.expect_log("tray menu: open the Connectors window", REACT);
     assert_eq!(app.windows().len(), 1, "one Connectors window");
     assert!(
@@ -842,7 +471,7 @@ fn a_panel_sees_the_badge_and_menu_and_their_updates() {
     let asked = Instant::now();
     session.set_secret("PANEL_TEST_SEARCH_KEY", "k-123");
     let stored = Instant::now();
-    let report = session.report();
+    let report = session.status_report();
     assert_eq!(report.need_attention, 2, "{:?}", report.connectors);
     let updated = panel.expect_showing("the icon and menu to follow the stored secret", &report);
     let reached = Instant::now();
@@ -872,7 +501,7 @@ fn a_panel_sees_the_badge_and_menu_and_their_updates() {
     let before = panel.seen.len();
     let stored = Instant::now();
     session.set_secret("PANEL_TEST_WIKI_HOST", "wiki.example.com");
-    let report = session.report();
+    let report = session.status_report();
     let updated = panel.expect_showing("the menu to follow the stored host", &report);
     let news = panel.news_since(before);
     assert!(
@@ -895,7 +524,7 @@ fn a_panel_sees_the_badge_and_menu_and_their_updates() {
     );
 
     // Quit quits.
-    panel.click(menu_id(&updated, "Quit"));
+    panel.click(menu_id(&updated, "Quit"), REACT);
     let status = poll(REACT, "the app to quit", || {
         app.child.0.try_wait().ok().flatten()
     });
@@ -918,9 +547,9 @@ fn a_closed_window_is_kept_a_while_then_released() {
     }
     const KEPT_FOR: Duration = Duration::from_secs(3);
     let _one = ONE_APP_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
-    let session = Session::start();
+    let session = DesktopSession::start(CATALOG);
     // A panel, so that the app starts in the tray only.
-    let _panel = Panel::start(&session, &[]);
+    let _panel = StandInPanel::start(&session, &[]);
     let mut app = App::start_with(
         &session,
         &[("PATCHBAY_WINDOW_KEEP_SECS", &KEPT_FOR.as_secs().to_string())],
@@ -1003,10 +632,10 @@ fn without_a_tray_host_the_window_opens_and_notifications_still_come() {
         return;
     }
     let _one = ONE_APP_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
-    let session = Session::start();
+    let session = DesktopSession::start(CATALOG);
     let browser_calls = session.record_browser();
     // A desktop with a notification server and no tray host (stock GNOME).
-    let mut desktop = Panel::start(&session, &["--no-watcher"]);
+    let mut desktop = StandInPanel::start(&session, &["--no-watcher"]);
     assert!(!session.name_has_owner("org.kde.StatusNotifierWatcher"));
     let started = Instant::now();
     let mut app = App::start(&session);
@@ -1054,9 +683,9 @@ fn a_watcher_without_a_host_is_no_tray_host() {
         return;
     }
     let _one = ONE_APP_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
-    let session = Session::start();
+    let session = DesktopSession::start(CATALOG);
     session.record_browser();
-    let mut desktop = Panel::start(&session, &["--watcher-without-host"]);
+    let mut desktop = StandInPanel::start(&session, &["--watcher-without-host"]);
     let mut app = App::start(&session);
     app.expect_window(START);
     app.expect_log(
