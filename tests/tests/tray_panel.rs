@@ -54,7 +54,7 @@ const WINDOW_TITLE: &str = "^Patchbay .* Connectors$";
 /// place; a replaced menu would reach a panel only as the item registering again.)
 const MENU_NEWS: [&str; 2] = ["LayoutUpdated", "ItemsPropertiesUpdated"];
 
-/// The two tests each run a WebKitGTK app on the same display; one at a time keeps the bounds
+/// The tests each run a WebKitGTK app on the same display; one at a time keeps the bounds
 /// meaningful on a 2-core machine.
 static ONE_APP_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
@@ -68,6 +68,21 @@ const CATALOG: &str = r#"{
     "wiki": { "title": "Wiki", "type": "streamable-http", "url": "https://${PANEL_TEST_WIKI_HOST}/mcp" }
   }
 }"#;
+
+/// The display to this test alone: `None` (the test returns; a failure under
+/// PATCHBAY_TEST_INNER=1) without a display, else the guard of [`ONE_APP_AT_A_TIME`].
+fn one_app_on_the_display() -> Option<std::sync::MutexGuard<'static, ()>> {
+    display_available().then(|| ONE_APP_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner()))
+}
+
+/// The tray shows states and authorizes nothing here: the secret scan of what the app made in
+/// its data dir (file modes) and of its log.
+fn assert_no_secret_written(session: &DesktopSession, app: &App) {
+    patchbay_e2e::secret_scan::SecretScan::new(&session.path("patchbay"))
+        .none_issued("the tray shows states; nothing is authorized: the modes of what it made")
+        .text("the app's log", app.log())
+        .assert_clean();
+}
 
 /// Skips (with a notice) when there is no display for the app's window.
 fn display_available() -> bool {
@@ -170,22 +185,19 @@ impl App {
 
     /// The app's Connectors windows on the display (found by its PID and title).
     fn windows(&self) -> Vec<String> {
-        let output = Command::new("xdotool")
-            .args(["search", "--all", "--pid"])
-            .arg(self.pid().to_string())
-            .args(["--name", WINDOW_TITLE])
-            .output()
-            .expect("xdotool");
-        String::from_utf8_lossy(&output.stdout)
-            .lines()
-            .map(str::to_owned)
-            .collect()
+        self.find_windows(&[])
     }
 
     /// Those of its windows that are mapped (shown).
     fn visible_windows(&self) -> Vec<String> {
+        self.find_windows(&["--onlyvisible"])
+    }
+
+    fn find_windows(&self, options: &[&str]) -> Vec<String> {
         let output = Command::new("xdotool")
-            .args(["search", "--all", "--onlyvisible", "--pid"])
+            .args(["search", "--all"])
+            .args(options)
+            .arg("--pid")
             .arg(self.pid().to_string())
             .args(["--name", WINDOW_TITLE])
             .output()
@@ -392,10 +404,9 @@ fn assert_shows(snapshot: &Value, report: &StatusReport) {
 #[test]
 fn a_panel_sees_the_badge_and_menu_and_their_updates() {
     require_keychain!();
-    if !display_available() {
+    let Some(_one) = one_app_on_the_display() else {
         return;
-    }
-    let _one = ONE_APP_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    };
     let session = DesktopSession::start(CATALOG);
     let browser_calls = session.record_browser();
     let mut panel = StandInPanel::start(&session, &["--notifications"]);
@@ -530,10 +541,7 @@ fn a_panel_sees_the_badge_and_menu_and_their_updates() {
     });
     assert!(status.success(), "Quit: {status}\n{}", app.log());
     assert!(!browser_calls.exists(), "a browser was opened");
-    patchbay_e2e::secret_scan::SecretScan::new(&session.path("patchbay"))
-        .none_issued("the tray shows states; nothing is authorized: the modes of what it made")
-        .text("the app's log", app.log())
-        .assert_clean();
+    assert_no_secret_written(&session, &app);
 }
 
 /// Closing the window hides it for a while (PATCHBAY_WINDOW_KEEP_SECS here, a minute by default):
@@ -542,11 +550,10 @@ fn a_panel_sees_the_badge_and_menu_and_their_updates() {
 #[test]
 fn a_closed_window_is_kept_a_while_then_released() {
     require_keychain!();
-    if !display_available() {
-        return;
-    }
     const KEPT_FOR: Duration = Duration::from_secs(3);
-    let _one = ONE_APP_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let Some(_one) = one_app_on_the_display() else {
+        return;
+    };
     let session = DesktopSession::start(CATALOG);
     // A panel, so that the app starts in the tray only.
     let _panel = StandInPanel::start(&session, &[]);
@@ -628,10 +635,9 @@ fn a_closed_window_is_kept_a_while_then_released() {
 #[test]
 fn without_a_tray_host_the_window_opens_and_notifications_still_come() {
     require_keychain!();
-    if !display_available() {
+    let Some(_one) = one_app_on_the_display() else {
         return;
-    }
-    let _one = ONE_APP_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    };
     let session = DesktopSession::start(CATALOG);
     let browser_calls = session.record_browser();
     // A desktop with a notification server and no tray host (stock GNOME).
@@ -668,10 +674,7 @@ fn without_a_tray_host_the_window_opens_and_notifications_still_come() {
     );
     assert_eq!(app.windows().len(), 1);
     assert!(!browser_calls.exists(), "a browser was opened");
-    patchbay_e2e::secret_scan::SecretScan::new(&session.path("patchbay"))
-        .none_issued("the tray shows states; nothing is authorized: the modes of what it made")
-        .text("the app's log", app.log())
-        .assert_clean();
+    assert_no_secret_written(&session, &app);
 }
 
 /// A watcher on the bus that says no host is registered (a panel that registers items and shows
@@ -679,10 +682,9 @@ fn without_a_tray_host_the_window_opens_and_notifications_still_come() {
 #[test]
 fn a_watcher_without_a_host_is_no_tray_host() {
     require_keychain!();
-    if !display_available() {
+    let Some(_one) = one_app_on_the_display() else {
         return;
-    }
-    let _one = ONE_APP_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    };
     let session = DesktopSession::start(CATALOG);
     session.record_browser();
     let mut desktop = StandInPanel::start(&session, &["--watcher-without-host"]);
@@ -695,10 +697,7 @@ fn a_watcher_without_a_host_is_no_tray_host() {
     desktop.expect_since(0, "the no-tray notification", REACT, |v| {
         v["event"] == "notify" && v["summary"] == "Patchbay has no tray icon here"
     });
-    patchbay_e2e::secret_scan::SecretScan::new(&session.path("patchbay"))
-        .none_issued("the tray shows states; nothing is authorized: the modes of what it made")
-        .text("the app's log", app.log())
-        .assert_clean();
+    assert_no_secret_written(&session, &app);
 }
 
 /// With PATCHBAY_TRAY_MENU_OUT=DIR, the menu as the panel read it and its icon, for
