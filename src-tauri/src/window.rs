@@ -292,6 +292,7 @@ fn open<R: Runtime>(app: &AppHandle<R>, row: Option<(&str, RowRequest)>) {
         Some(Err(e)) => tracing::warn!("window: the new page starts without a status: {e}"),
         None => {}
     }
+    let building = Instant::now();
     let built = builder
         .on_page_load(|window, payload| {
             if payload.event() == PageLoadEvent::Finished {
@@ -305,6 +306,12 @@ fn open<R: Runtime>(app: &AppHandle<R>, row: Option<(&str, RowRequest)>) {
     drop(openings);
     match built {
         Ok(window) => {
+            // On the main thread; the first also sets up GTK's and WebKit's one-time state.
+            tracing::info!(
+                opening,
+                "window: created in {} ms",
+                building.elapsed().as_millis()
+            );
             let keep = keep_after_close();
             let handle = window.clone();
             window.on_window_event(move |event| match event {

@@ -219,7 +219,7 @@ done
 grep -c 'rows drawn .*(again, kept)' "$log" | grep -qx "$AGAIN" \
   || { echo "footprint: expected $AGAIN kept reopenings:" >&2; grep 'rows drawn' "$log" >&2; exit 1; }
 echo "the app's window timings (src-tauri/src/window.rs):"
-grep -o 'window: rows drawn.*' "$log" | sed 's/^/  /'
+grep -o 'window: \(created in\|rows drawn\).*' "$log" | sed 's/^/  /'
 sleep "$SETTLE"
 measure patchbay_idle_after_window "$app_pid" >>"$tmp/rows"
 
