@@ -6,14 +6,16 @@
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const REPO = fileURLToPath(new URL("../../", import.meta.url));
 
-/** The CLI to run: PATCHBAY_BIN, else the workspace's debug build; null when there is none. */
+/** The CLI to run: PATCHBAY_BIN, else the workspace's debug build (under CARGO_TARGET_DIR when
+ * set, as cargo puts it); null when there is none. */
 export function patchbayBin() {
-  const bin = process.env.PATCHBAY_BIN ?? join(REPO, "target/debug/patchbay");
+  const target = resolve(REPO, process.env.CARGO_TARGET_DIR ?? "target");
+  const bin = process.env.PATCHBAY_BIN ?? join(target, "debug/patchbay");
   return existsSync(bin) ? bin : null;
 }
 
