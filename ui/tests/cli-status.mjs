@@ -19,6 +19,19 @@ export function patchbayBin() {
   return existsSync(bin) ? bin : null;
 }
 
+/**
+ * The CLI for a test that runs it: skipped when there is none, except inside scripts/test.sh
+ * (PATCHBAY_TEST_INNER=1), where a missing CLI is a failure, not a quiet skip.
+ */
+export function patchbayBinFor(t) {
+  const bin = patchbayBin();
+  if (bin) return bin;
+  const why = "no patchbay binary (cargo build -p patchbay-cli, or set PATCHBAY_BIN)";
+  if (process.env.PATCHBAY_TEST_INNER === "1") throw new Error(`${why}; scripts/test.sh builds it first`);
+  t.skip(why);
+  return null;
+}
+
 function put(path, value) {
   mkdirSync(dirname(path), { recursive: true });
   writeFileSync(path, typeof value === "string" ? value : JSON.stringify(value, null, 2));

@@ -6,7 +6,7 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { cliStatus, patchbayBin } from "./cli-status.mjs";
+import { cliStatus, patchbayBinFor } from "./cli-status.mjs";
 import { launch, openWindow, startServer } from "./harness.mjs";
 
 const fixture = (name) =>
@@ -433,11 +433,8 @@ describe("the real CLI's reports in the window", () => {
   });
 
   test("a fresh install from the live CLI: the first-run view, and the gallery the mock serves matches it", async (t) => {
-    const bin = patchbayBin();
-    if (!bin) {
-      t.skip("no patchbay binary (cargo build -p patchbay-cli, or set PATCHBAY_BIN)");
-      return;
-    }
+    const bin = patchbayBinFor(t);
+    if (!bin) return;
     const fresh = cliStatus(bin, { clean: true });
     assert.deepEqual(fresh.connectors, []);
     assert.equal(fresh.need_attention, 0);

@@ -12,7 +12,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import ts from "typescript";
-import { cliClients, cliStatus, patchbayBin } from "./cli-status.mjs";
+import { cliClients, cliStatus, patchbayBinFor } from "./cli-status.mjs";
 
 const TYPES = fileURLToPath(new URL("../src/generated/ipc.ts", import.meta.url));
 const program = ts.createProgram([TYPES], { strict: true, noEmit: true, target: ts.ScriptTarget.ES2022 });
@@ -108,11 +108,8 @@ test("the committed CLI report fits src/generated/ipc.ts, and covers issue 11's 
 });
 
 test("a live `patchbay status --json` fits src/generated/ipc.ts", (t) => {
-  const bin = patchbayBin();
-  if (!bin) {
-    t.skip("no patchbay binary (cargo build -p patchbay-cli, or set PATCHBAY_BIN)");
-    return;
-  }
+  const bin = patchbayBinFor(t);
+  if (!bin) return;
   const report = cliStatus(bin);
   assert.deepEqual(
     check(report),
@@ -139,10 +136,7 @@ test("the committed `switch --list --json` and `gateway client list --json` fit 
 });
 
 test("a live `switch --list --json` and `gateway client list --json` fit src/generated/ipc.ts", (t) => {
-  const bin = patchbayBin();
-  if (!bin) {
-    t.skip("no patchbay binary (cargo build -p patchbay-cli, or set PATCHBAY_BIN)");
-    return;
-  }
+  const bin = patchbayBinFor(t);
+  if (!bin) return;
   assert.deepEqual(checkClients(cliClients(bin)), []);
 });
