@@ -83,17 +83,20 @@ const SHOWN_PROBE: &str = r#"(function () {
   mark();
 })();"#;
 /// Reads the page's marks back (null until drawn): when it was drawn, when its navigation
-/// started, when its DOM was loaded and when the first status reached it (ui/src/app.ts marks
-/// `patchbay:status`), all in ms since the Unix epoch.
+/// started, when its DOM was loaded, when it rendered its rows from its boot and when the first
+/// status reached it (ui/src/app.ts marks `patchbay:rows` and `patchbay:status`), all in ms since
+/// the Unix epoch.
 const MILESTONES: &str = r#"(function () {
   if (window.__patchbayDrawnAt === undefined) return null;
   var origin = performance.timeOrigin;
   var nav = performance.getEntriesByType("navigation")[0];
   var status = performance.getEntriesByName("patchbay:status")[0];
+  var rows = performance.getEntriesByName("patchbay:rows")[0];
   return {
     drawn: window.__patchbayDrawnAt,
     started: origin,
     loaded: nav && nav.domContentLoadedEventEnd ? origin + nav.domContentLoadedEventEnd : null,
+    rendered: rows ? origin + rows.startTime : null,
     status: status ? origin + status.startTime : null
   };
 })()"#;
@@ -104,6 +107,8 @@ struct Milestones {
     drawn: f64,
     started: f64,
     loaded: Option<f64>,
+    /// The rows rendered (in the DOM) from the page's boot.
+    rendered: Option<f64>,
     status: Option<f64>,
 }
 
@@ -467,6 +472,9 @@ fn report_when_drawn<R: Runtime>(window: tauri::WebviewWindow<R>, request: Reque
                         steps = format!("; page started +{}", after(milestones.started));
                         if let Some(loaded) = milestones.loaded {
                             steps.push_str(&format!(", loaded +{}", after(loaded)));
+                        }
+                        if let Some(rendered) = milestones.rendered {
+                            steps.push_str(&format!(", rows rendered +{}", after(rendered)));
                         }
                         if let Some(status) = milestones.status {
                             steps.push_str(&format!(", status +{}", after(status)));

@@ -8,8 +8,8 @@
 #     threads, over IDLE seconds), for Patchbay and for the floor;
 #   - the window: a plain second launch asks the running app for it (single instance); the app
 #     logs "window: rows drawn N ms after it was asked for" (src-tauri/src/window.rs). Cold is the
-#     first window. A closed window (WM_DELETE_WINDOW, as a close button) is kept hidden for KEEP
-#     seconds (PATCHBAY_WINDOW_KEEP_SECS; the app's default is 60): "again, kept" is a window
+#     first window of a fresh app (median of COLD apps). A closed window (WM_DELETE_WINDOW, as a
+#     close button) is kept hidden for KEEP seconds (PATCHBAY_WINDOW_KEEP_SECS; the app's default is 60): "again, kept" is a window
 #     opened again within that time (median of AGAIN), "again, new" one opened after the kept one
 #     was released (median of AGAIN_NEW);
 #   - after the window was released: WebKit's processes still there, and idle PSS, RSS and wakeups again;
@@ -19,6 +19,7 @@
 #   tests/bench/footprint.sh [--no-build] [--debug] [--json FILE]
 #   env: IDLE=30 (seconds of idle counted)  SETTLE=20 (seconds after start before counting)
 #        AGAIN=5 (reopenings of a kept window)  AGAIN_NEW=3 (after its release)  KEEP=5
+#        COLD=3 (first windows, each of a fresh app)  COLD_SETTLE=10
 #        ADOPTION_SAMPLES=200  SKIP_ADOPTION=1
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -36,6 +37,7 @@ while [ $# -gt 0 ]; do
   shift
 done
 IDLE=${IDLE:-30} SETTLE=${SETTLE:-20} AGAIN=${AGAIN:-5} AGAIN_NEW=${AGAIN_NEW:-3} KEEP=${KEEP:-5}
+COLD=${COLD:-3} COLD_SETTLE=${COLD_SETTLE:-10}
 OPEN_IDLE=${OPEN_IDLE:-5}
 
 if [ -z "${PATCHBAY_FOOTPRINT_INNER:-}" ]; then
@@ -223,6 +225,19 @@ grep -o 'window: \(created in\|rows drawn\).*' "$log" | sed 's/^/  /'
 sleep "$SETTLE"
 measure patchbay_idle_after_window "$app_pid" >>"$tmp/rows"
 
+# --- more first windows: each of a fresh app, settled for COLD_SETTLE s (one sample is noise) ---
+colds=("$cold")
+kill "$app_pid"; wait "$app_pid" 2>/dev/null || true
+for i in $(seq 2 "$COLD"); do
+  log=$tmp/app-cold$i.log
+  RUST_LOG=info "$app" --background >"$log" 2>&1 &
+  app_pid=$!; pids+=("$app_pid")
+  sleep "$COLD_SETTLE"
+  colds+=("$(open_window 1)")
+  grep -o 'window: \(created in\|rows drawn\).*' "$log" | sed 's/^/  /'
+  kill "$app_pid"; wait "$app_pid" 2>/dev/null || true
+done
+
 # --- mcp-remote 0.15.1, idle with one server (what users run today), when tests/node has it ---
 node_dir=$root/tests/node
 if [ -z "${SKIP_MCP_REMOTE:-}" ] && command -v node >/dev/null && [ -x "$node_dir/node_modules/.bin/mcp-remote" ]; then
@@ -247,10 +262,11 @@ if [ -z "${SKIP_MCP_REMOTE:-}" ] && command -v node >/dev/null && [ -x "$node_di
 fi
 
 loadavg=$(cut -d' ' -f1-3 /proc/loadavg)
-python3 - "$tmp/rows" "$cold" "${again[*]}" "$FOOTPRINT_ADOPTION" "$FOOTPRINT_JSON" "$IDLE" "$loadavg" "$(nproc)" "${again_new[*]}" <<'EOF'
+python3 - "$tmp/rows" "${colds[*]}" "${again[*]}" "$FOOTPRINT_ADOPTION" "$FOOTPRINT_JSON" "$IDLE" "$loadavg" "$(nproc)" "${again_new[*]}" <<'EOF'
 import json, re, statistics, sys
 rows = {r["label"]: r for r in map(json.loads, open(sys.argv[1]))}
-cold = int(sys.argv[2])
+colds = [int(x) for x in sys.argv[2].split()]
+cold = statistics.median(colds)
 again = [int(x) for x in sys.argv[3].split()]
 again_new = [int(x) for x in sys.argv[9].split()]
 adoption = sys.argv[4]
@@ -262,6 +278,7 @@ report = {
     "floor_idle": rows["floor_idle"],
     "patchbay_idle_after_window": rows["patchbay_idle_after_window"],
     "window_cold_ms": cold,
+    "window_cold_all_ms": colds,
     "window_again_ms": again,
     "window_again_median_ms": statistics.median(again) if again else None,
     "window_again_new_ms": again_new,
@@ -282,7 +299,7 @@ for label in ("patchbay_idle", "patchbay_window_open", "patchbay_idle_after_wind
     print(f"{label:28} {mib(r['pss_kib']):>8} {mib(r['rss_kib']):>8} {r['wakeups_per_s']:>10} {mib(r['children_pss_kib']):>17}  {' '.join(r['children']) or '-'}")
     if r["busiest_threads"]:
         print(f"{'':28} busiest threads (switches in the window): {' '.join(r['busiest_threads'])}")
-print(f"window asked for → rows drawn: cold {cold} ms; again, kept {report['window_again_median_ms']} ms median of {again}; "
+print(f"window asked for → rows drawn: cold {cold} ms median of {colds}; again, kept {report['window_again_median_ms']} ms median of {again}; "
       f"again, new (after the kept one's release) {report['window_again_new_median_ms']} ms median of {again_new}")
 if adoption:
     print(adoption)

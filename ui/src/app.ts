@@ -156,6 +156,7 @@ export class ConnectorsWindow {
       this.render(boot.report);
       this.requestsHeld = false;
       this.root.removeAttribute("aria-busy");
+      performance.mark("patchbay:rows"); // read back like patchbay:status
     }
     await Promise.all([
       this.backend.onStatusChanged((r) => this.render(r)),
