@@ -9,10 +9,11 @@
 #   - the window: a plain second launch asks the running app for it (single instance); the app
 #     logs "window: rows drawn N ms after it was asked for" (src-tauri/src/window.rs). Cold is the
 #     first window of a fresh app (median of COLD apps). A closed window (WM_DELETE_WINDOW, as a
-#     close button) is kept hidden for KEEP seconds (PATCHBAY_WINDOW_KEEP_SECS; the app's default is 60): "again, kept" is a window
-#     opened again within that time (median of AGAIN), "again, new" one opened after the kept one
-#     was released (median of AGAIN_NEW);
-#   - after the window was released: WebKit's processes still there, and idle PSS, RSS and wakeups again;
+#     close button) is kept hidden for KEEP seconds (PATCHBAY_WINDOW_KEEP_SECS; the app's default
+#     is 60): "again, kept" is a window opened again within that time (median of AGAIN), "again,
+#     new" one opened after the kept one was released (median of AGAIN_NEW);
+#   - after the window was released: WebKit's processes still there, and idle PSS, RSS and
+#     wakeups again;
 #   - a runtime's rename → adoption: `cargo bench -p patchbay-runtimes --bench adoption`.
 # Prints a table (docs/benchmarks.md keeps it) and, with --json FILE, the figures as JSON.
 #
