@@ -7,6 +7,16 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+/// Held while a test writes an executable and while it runs one. A file open for writing when
+/// another test's thread forks stays open in that child until it execs, and exec'ing the file
+/// meanwhile fails with ETXTBSY ("Text file busy"); these tests take well under a second, so
+/// they simply take turns.
+static EXECUTABLES: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn executables() -> std::sync::MutexGuard<'static, ()> {
+    EXECUTABLES.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 /// The CLI, copied into `bin/` so what lies beside it is the test's choice.
 struct Setup {
     dir: tempfile::TempDir,
@@ -19,6 +29,7 @@ impl Setup {
         let bin = dir.path().join("bin");
         std::fs::create_dir_all(&bin).unwrap();
         let cli = bin.join("patchbay");
+        let _turn = executables();
         std::fs::copy(env!("CARGO_BIN_EXE_patchbay"), &cli).unwrap();
         Setup { dir, cli }
     }
@@ -35,6 +46,7 @@ impl Setup {
     fn tray_app_in(&self, dir: &Path) -> PathBuf {
         std::fs::create_dir_all(dir).unwrap();
         let app = dir.join("patchbay-app");
+        let _turn = executables();
         std::fs::write(&app, "#!/bin/sh\nexit 0\n").unwrap();
         #[cfg(unix)]
         {
@@ -45,6 +57,7 @@ impl Setup {
     }
 
     fn run_with(&self, config: &Path, path_var: &Path, args: &[&str]) -> Output {
+        let _turn = executables();
         Command::new(&self.cli)
             .arg("autostart")
             .args(args)
