@@ -6,7 +6,7 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { launch, openWindow, startServer } from "./harness.mjs";
+import { launch, mockCalls, openWindow, startServer } from "./harness.mjs";
 
 const fixture = (name) => JSON.parse(readFileSync(new URL(`../src/fixtures/${name}.json`, import.meta.url), "utf8"));
 const MIXED = fixture("mixed");
@@ -30,8 +30,7 @@ async function open(query = "fixture=mixed") {
   return openWindow(browser, server.url, query, { waitFor: "#app[data-clients=loaded]" });
 }
 
-const calls = (page, cmd) =>
-  page.evaluate((c) => window.__patchbayMock.calls.filter((x) => x.cmd === c).map((x) => x.args), cmd);
+const calls = mockCalls;
 const row = (page, name) => page.locator(`li[data-connector="${name}"]`);
 
 async function openMenu(page, name) {

@@ -4,7 +4,7 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { launch, openWindow, startServer } from "./harness.mjs";
+import { launch, mockCalls, openWindow, startServer } from "./harness.mjs";
 
 const fixture = (name) =>
   JSON.parse(readFileSync(new URL(`../src/fixtures/${name}.json`, import.meta.url), "utf8"));
@@ -49,8 +49,7 @@ const rowNames = (page) => page.$$eval("li[data-connector]", (els) => els.map((e
 const focusedRow = (page) =>
   page.evaluate(() => document.activeElement?.closest("li[data-connector]")?.dataset.connector ?? null);
 const focusedIsRow = (page) => page.evaluate(() => document.activeElement?.matches("li[data-connector]") ?? false);
-const calls = (page, cmd) =>
-  page.evaluate((c) => window.__patchbayMock.calls.filter((x) => x.cmd === c).map((x) => x.args), cmd);
+const calls = mockCalls;
 
 describe("rendering", () => {
   test("keeps the backend's order and counts attention in the header", async () => {

@@ -7,7 +7,7 @@ import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { cliStatus, patchbayBinFor } from "./cli-status.mjs";
-import { launch, openWindow, startServer } from "./harness.mjs";
+import { launch, mockCalls, openWindow, startServer } from "./harness.mjs";
 
 const fixture = (name) =>
   JSON.parse(readFileSync(new URL(`../src/fixtures/${name}.json`, import.meta.url), "utf8"));
@@ -40,8 +40,7 @@ async function open(query, opts) {
 const rowNames = (page) => page.$$eval("li[data-connector]", (els) => els.map((e) => e.dataset.connector));
 const visibleEntries = (page) =>
   page.$$eval("#gallery-list li[data-gallery]", (els) => els.filter((e) => !e.hidden).map((e) => e.dataset.gallery));
-const calls = (page, cmd) =>
-  page.evaluate((c) => window.__patchbayMock.calls.filter((x) => x.cmd === c).map((x) => x.args), cmd);
+const calls = mockCalls;
 const active = (page) =>
   page.evaluate(() => {
     const a = document.activeElement;

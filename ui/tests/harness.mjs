@@ -4,6 +4,7 @@
 import { createServer } from "node:http";
 import { readFile, stat } from "node:fs/promises";
 import { extname, join, normalize } from "node:path";
+import { after, before } from "node:test";
 import { fileURLToPath } from "node:url";
 import { chromium } from "playwright-core";
 
@@ -85,3 +86,35 @@ export async function openWindow(browser, baseUrl, query = "fixture=mixed", opts
   if (opts.wait !== false) await page.waitForSelector(opts.waitFor ?? "#app:not([aria-busy])");
   return Object.assign(page, { messages, errors, context });
 }
+
+/**
+ * One static server and one browser for a test file (node:test's before/after hooks, registered
+ * here). `open(query, opts)` opens the window as openWindow does; a dialog the page raises is
+ * dismissed and counted in `page.errors`, since no test expects one.
+ */
+export function windowSuite() {
+  let server;
+  let browser;
+  before(async () => {
+    server = await startServer();
+    browser = await launch();
+  });
+  after(async () => {
+    await browser?.close();
+    await server?.close();
+  });
+  return {
+    async open(query, opts) {
+      const page = await openWindow(browser, server.url, query, opts);
+      page.on("dialog", (d) => {
+        page.errors.push(`unexpected dialog: ${d.type()} ${d.message()}`);
+        void d.dismiss();
+      });
+      return page;
+    },
+  };
+}
+
+/** The arguments of each call of `cmd` the mock backend got, in order. */
+export const mockCalls = (page, cmd) =>
+  page.evaluate((c) => window.__patchbayMock.calls.filter((x) => x.cmd === c).map((x) => x.args), cmd);

@@ -6,22 +6,11 @@
 // side, the XDG entry appearing and going, is tested in patchbay-core's autostart.rs and, through
 // `patchbay autostart`, in src-tauri/crates/cli/tests/autostart.rs.
 
-import { after, before, test } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
-import { launch, openWindow, startServer } from "./harness.mjs";
+import { windowSuite } from "./harness.mjs";
 
-let server;
-let browser;
-
-before(async () => {
-  server = await startServer();
-  browser = await launch();
-});
-
-after(async () => {
-  await browser?.close();
-  await server?.close();
-});
+const { open } = windowSuite();
 
 const SWITCH = "#launch-at-login";
 // The mock's setting and the Start at login calls it got, in order.
@@ -33,7 +22,7 @@ const standIn = (page) =>
 const ready = (page) => page.waitForSelector(`${SWITCH}:not([disabled])`);
 
 test("off by default; turning it on and off calls the command and shows its answer", async () => {
-  const page = await openWindow(browser, server.url, "fixture=mixed");
+  const page = await open("fixture=mixed");
   await ready(page);
   const sw = page.locator(SWITCH);
   assert.equal(await sw.getAttribute("role"), "switch");
@@ -69,14 +58,14 @@ test("off by default; turning it on and off calls the command and shows its answ
 });
 
 test("an entry already there shows as on", async () => {
-  const page = await openWindow(browser, server.url, "fixture=mixed&login=on");
+  const page = await open("fixture=mixed&login=on");
   await ready(page);
   assert.equal(await page.locator(SWITCH).isChecked(), true);
   await page.context.close();
 });
 
 test("a change that fails puts the switch back and says why", async () => {
-  const page = await openWindow(browser, server.url, "fixture=mixed&fail=set_launch_at_login");
+  const page = await open("fixture=mixed&fail=set_launch_at_login");
   await ready(page);
   const sw = page.locator(SWITCH);
   await sw.click();
@@ -94,7 +83,7 @@ test("a change that fails puts the switch back and says why", async () => {
 });
 
 test("a setting that cannot be read is shown as unavailable, not as off", async () => {
-  const page = await openWindow(browser, server.url, "fixture=mixed&fail=get_launch_at_login");
+  const page = await open("fixture=mixed&fail=get_launch_at_login");
   const problem = page.locator("#launch-at-login-problem");
   await problem.waitFor({ state: "visible" });
   assert.equal(

@@ -5,26 +5,13 @@
 // Chromium against the built window with the mock backend (mock.ts: `boot=1` creates the page as
 // the app does; `hold=CMD` keeps that command's answers until `release(CMD)`).
 
-import { after, before, test } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
-import { launch, openWindow, startServer } from "./harness.mjs";
+import { mockCalls, windowSuite } from "./harness.mjs";
 
-let server;
-let browser;
+const { open } = windowSuite();
 
-before(async () => {
-  server = await startServer();
-  browser = await launch();
-});
-
-after(async () => {
-  await browser?.close();
-  await server?.close();
-});
-
-const open = (query, opts = {}) => openWindow(browser, server.url, query, opts);
-const calls = (page, cmd) =>
-  page.evaluate((c) => window.__patchbayMock.calls.filter((x) => x.cmd === c).map((x) => x.args), cmd);
+const calls = mockCalls;
 const rowNames = (page) =>
   page.$$eval("li[data-connector]", (rows) => rows.map((r) => r.dataset.connector));
 const reportNames = (page) => page.evaluate(() => window.__patchbayMock.report.connectors.map((c) => c.name));

@@ -6,34 +6,13 @@
 // page_listening answers; it refuses a call made before the page's listeners exist). The
 // backend's queue is tested in patchbay-core (tray_model.rs, PageRequests).
 
-import { after, before, test } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
-import { launch, openWindow, startServer } from "./harness.mjs";
+import { mockCalls, windowSuite } from "./harness.mjs";
 
-let server;
-let browser;
+const { open } = windowSuite();
 
-before(async () => {
-  server = await startServer();
-  browser = await launch();
-});
-
-after(async () => {
-  await browser?.close();
-  await server?.close();
-});
-
-async function open(query, opts) {
-  const page = await openWindow(browser, server.url, query, opts);
-  page.on("dialog", (d) => {
-    page.errors.push(`unexpected dialog: ${d.type()} ${d.message()}`);
-    void d.dismiss();
-  });
-  return page;
-}
-
-const calls = (page, cmd) =>
-  page.evaluate((c) => window.__patchbayMock.calls.filter((x) => x.cmd === c).map((x) => x.args), cmd);
+const calls = mockCalls;
 const focusedRow = (page) =>
   page.evaluate(() => document.activeElement?.closest("li[data-connector]")?.dataset.connector ?? null);
 const order = (page) => page.evaluate(() => window.__patchbayMock.calls.map((x) => x.cmd));
