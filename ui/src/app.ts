@@ -91,8 +91,9 @@ export class ConnectorsWindow {
     return v === "1" ? "start" : v === "ask" ? "ask" : null;
   })();
   private highlightTimer = 0;
-  /** While the page draws what it was created with, before it listens: row requests wait. */
-  private requestsHeld = false;
+  /** The page has registered its listeners and said so (page_listening): from then on a row
+   * request that came before the rows is applied with them. */
+  private listening = false;
   /** A request to authorize a connector the catalog does not have (a stale tray item or link). */
   private requestError: string | null = null;
 
@@ -152,9 +153,7 @@ export class ConnectorsWindow {
     const boot = takePageBoot();
     if (boot) {
       if (boot.board) this.setBoard(boot.board);
-      this.requestsHeld = true;
       this.render(boot.report);
-      this.requestsHeld = false;
       this.root.removeAttribute("aria-busy");
       performance.mark("patchbay:rows"); // read back like patchbay:status
     }
@@ -171,6 +170,7 @@ export class ConnectorsWindow {
       console.warn("queued row requests unavailable:", toBackendError(err).message);
       return [];
     });
+    this.listening = true;
     // Drawn from the boot, the URL's request waited for the listeners; it came before these.
     if (this.report) this.applyPendingRequest();
     for (const { name, request } of queued) {
@@ -393,7 +393,7 @@ export class ConnectorsWindow {
     this.restoreAnchor(anchor);
     if (previous) this.announceChanges(previous, r);
 
-    if (!this.requestsHeld) this.applyPendingRequest();
+    if (this.listening) this.applyPendingRequest();
   }
 
   /** The row request that came before the rows (the URL's, or one sent meanwhile), now. */
