@@ -25,6 +25,20 @@ fi
 
 step() { printf '\n==> %s\n' "$*"; }
 
+# CI's machine has a bounded disk, and each step below builds into its own directory (debug, the
+# Windows target, the fuzz build, release): together they outgrow it (a CI run ran out of space
+# in the fuzz build). With PATCHBAY_CI_PRUNE=1, which only .ci/run sets, a step's build is
+# removed once nothing after it reads it, so the peak is one build at a time; a developer's
+# run keeps everything.
+target_dir=$(realpath -m "${CARGO_TARGET_DIR:-target}")
+prune() {
+  if [ -n "${PATCHBAY_CI_PRUNE:-}" ]; then
+    rm -rf "$@"
+  fi
+  df -h --output=avail,target "$target_dir" 2>/dev/null | tail -n1 | awk '{print "   disk: " $1 " free on " $2}'
+}
+prune
+
 step "cargo fmt --check"
 cargo fmt --all --check
 # The tray app embeds ui/dist at compile time, so the UI is built before anything compiles it.
@@ -36,15 +50,25 @@ step "cargo test"
 cargo test --workspace --locked
 step "ui tests"
 npm --prefix ui test
+# Nothing below reads the debug build: the Windows step builds its own target, the package its
+# release build.
+prune "$target_dir/debug"
 # Windows: the CLI cross-built with mingw-w64 and run under wine; every cfg(windows) and
 # cfg(target_os = "macos") branch type-checked (docs/windows-macos.md).
 step "windows: the cross-built CLI under wine"
 bash scripts/ci/windows.sh
 step "cross-check: Windows and macOS"
 bash scripts/ci/cross-check.sh
+prune "$target_dir/x86_64-pc-windows-gnu" "$target_dir/x86_64-apple-darwin"
 # cargo-fuzz (nightly): every parser of outside input, each target for 20 s (fuzz/README.md).
 step "fuzz: every parser of outside input, 20 s each"
 bash scripts/ci/fuzz.sh
+# The fuzz build: fuzz/target, or under CARGO_TARGET_DIR when that is set (scripts/ci/fuzz.sh).
+if [ -n "${CARGO_TARGET_DIR:-}" ]; then
+  prune "$target_dir/x86_64-unknown-linux-gnu"
+else
+  prune fuzz/target
+fi
 # The .deb: built (release), installed, launched by a patchbay:// link, purged (docs/packaging.md).
 step "package: .deb built, installed, launched by a patchbay:// link, purged"
 bash scripts/ci/package.sh
