@@ -35,7 +35,8 @@ prune() {
   if [ -n "${PATCHBAY_CI_PRUNE:-}" ]; then
     rm -rf "$@"
   fi
-  df -h --output=avail,target "$target_dir" 2>/dev/null | tail -n1 | awk '{print "   disk: " $1 " free on " $2}'
+  # (The target dir may not exist yet: df is asked about the checkout, on the same disk here.)
+  df -h --output=avail,target . | tail -n1 | awk '{print "   disk: " $1 " free on " $2}' || true
 }
 prune
 
