@@ -257,5 +257,50 @@ else
   fail "tests/node has no MCP SDK (run scripts/setup.sh)"
 fi
 
+step "patchbay autostart: the login item in the user's Run key"
+# The CLI's login item starts patchbay-app beside it: here a copy of the CLI under that name, in
+# a directory with a space, as under C:\Users\Ann Lee\. The stand-in DLL, when one was needed,
+# goes along (a DLL is looked for beside the exe).
+app_dir="$work/Patch bay"
+mkdir -p "$app_dir"
+cp "$work/bin/patchbay.exe" "$app_dir/patchbay.exe"
+cp "$work/bin/patchbay.exe" "$app_dir/patchbay-app.exe"
+if [ -f "$work/bin/bcryptprimitives.dll" ]; then cp "$work/bin/bcryptprimitives.dll" "$app_dir/"; fi
+win_exe="$app_dir/patchbay.exe"
+run_key='HKCU\Software\Microsoft\Windows\CurrentVersion\Run'
+approved_key='HKCU\Software\Microsoft\Windows\CurrentVersion\Explorer\StartupApproved\Run'
+# reg_value KEY: the data of the value Patchbay under KEY, empty when there is none.
+reg_value() {
+  "$WINE" reg query "$1" /v Patchbay 2>/dev/null | tr -d '\r' |
+    sed -n 's/^ *Patchbay  *REG_[A-Z_]*  *//p' || true
+}
+win autostart status --json
+expect_eq "off by default" "$(json_get "$stdout" 'd["enabled"]') $(json_get "$stdout" 'd["entry"]')" \
+  "False HKEY_CURRENT_USER\\Software\\Microsoft\\Windows\\CurrentVersion\\Run\\Patchbay"
+win autostart on
+expect_eq "autostart on: exit code" "$code" 0
+expect_eq "the Run value: patchbay-app beside the CLI, quoted" "$(reg_value "$run_key")" \
+  "\"Z:$(tr / '\\' <<<"$app_dir")\\patchbay-app.exe\" --background"
+win autostart status --json
+expect_eq "on" "$(json_get "$stdout" 'd["enabled"]')" True
+# Task Manager's Startup tab switches an item off in StartupApproved (first byte 3).
+"$WINE" reg add "$approved_key" /v Patchbay /t REG_BINARY /d 030000000000000000000000 /f >/dev/null 2>&1
+win autostart status
+if [ "$code" -eq 0 ] && grep -q 'off (.*is turned off where it is kept)' <<<"$stdout"; then
+  ok "switched off in Task Manager reads as off: $stdout"
+else
+  fail "after Task Manager's switch (exit $code): $stdout $stderr"
+fi
+win autostart on
+expect_eq "on again: approved again" "$(reg_value "$approved_key")" 020000000000000000000000
+win autostart status --json
+expect_eq "on again" "$(json_get "$stdout" 'd["enabled"]')" True
+win autostart off
+expect_eq "autostart off: exit code" "$code" 0
+expect_eq "off: the Run value and its mark are gone" "[$(reg_value "$run_key")][$(reg_value "$approved_key")]" "[][]"
+win autostart status --json
+expect_eq "off" "$(json_get "$stdout" 'd["enabled"]')" False
+win_exe="$work/bin/patchbay.exe"
+
 step "windows: $failures failed"
 [ "$failures" -eq 0 ]

@@ -233,14 +233,14 @@ pub async fn revoke_gateway_client(
 
 /// Whether Patchbay starts at login (the window's setting; off by default).
 #[tauri::command]
-pub async fn get_launch_at_login(app: tauri::AppHandle) -> Result<bool, IpcError> {
-    crate::autostart::is_enabled(&app)
+pub async fn get_launch_at_login() -> Result<bool, IpcError> {
+    Ok(patchbay_core::autostart::login_item_enabled()?)
 }
 
 /// Start at login (in the tray, no window) or not; answers the setting as it now is.
 #[tauri::command]
-pub async fn set_launch_at_login(app: tauri::AppHandle, enabled: bool) -> Result<bool, IpcError> {
-    crate::autostart::set(&app, enabled)
+pub async fn set_launch_at_login(enabled: bool) -> Result<bool, IpcError> {
+    Ok(patchbay_core::autostart::set_login_item(enabled)?)
 }
 
 /// The window's page has registered its event listeners: row requests (focus, authorize, ask)

@@ -17,7 +17,6 @@
 //! it (`window`). Nothing ticks while nothing changes but the 30 s expiry tick, the schedule's
 //! timers and the file watchers, which sleep on their events.
 
-mod autostart;
 mod commands;
 mod error;
 mod link_handler;
@@ -357,7 +356,6 @@ pub fn run() {
             },
         ))
         .plugin(tauri_plugin_deep_link::init())
-        .plugin(autostart::plugin())
         .invoke_handler(tauri::generate_handler![
             commands::get_status,
             commands::delete_unclaimed_credential,

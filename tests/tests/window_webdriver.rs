@@ -18,6 +18,9 @@
 //!   run while the app runs, is handed to it (single instance); the window shows the Demo row and
 //!   asks; nothing reached the authorization server and no browser opened until the user confirms
 //!   in the window; then the browser opens and the row turns Ready.
+//! - `the_start_at_login_switch_keeps_the_login_item`: the window's Start at login switch, on,
+//!   writes the XDG entry starting this app with `--background` (`patchbay autostart status`
+//!   agrees); off removes it.
 //!
 //! - `real_window_screenshots`, only with PATCHBAY_WINDOW_SCREENSHOTS=DIR (scripts/screenshots.sh
 //!   --real): the real window light and dark, before authorizing, asked by a link, and after, as
@@ -472,6 +475,49 @@ struct Case {
     when: When,
 }
 
+/// The Start at login switch in the real window keeps the login item through the app's own
+/// command: on writes the XDG entry starting this very app with `--background`, which the CLI
+/// then reads as on; off removes it.
+fn the_start_at_login_switch_keeps_the_login_item() {
+    let desktop = Desktop::start();
+    let entry = desktop.session.path("config/autostart/Patchbay.desktop");
+    let switch = "#launch-at-login";
+    let checked = |want: bool| {
+        desktop.driver.wait_for(
+            REACT,
+            &format!("the switch to show {}", if want { "on" } else { "off" }),
+            "const s = document.querySelector(arguments[0]);
+             return s && !s.disabled && s.checked === arguments[1] || null;",
+            json!([switch, want]),
+        );
+    };
+    checked(false);
+    assert!(!entry.exists(), "an entry before the switch was touched");
+
+    desktop.driver.click(switch);
+    checked(true);
+    let text = std::fs::read_to_string(&entry).expect("the switch wrote the autostart entry");
+    let exec = format!("\nExec={} --background\n", app_bin().display());
+    assert!(
+        text.contains(&exec),
+        "the entry does not start this app quietly ({exec:?}):\n{text}"
+    );
+    let cli = desktop.session.cli(&["autostart", "status", "--json"]);
+    let status: Value = serde_json::from_slice(&cli.stdout).expect("autostart status --json");
+    assert_eq!(
+        status["enabled"], true,
+        "the CLI reads the window's entry: {status}"
+    );
+    assert_eq!(status["entry"], entry.display().to_string());
+
+    desktop.driver.click(switch);
+    checked(false);
+    assert!(
+        !entry.exists(),
+        "the switch turned off and the entry is still there"
+    );
+}
+
 /// When a case runs.
 enum When {
     Always,
@@ -493,6 +539,11 @@ const CASES: &[Case] = &[
     Case {
         name: "a_link_opens_the_row_and_asks_before_consent",
         run: a_link_opens_the_row_and_asks_before_consent,
+        when: When::Always,
+    },
+    Case {
+        name: "the_start_at_login_switch_keeps_the_login_item",
+        run: the_start_at_login_switch_keeps_the_login_item,
         when: When::Always,
     },
     Case {

@@ -3,8 +3,9 @@
 // switch back and says why, and a setting that cannot be read says so. Real Chromium against the
 // built window with the mock backend (mock.ts: `login=on`, `fail=get_launch_at_login`,
 // `fail=set_launch_at_login`; its calls and `launchAtLogin` in `window.__patchbayMock`). The Rust
-// side, the XDG entry appearing and going, is tested in patchbay-core's autostart.rs and, through
-// `patchbay autostart`, in src-tauri/crates/cli/tests/autostart.rs.
+// side, the login item appearing and going, is tested in patchbay-core's autostart/, through the
+// real window's switch in tests/tests/window_webdriver.rs, and through `patchbay autostart` in
+// src-tauri/crates/cli/tests/autostart.rs (and under wine, scripts/ci/windows.sh).
 
 import { test } from "node:test";
 import assert from "node:assert/strict";

@@ -153,7 +153,10 @@ fn an_entry_removed_or_turned_off_by_hand_reads_as_off() {
     .unwrap();
     assert!(!enabled(&setup));
     let status = stdout(&ok(setup.run(&[])));
-    assert!(status.contains("is turned off in it"), "{status}");
+    assert!(
+        status.contains("is turned off where it is kept"),
+        "{status}"
+    );
     // On again rewrites it whole.
     ok(setup.run(&["on"]));
     assert!(enabled(&setup));

@@ -363,7 +363,9 @@ mod tests {
             serde_json::to_value(&e).unwrap(),
             serde_json::json!({ "kind": "not_authorizable", "message": "x cannot be authorized" })
         );
-        let e = IpcError::from(crate::autostart::AutostartError::NoConfigDir);
+        let e = IpcError::from(crate::autostart::AutostartError::NoConfigDir {
+            needs: "neither XDG_CONFIG_HOME nor HOME is set to an absolute path",
+        });
         assert_eq!(e.kind, ErrorKind::LaunchAtLogin);
         assert_eq!(
             serde_json::to_value(&e).unwrap()["kind"],
