@@ -19,6 +19,7 @@
 //! outcome but "not due" lands in the credential's history, the window's error drawer. The
 //! transaction's steps are in `transaction`.
 
+use std::collections::HashSet;
 use std::future::Future;
 use std::path::PathBuf;
 use std::pin::Pin;
@@ -297,10 +298,22 @@ impl Refresher {
         };
         let bridged = self.bridged().await;
         let now = self.inner.patchbay.now();
+        // A refresh marked in flight outside any transaction died with its process: presented
+        // once more at once (the transaction checks the mark again under the lock).
+        let in_flight: HashSet<CredentialKey> = self
+            .inner
+            .patchbay
+            .vault()
+            .refreshes_in_flight()
+            .unwrap_or_default()
+            .into_iter()
+            .collect();
         for row in rows {
             // Only due credentials open a transaction (which reconciles first and checks again
             // under the lock); the runtime-store watcher adopts rotations of the others.
-            if !self.inner.policy.is_due(&row, now) || self.inner.waiting_until(&row).is_some() {
+            let due =
+                self.inner.policy.is_due(&row, now) || in_flight.contains(&row.credential_key);
+            if !due || self.inner.waiting_until(&row).is_some() {
                 continue;
             }
             let outcome = self

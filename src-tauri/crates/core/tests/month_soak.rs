@@ -41,13 +41,14 @@
 //! The assertions: no refresh token presented twice, no credential lost and no unneeded
 //! re-authorization, except where the policy says an outage costs one: an answer lost after a
 //! server without a reuse grace had rotated (Patchbay presents the token once more; the server
-//! refuses it, and the pair it minted was only in the lost answer).
+//! refuses it, and the pair it minted was only in the lost answer). An answer lost because
+//! Patchbay was killed with it in flight is one too: the refresh was marked in flight before it
+//! went out, and the restarted Patchbay presents the token once more at its first pass.
 //!
 //! Known gaps, printed on their own line and not asserted (each needs a decision, not a test):
-//! - Patchbay killed while a refresh's answer is in flight, after the server rotated: nothing
-//!   marks the answer as lost, so the spent token is presented as if live, by Patchbay after the
-//!   restart or by a runtime whose store never received the new pair (renewed under a reuse
-//!   grace; the family revoked without one).
+//! - Patchbay killed while a refresh's answer is in flight, after the server rotated: a runtime
+//!   whose store never received the new pair may present the spent token before Patchbay is
+//!   back (renewed under a reuse grace; the family revoked without one).
 //! - Claude Code takes no lock while it refreshes, only around its writes: when Patchbay and
 //!   Claude Code refresh the same credential at the same moment (both behind after a sleep, an
 //!   outage or a restart), one of them presents a spent token.
@@ -880,9 +881,13 @@ fn why_presented_twice(
             ),
             Class::Policy,
         ),
-        // The answer died with the process: nothing marks the token as possibly spent, and whoever
-        // holds it next (Patchbay after the restart, or a runtime whose store never received the
-        // new pair) presents it as live.
+        // The answer died with the process. The refresh was marked in flight, so the restarted
+        // Patchbay presents the token once more at its first pass: the lost-answer policy.
+        _ if who == Who::Patchbay && s.by == Who::Patchbay && stats.kill_times.contains(&s.at) => (
+            "answer lost with Patchbay (killed while it was in flight), presented once more by Patchbay after the restart".into(),
+            Class::Policy,
+        ),
+        // ... unless a runtime whose store never received the new pair presents it first.
         _ if s.by == Who::Patchbay && stats.kill_times.contains(&s.at) => (
             format!(
                 "Patchbay killed while the server's answer was in flight, then {} presented the spent token",
@@ -1637,9 +1642,20 @@ async fn a_month_of_faults_costs_no_reauthorization_the_policy_does_not_name() {
                 at(rev.at),
                 stats.context(rev.at)
             ));
+            // No grace could have renewed it: none at this server, or its window had closed
+            // by the time the token came back (Patchbay killed with the answer in flight and
+            // restarted later).
+            let spent_at = server.spent(&rev.token).map(|s| s.at);
+            let no_grace_left = match server.grace {
+                Grace::None => true,
+                Grace::Window(window) => {
+                    spent_at.is_some_and(|at| rev.at - at > window.num_milliseconds())
+                }
+                Grace::OnceWhileUnused => false,
+            };
             match class {
                 // The policy costs a re-authorization only where no grace could have renewed.
-                Class::Policy if server.grace == Grace::None => bump(&mut accepted_reauth, line),
+                Class::Policy if no_grace_left => bump(&mut accepted_reauth, line),
                 Class::KnownGap => bump(&mut known_lost, line),
                 _ => bump(&mut lost, line),
             }

@@ -388,6 +388,95 @@ async fn a_lost_answer_at_a_server_with_a_reuse_grace_period_costs_nothing() {
     }
 }
 
+/// Patchbay stopped while a refresh's answer was in flight (the server had rotated; the vault
+/// never got the new pair). The next pass presents the token once more at once, though the
+/// credential is not due, while a reuse grace period still covers it: renewed. Without one,
+/// the refusal says the answer was lost. Before the in-flight mark, the spent token waited
+/// until next due, past any grace period, and a runtime could present it first.
+#[tokio::test]
+async fn a_refresh_cut_off_by_the_process_stopping_is_presented_once_more_at_the_next_pass() {
+    for grace in [true, false] {
+        let rig = rig().await;
+        rig.ras.set_reuse_grace(grace);
+        assert!(matches!(
+            rig.pass_outcome().await,
+            RefreshOutcome::Refreshed { .. }
+        ));
+        assert_eq!(rig.refresh_token().as_deref(), Some("rt-fx-1"));
+        assert!(matches!(rig.pass_outcome().await, RefreshOutcome::NotDue));
+
+        // An explicit refresh, by a process that stops while the server's answer is in flight:
+        // its own runtime, shut down there, drops every task where it stands (its timeout is
+        // long: the stop, not the timeout, ends it).
+        rig.ras.push_fault(Fault::ConsumeThenHang);
+        let process = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let stopping = Refresher::new(
+            rig.patchbay.clone(),
+            None,
+            RefreshPolicy {
+                http_timeout: Duration::from_secs(120),
+                ..policy(rig.slept.clone(), None)
+            },
+        );
+        process.spawn(async move { stopping.refresh("fx").await });
+        let waited = std::time::Instant::now();
+        while rig.ras.presented().len() < 2 {
+            assert!(
+                waited.elapsed() < Duration::from_secs(20),
+                "the refresh never reached the server"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        process.shutdown_background();
+        assert_eq!(
+            rig.refresh_token().as_deref(),
+            Some("rt-fx-1"),
+            "nothing was kept"
+        );
+
+        // The next pass: not due, presented once more all the same.
+        let outcome = rig.pass_outcome().await;
+        assert_eq!(
+            rig.ras.presented(),
+            vec!["rt-fx-0", "rt-fx-1", "rt-fx-1"],
+            "grace {grace}: {outcome:?}"
+        );
+        if grace {
+            assert!(
+                matches!(outcome, RefreshOutcome::Refreshed { retries: 0, .. }),
+                "{outcome:?}"
+            );
+            assert_eq!(rig.refresh_token().as_deref(), Some("rt-fx-2"));
+            assert_eq!(rig.ras.reuse_detected(), 0);
+            assert_eq!(rig.state(), ConnectorState::Ready);
+        } else {
+            assert_eq!(
+                failed_class(&outcome),
+                Some(RefreshClass::Permanent),
+                "{outcome:?}"
+            );
+            let summary = rig.history()[0].summary.clone();
+            assert!(
+                summary.contains("answer was lost after the server had already rotated"),
+                "{summary}"
+            );
+        }
+        // Settled either way: the pass after presents nothing.
+        assert!(rig
+            .patchbay
+            .vault()
+            .refreshes_in_flight()
+            .unwrap()
+            .is_empty());
+        let _ = rig.pass_outcome().await;
+        assert_eq!(rig.ras.presented().len(), 3, "grace {grace}");
+    }
+}
+
 /// A token endpoint that hangs before running the grant, once and then twice in a row. Once:
 /// the token presented again renews at once. Twice: it is kept and marked, the status does
 /// not ask for a human, and the next pass renews it (the quarantine this replaced cost a

@@ -160,6 +160,58 @@ impl Vault {
         Ok(n > 0)
     }
 
+    /// Marks `key`'s refresh token as being presented, just before the refresh grant goes out
+    /// (`refresh_suspect = 2`); an answer that settles the request lifts it
+    /// ([`Vault::clear_refresh_in_flight`]), a lost one turns it into the lost-answer mark. A mark
+    /// still there when the next transaction holds the credential's lock means the process died
+    /// with the answer in flight ([`Vault::take_interrupted_refresh`]). A token already marked as
+    /// lost keeps that mark. `false` when no such credential holds a refresh token.
+    pub fn mark_refresh_in_flight(&self, key: &CredentialKey) -> Result<bool, VaultError> {
+        let n = self.conn().execute(
+            "UPDATE credentials SET refresh_suspect = 2
+             WHERE key = ?1 AND refresh_sealed IS NOT NULL AND refresh_suspect = 0",
+            [key.as_str()],
+        )?;
+        Ok(n > 0)
+    }
+
+    /// Lifts the in-flight mark once an answer settled the request (renewed, refused, or
+    /// never reached the server); a lost-answer mark stays.
+    pub fn clear_refresh_in_flight(&self, key: &CredentialKey) -> Result<(), VaultError> {
+        self.conn().execute(
+            "UPDATE credentials SET refresh_suspect = 0 WHERE key = ?1 AND refresh_suspect = 2",
+            [key.as_str()],
+        )?;
+        Ok(())
+    }
+
+    /// A refresh of `key` that was in flight when its process died: turns its in-flight mark
+    /// into the lost-answer mark and says whether there was one. Called under the credential's
+    /// lock, where no other transaction can be in flight. Needs no keychain.
+    pub fn take_interrupted_refresh(&self, key: &CredentialKey) -> Result<bool, VaultError> {
+        let n = self.conn().execute(
+            "UPDATE credentials SET refresh_suspect = 1
+             WHERE key = ?1 AND refresh_suspect = 2 AND refresh_sealed IS NOT NULL",
+            [key.as_str()],
+        )?;
+        Ok(n > 0)
+    }
+
+    /// The keys whose refresh was marked in flight and not settled: a transaction running now,
+    /// or one whose process died with the answer in flight. Needs no keychain.
+    pub fn refreshes_in_flight(&self) -> Result<Vec<CredentialKey>, VaultError> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare(
+            "SELECT key FROM credentials WHERE refresh_suspect = 2 AND refresh_sealed IS NOT NULL
+             ORDER BY key",
+        )?;
+        let keys = stmt
+            .query_map([], |r| r.get::<_, String>(0))?
+            .map(|k| k.map(CredentialKey))
+            .collect::<Result<_, _>>()?;
+        Ok(keys)
+    }
+
     /// Whether the last refresh of `key`'s current refresh token lost its answer. Needs no
     /// keychain.
     pub fn is_refresh_answer_lost(&self, key: &CredentialKey) -> Result<bool, VaultError> {
@@ -402,6 +454,39 @@ mod tests {
         v.put_credential(&row("notion|abc", now), &tokens("a3", Some("r2")))
             .unwrap();
         assert!(v.refresh_answers_lost().unwrap().is_empty());
+    }
+
+    #[test]
+    fn an_in_flight_mark_is_lifted_by_an_answer_or_taken_as_a_lost_one() {
+        let (_d, v) = vault();
+        let now = Utc::now();
+        let key = CredentialKey("notion|abc".into());
+        v.put_credential(&row("notion|abc", now), &tokens("a1", Some("r1")))
+            .unwrap();
+        // Settled: lifted, and nothing reads as lost or interrupted.
+        assert!(v.mark_refresh_in_flight(&key).unwrap());
+        assert_eq!(v.refreshes_in_flight().unwrap(), vec![key.clone()]);
+        assert!(
+            !v.is_refresh_answer_lost(&key).unwrap(),
+            "in flight is not lost"
+        );
+        v.clear_refresh_in_flight(&key).unwrap();
+        assert!(v.refreshes_in_flight().unwrap().is_empty());
+        assert!(!v.take_interrupted_refresh(&key).unwrap());
+        // Renewed: a new refresh token lifts it.
+        assert!(v.mark_refresh_in_flight(&key).unwrap());
+        v.put_credential(&row("notion|abc", now), &tokens("a2", Some("r2")))
+            .unwrap();
+        assert!(v.refreshes_in_flight().unwrap().is_empty());
+        // The process died: the next transaction takes it, once, as a lost answer.
+        assert!(v.mark_refresh_in_flight(&key).unwrap());
+        assert!(v.take_interrupted_refresh(&key).unwrap());
+        assert!(!v.take_interrupted_refresh(&key).unwrap());
+        assert!(v.is_refresh_answer_lost(&key).unwrap());
+        // A lost-answer mark is neither replaced by an in-flight one nor lifted with it.
+        assert!(!v.mark_refresh_in_flight(&key).unwrap());
+        v.clear_refresh_in_flight(&key).unwrap();
+        assert!(v.is_refresh_answer_lost(&key).unwrap());
     }
 
     #[test]

@@ -1,8 +1,10 @@
 //! One credential's refresh as a transaction, step by step: take its cross-process lock, adopt a
 //! newer pair a runtime rotated, re-read under the lock and decide whether anything is sent,
-//! send the grant (in-band retries for a request that never left, one corrected retry for a
-//! request the server refused as ours), then persist and write through, or settle the failure
-//! by its class.
+//! mark the refresh in flight, send the grant (in-band retries for a request that never left,
+//! one corrected retry for a request the server refused as ours), then persist and write
+//! through, or settle the failure by its class, and lift the mark. A mark found under the lock
+//! is a refresh whose process died with the answer in flight: a lost answer, presented once
+//! more at once.
 //!
 //! The client a pair belongs to travels with it: a pair whose row names a client other than the
 //! grant's (adopted before adoption checked clients) is renewed as that public client, never
@@ -26,6 +28,9 @@ struct Loaded {
     row: CredentialRow,
     grant: Grant,
     refresh_token: Secret,
+    /// The last refresh of this token died with its process, its answer in flight: this
+    /// presentation is the lost-answer policy's one more, and is not repeated.
+    interrupted: bool,
 }
 
 impl Loaded {
@@ -102,14 +107,25 @@ impl Inner {
             Ok(loaded) => loaded,
             Err(outcome) => return outcome,
         };
+        // Marked before the grant goes out and lifted once an answer settles it: should this
+        // process die with the answer in flight, the next transaction knows the server may have
+        // spent the token (see `load`).
+        let vault = self.patchbay.vault();
+        if let Err(e) = vault.mark_refresh_in_flight(&key) {
+            tracing::warn!(connector, "cannot mark the refresh as in flight: {e}");
+        }
         let (result, retries) = self.send(&connector, &loaded).await;
-        match result {
+        let outcome = match result {
             Ok(renewed) => {
                 self.persist(&connector, &loaded, renewed, retries, bridged)
                     .await
             }
             Err(failure) => self.settle(&connector, &loaded.row, failure, retries),
+        };
+        if let Err(e) = vault.clear_refresh_in_flight(&key) {
+            tracing::warn!(connector, "cannot lift the in-flight mark: {e}");
         }
+        outcome
     }
 
     /// The credential's lock file, waited for up to the policy's bound.
@@ -214,8 +230,21 @@ impl Inner {
             .credential_row(key)
             .map_err(|e| skipped(format!("cannot read the vault: {e}")))?
             .ok_or_else(|| skipped("the credential was removed meanwhile".into()))?;
+        // Under the lock no other transaction is in flight: a mark left is one whose process
+        // died before the answer was kept. The server may have rotated, so the token is presented
+        // once more now, while a reuse grace period may still cover it, not when next due.
+        let interrupted = vault.take_interrupted_refresh(key).unwrap_or_else(|e| {
+            tracing::warn!("cannot read the in-flight mark of {key}: {e}");
+            false
+        });
+        if interrupted {
+            tracing::warn!(
+                connector = row.server_name,
+                "the last refresh stopped with its answer in flight (Patchbay was stopped); presenting the refresh token once more now"
+            );
+        }
         // An explicit refresh renews even right after an adoption; a pass does not.
-        if !force && !self.policy.is_due(&row, self.now()) {
+        if !force && !interrupted && !self.policy.is_due(&row, self.now()) {
             return Err(match adopted_from {
                 Some(runtime) => RefreshOutcome::Adopted { runtime },
                 None => RefreshOutcome::NotDue,
@@ -239,6 +268,7 @@ impl Inner {
             row,
             grant,
             refresh_token,
+            interrupted,
         })
     }
 
@@ -260,7 +290,7 @@ impl Inner {
     ) -> (Result<Renewed, RefreshFailure>, u32) {
         let request = loaded.request();
         let mut retries = 0;
-        let mut presented_again = false;
+        let mut presented_again = loaded.interrupted;
         loop {
             match refresh_corrected(&self.http, request, loaded.granted_scope()).await {
                 Err(f)
