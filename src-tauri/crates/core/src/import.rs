@@ -25,7 +25,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use patchbay_catalog::CredentialKey;
-use patchbay_oauth::{discovery, Http};
+use patchbay_oauth::{discovery, ClientAuthMethod, Http};
 use patchbay_runtimes::clients::ClientServer;
 use patchbay_runtimes::config::{read_codex_config, Resolver, RuntimePaths};
 use patchbay_runtimes::mcp_remote::{mcp_remote_dir, read_mcp_remote, McpRemoteOptions};
@@ -189,8 +189,8 @@ struct Found {
     issuer: Option<String>,
     client_id: Option<String>,
     client_secret: Option<Secret>,
-    /// The registration's method (mcp-remote's `token_endpoint_auth_method`).
-    auth_method: Option<String>,
+    /// The registration's method (mcp-remote's `token_endpoint_auth_method`), as named.
+    auth_method: Option<ClientAuthMethod>,
     redirect_uri: Option<String>,
     /// mcp-remote's `--resource`, when its invocation named one.
     resource: Option<String>,
@@ -370,7 +370,8 @@ fn find_tokens(
                             client_secret: client.as_ref().and_then(|c| c.client_secret.clone()),
                             auth_method: client
                                 .as_ref()
-                                .and_then(|c| c.token_endpoint_auth_method.clone()),
+                                .and_then(|c| c.token_endpoint_auth_method.as_deref())
+                                .map(ClientAuthMethod::from),
                             redirect_uri: client
                                 .as_ref()
                                 .and_then(|c| c.redirect_uris.first().cloned()),
@@ -561,9 +562,11 @@ async fn grant_for(
             return (None, found.issuer.clone(), Some(note));
         }
     };
+    // The stated method is kept as named, one Patchbay cannot perform included (`Other`: the
+    // grant then refreshes as a public client would; see `patchbay_oauth::token`).
     let auth_method = match (&found.client_secret, &found.auth_method) {
         (_, Some(method)) => method.clone(),
-        (None, None) => "none".into(),
+        (None, None) => ClientAuthMethod::None,
         // A secret and no stated method: the server's first of basic/post (RFC 7591's default
         // is basic); the refresher corrects it once if the server wants the other.
         (Some(_), None) => metadata
@@ -571,10 +574,10 @@ async fn grant_for(
             .as_ref()
             .and_then(|m| {
                 m.iter()
-                    .find(|m| *m == "client_secret_basic" || *m == "client_secret_post")
-                    .cloned()
+                    .map(|m| ClientAuthMethod::from(m.as_str()))
+                    .find(ClientAuthMethod::sends_secret)
             })
-            .unwrap_or_else(|| "client_secret_basic".into()),
+            .unwrap_or(ClientAuthMethod::ClientSecretBasic),
     };
     let note = (found.refresh_token.is_none())
         .then(|| "no refresh token: authorize in Patchbay when it lapses".to_string());

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use patchbay_vault::Secret;
+use patchbay_vault::{ClientAuthMethod, Secret};
 use serde_json::{json, Value};
 
 use crate::http::Http;
@@ -199,18 +199,21 @@ pub fn resolve_secret(
 /// The client-authentication method at the token endpoint: `none` without a secret; with one,
 /// `client_secret_basic` unless the server lists only `client_secret_post` (RFC 6749 §2.3.1
 /// makes basic the one every server supports; RFC 8414 defaults the list to it).
-pub fn token_auth_method(has_secret: bool, supported: Option<&[String]>) -> &'static str {
+pub fn token_auth_method(has_secret: bool, supported: Option<&[String]>) -> ClientAuthMethod {
     if !has_secret {
-        return "none";
+        return ClientAuthMethod::None;
     }
+    let listed = |wanted: ClientAuthMethod| {
+        supported.is_some_and(|list| list.iter().any(|m| *m == wanted.as_str()))
+    };
     match supported {
-        Some(list)
-            if !list.iter().any(|m| m == "client_secret_basic")
-                && list.iter().any(|m| m == "client_secret_post") =>
+        Some(_)
+            if !listed(ClientAuthMethod::ClientSecretBasic)
+                && listed(ClientAuthMethod::ClientSecretPost) =>
         {
-            "client_secret_post"
+            ClientAuthMethod::ClientSecretPost
         }
-        _ => "client_secret_basic",
+        _ => ClientAuthMethod::ClientSecretBasic,
     }
 }
 
@@ -219,7 +222,7 @@ pub fn token_auth_method(has_secret: bool, supported: Option<&[String]>) -> &'st
 pub struct Registered {
     pub client_id: String,
     pub client_secret: Option<Secret>,
-    pub token_auth_method: String,
+    pub token_auth_method: ClientAuthMethod,
 }
 
 /// Dynamic client registration (RFC 7591) as a native public client (RFC 8252:
@@ -239,7 +242,7 @@ pub async fn register(
         http,
         registration_endpoint,
         redirect_uri,
-        "none",
+        &ClientAuthMethod::None,
         auth_methods,
         scope,
     )
@@ -249,14 +252,14 @@ pub async fn register(
             let confidential = token_auth_method(true, auth_methods);
             tracing::info!(
                 url = registration_endpoint,
-                method = confidential,
+                method = confidential.as_str(),
                 "the server refused a public registration; registering as a confidential client"
             );
             match register_as(
                 http,
                 registration_endpoint,
                 redirect_uri,
-                confidential,
+                &confidential,
                 auth_methods,
                 scope,
             )
@@ -298,7 +301,7 @@ async fn register_as(
     http: &Http,
     registration_endpoint: &str,
     redirect_uri: &str,
-    method: &str,
+    method: &ClientAuthMethod,
     auth_methods: Option<&[String]>,
     scope: Option<&str>,
 ) -> Result<Registered, RegisterFailure> {
@@ -308,7 +311,7 @@ async fn register_as(
         "redirect_uris": [redirect_uri],
         "grant_types": ["authorization_code", "refresh_token"],
         "response_types": ["code"],
-        "token_endpoint_auth_method": method,
+        "token_endpoint_auth_method": method.as_str(),
     });
     if let Some(scope) = scope {
         body["scope"] = json!(scope);
@@ -384,32 +387,28 @@ pub fn parse_registration(
     let registered_method = v
         .get("token_endpoint_auth_method")
         .and_then(Value::as_str)
-        .map(str::to_string);
+        .map(ClientAuthMethod::from);
     // The server's answer is what it will enforce; without a secret there is nothing to send.
     // A secret beside an explicit `none` (Authlib mints one for every client) is never sent:
     // the server would take it for a secret-based method the client was not registered for.
+    // A method Patchbay cannot perform (`private_key_jwt`, ...) beside a secret is read as no
+    // method named: the secret, sent the way the server's list says.
     let (client_secret, token_auth_method) = match (client_secret, registered_method) {
-        (None, _) => (None, "none".to_string()),
-        (Some(_), Some(m)) if m == "none" => (None, m),
-        (Some(s), Some(m)) if m == "client_secret_post" || m == "client_secret_basic" => {
-            (Some(s), m)
+        (None, _) => (None, ClientAuthMethod::None),
+        (Some(_), Some(ClientAuthMethod::None)) => (None, ClientAuthMethod::None),
+        (
+            Some(s),
+            Some(m @ (ClientAuthMethod::ClientSecretBasic | ClientAuthMethod::ClientSecretPost)),
+        ) => (Some(s), m),
+        (Some(s), None | Some(ClientAuthMethod::Other(_))) => {
+            (Some(s), token_auth_method(true, auth_methods))
         }
-        (Some(s), _) => (Some(s), token_auth_method(true, auth_methods).to_string()),
     };
     Ok(Registered {
         client_id,
         client_secret,
         token_auth_method,
     })
-}
-
-/// The other of the two secret methods, for the one retry when the server refused the first.
-pub fn other_secret_method(method: &str) -> Option<&'static str> {
-    match method {
-        "client_secret_basic" => Some("client_secret_post"),
-        "client_secret_post" => Some("client_secret_basic"),
-        _ => None,
-    }
 }
 
 #[cfg(test)]
@@ -649,5 +648,19 @@ mod tests {
             .unwrap();
         assert_eq!(reg.token_auth_method, "none");
         assert!(reg.client_secret.is_none());
+    }
+
+    #[test]
+    fn a_registered_method_patchbay_cannot_perform_is_read_as_none_named() {
+        let listed = vec!["client_secret_post".to_string()];
+        let answer = json!({"client_id": "c", "client_secret": "s",
+            "token_endpoint_auth_method": "private_key_jwt"});
+        let reg = parse_registration("http://as/register", &answer, Some(&listed)).unwrap();
+        assert_eq!(reg.token_auth_method, ClientAuthMethod::ClientSecretPost);
+        assert_eq!(reg.client_secret.unwrap().expose(), "s");
+        // Without a secret there is nothing to send: a public client.
+        let answer = json!({"client_id": "c", "token_endpoint_auth_method": "private_key_jwt"});
+        let reg = parse_registration("http://as/register", &answer, Some(&listed)).unwrap();
+        assert_eq!(reg.token_auth_method, ClientAuthMethod::None);
     }
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use oauth2::{CsrfToken, PkceCodeChallenge};
 use patchbay_catalog::{CredentialKey, OAuthConfig};
-use patchbay_vault::{PendingFlow, Registration, Secret, Vault};
+use patchbay_vault::{ClientAuthMethod, PendingFlow, Registration, Secret, Vault};
 use url::Url;
 
 use crate::client::{self, PreRegistered};
@@ -310,23 +310,23 @@ pub async fn begin(http: &Http, vault: &Vault, req: &FlowRequest<'_>) -> Result<
         });
     };
     let token_auth_method = match (&source, &client_secret) {
-        (_, None) => "none".to_string(),
+        (_, None) => ClientAuthMethod::None,
+        // The registration's method as stored, an `Other` one included (the token request then
+        // goes out as a public client's; see `token::client_request`).
         (ClientSource::Registered, Some(_)) => vault
             .registration(&server.issuer, &redirect_uri)?
             .and_then(|r| r.token_auth_method)
-            .filter(|m| m != "none")
+            .filter(|m| *m != ClientAuthMethod::None)
             .unwrap_or_else(|| {
                 client::token_auth_method(
                     true,
                     server.token_endpoint_auth_methods_supported.as_deref(),
                 )
-                .to_string()
             }),
         (_, Some(_)) => client::token_auth_method(
             true,
             server.token_endpoint_auth_methods_supported.as_deref(),
-        )
-        .to_string(),
+        ),
     };
 
     let resource = match catalog

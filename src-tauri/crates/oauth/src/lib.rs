@@ -25,6 +25,7 @@ pub use client::{load_clients_file, PreRegistered, CLIENTS_FILE};
 pub use error::OAuthError;
 pub use flow::{begin, Begun, Completion, FlowRequest, DEFAULT_PORT, FLOW_TTL};
 pub use http::Http;
+pub use patchbay_vault::ClientAuthMethod;
 pub use refresh::{
     correction_for, refresh_corrected, refresh_once, revoke, Correction, RefreshClass,
     RefreshFailure, RefreshRequest, Renewed, RetryAfter, RevokeClient,

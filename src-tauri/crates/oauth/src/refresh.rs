@@ -25,7 +25,7 @@
 //! asked for and were not granted (`offline_access` at oidc-provider) can never fail it; the one
 //! correction of an `invalid_scope`/`invalid_request` is to send exactly the granted scope.
 
-use patchbay_vault::Secret;
+use patchbay_vault::{ClientAuthMethod, Secret};
 use serde_json::Value;
 
 use crate::http::Http;
@@ -38,8 +38,8 @@ pub struct RefreshRequest<'a> {
     pub token_endpoint: &'a str,
     pub client_id: &'a str,
     pub client_secret: Option<&'a Secret>,
-    /// `none`, `client_secret_basic` or `client_secret_post`.
-    pub auth_method: &'a str,
+    /// How the client authenticates; see [`client_request`] for what an `Other` one sends.
+    pub auth_method: &'a ClientAuthMethod,
     pub refresh_token: &'a Secret,
     /// Sent as before (RFC 8707), so the new token keeps its audience.
     pub resource: Option<&'a str>,
@@ -147,7 +147,7 @@ pub enum Correction {
     /// The resource indicator we sent was refused (`invalid_target`): sent none.
     DroppedResource,
     /// The server did not accept the client authentication: used this one instead.
-    AuthMethod(&'static str),
+    AuthMethod(ClientAuthMethod),
 }
 
 impl Correction {
@@ -237,11 +237,12 @@ pub fn correction_for(
         "invalid_scope" | "invalid_request" if sent_scope => Some(Correction::DroppedScope),
         "invalid_scope" | "invalid_request" if granted => Some(Correction::SentGrantedScope),
         "invalid_target" if req.resource.is_some() => Some(Correction::DroppedResource),
-        "invalid_client" if req.client_secret.is_some() => match req.auth_method {
-            "client_secret_basic" => Some(Correction::AuthMethod("client_secret_post")),
-            "client_secret_post" => Some(Correction::AuthMethod("client_secret_basic")),
-            _ => None,
-        },
+        // Only between the two secret methods: `none` and a method Patchbay cannot perform
+        // have no other to try.
+        "invalid_client" if req.client_secret.is_some() => req
+            .auth_method
+            .other_secret_method()
+            .map(Correction::AuthMethod),
         _ => None,
     }
 }
@@ -314,7 +315,10 @@ pub async fn refresh_once(
         // the authentication we chose was not taken.
         let client_refused = oauth_error.as_deref() == Some("invalid_client")
             || (status == 401 && oauth_error.is_none());
-        let auth = client_refused && req.client_secret.is_some() && req.auth_method != "none";
+        // An `Other` method with a secret counts as ours too: the request is what was refused.
+        let auth = client_refused
+            && req.client_secret.is_some()
+            && !matches!(req.auth_method, ClientAuthMethod::None);
         let oauth_error = oauth_error.clone();
         return Err(if ours || auth {
             RefreshFailure {
@@ -408,7 +412,7 @@ pub async fn revoke(
 pub struct RevokeClient<'a> {
     pub client_id: &'a str,
     pub client_secret: Option<&'a Secret>,
-    pub auth_method: &'a str,
+    pub auth_method: &'a ClientAuthMethod,
 }
 
 /// Classifies a request that produced no HTTP answer.
@@ -565,6 +569,23 @@ mod tests {
     }
 
     #[test]
+    fn a_method_patchbay_cannot_perform_gets_no_other_method() {
+        let rt = Secret::new("rt");
+        let secret = Secret::new("cs");
+        let jwt = ClientAuthMethod::Other("private_key_jwt".into());
+        let req = RefreshRequest {
+            token_endpoint: "http://127.0.0.1:9/token",
+            client_id: "c",
+            client_secret: Some(&secret),
+            auth_method: &jwt,
+            refresh_token: &rt,
+            resource: None,
+            scopes: None,
+        };
+        assert_eq!(correction_for(&refused("invalid_client"), &req, None), None);
+    }
+
+    #[test]
     fn one_correction_per_kind_of_request_error() {
         let rt = Secret::new("rt");
         let secret = Secret::new("cs");
@@ -572,7 +593,7 @@ mod tests {
             token_endpoint: "http://127.0.0.1:9/token",
             client_id: "c",
             client_secret: None,
-            auth_method: "none",
+            auth_method: &ClientAuthMethod::None,
             refresh_token: &rt,
             resource: None,
             scopes: None,
@@ -608,20 +629,20 @@ mod tests {
         // Client authentication: the other of basic and post; a public client has no other.
         let basic = RefreshRequest {
             client_secret: Some(&secret),
-            auth_method: "client_secret_basic",
+            auth_method: &ClientAuthMethod::ClientSecretBasic,
             ..base
         };
         assert_eq!(
             correction_for(&refused("invalid_client"), &basic, None),
-            Some(Correction::AuthMethod("client_secret_post"))
+            Some(Correction::AuthMethod(ClientAuthMethod::ClientSecretPost))
         );
         let post = RefreshRequest {
-            auth_method: "client_secret_post",
+            auth_method: &ClientAuthMethod::ClientSecretPost,
             ..basic
         };
         assert_eq!(
             correction_for(&refused("invalid_client"), &post, None),
-            Some(Correction::AuthMethod("client_secret_basic"))
+            Some(Correction::AuthMethod(ClientAuthMethod::ClientSecretBasic))
         );
         assert_eq!(
             correction_for(&refused("invalid_client"), &base, None),
@@ -635,7 +656,7 @@ mod tests {
         };
         assert_eq!(
             correction_for(&bare_401, &basic, None),
-            Some(Correction::AuthMethod("client_secret_post"))
+            Some(Correction::AuthMethod(ClientAuthMethod::ClientSecretPost))
         );
         assert_eq!(correction_for(&bare_401, &base, None), None);
         // Nothing to correct: the token itself, or a grant type the server does not do.

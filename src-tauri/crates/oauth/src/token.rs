@@ -5,10 +5,11 @@
 use chrono::{DateTime, Utc};
 use oauth2::{AuthorizationCode, PkceCodeVerifier};
 use patchbay_catalog::CredentialKey;
-use patchbay_vault::{CredentialRow, Grant, PendingFlow, Secret, TokenSet, Vault};
+use patchbay_vault::{
+    ClientAuthMethod, CredentialRow, Grant, PendingFlow, Secret, TokenSet, Vault,
+};
 use serde_json::Value;
 
-use crate::client::other_secret_method;
 use crate::http::Http;
 use crate::receiver::CallbackParams;
 use crate::OAuthError;
@@ -165,8 +166,8 @@ pub async fn complete(
 }
 
 /// The token endpoint refused a client registered seconds ago: not a lost registration.
-fn refused_fresh_client(e: OAuthError, method: &str) -> OAuthError {
-    let tried = match other_secret_method(method) {
+fn refused_fresh_client(e: OAuthError, method: &ClientAuthMethod) -> OAuthError {
+    let tried = match method.other_secret_method() {
         Some(other) => format!("{method} and {other}"),
         None => method.to_string(),
     };
@@ -212,7 +213,7 @@ pub async fn exchange(
     http: &Http,
     flow: &PendingFlow,
     code: AuthorizationCode,
-) -> Result<(TokenResponse, String), TokenFailure> {
+) -> Result<(TokenResponse, ClientAuthMethod), TokenFailure> {
     let verifier = PkceCodeVerifier::new(flow.verifier.expose().to_string());
     let mut form: Vec<(&str, String)> = vec![
         ("grant_type", "authorization_code".into()),
@@ -244,9 +245,9 @@ pub async fn token_request_with_fallback(
     token_endpoint: &str,
     client_id: &str,
     client_secret: Option<&Secret>,
-    auth_method: &str,
+    auth_method: &ClientAuthMethod,
     form: Vec<(&str, String)>,
-) -> Result<(TokenResponse, String), TokenFailure> {
+) -> Result<(TokenResponse, ClientAuthMethod), TokenFailure> {
     let first = token_request(
         http,
         token_endpoint,
@@ -257,21 +258,21 @@ pub async fn token_request_with_fallback(
     )
     .await;
     let refused = match first {
-        Ok(tokens) => return Ok((tokens, auth_method.to_string())),
+        Ok(tokens) => return Ok((tokens, auth_method.clone())),
         Err(TokenFailure::ClientRefused(e)) => e,
         Err(other) => return Err(other),
     };
-    let Some(other) = client_secret.and(other_secret_method(auth_method)) else {
+    let Some(other) = client_secret.and(auth_method.other_secret_method()) else {
         return Err(TokenFailure::ClientRefused(refused));
     };
     tracing::info!(
         endpoint = token_endpoint,
-        refused = auth_method,
-        trying = other,
+        refused = auth_method.as_str(),
+        trying = other.as_str(),
         "the token endpoint refused the client; trying the other secret method once"
     );
-    match token_request(http, token_endpoint, client_id, client_secret, other, form).await {
-        Ok(tokens) => Ok((tokens, other.to_string())),
+    match token_request(http, token_endpoint, client_id, client_secret, &other, form).await {
+        Ok(tokens) => Ok((tokens, other)),
         // Report the first refusal: it is the one the registration promised would work.
         Err(TokenFailure::ClientRefused(_)) => Err(TokenFailure::ClientRefused(refused)),
         Err(e) => Err(e),
@@ -283,7 +284,7 @@ async fn token_request(
     token_endpoint: &str,
     client_id: &str,
     client_secret: Option<&Secret>,
-    auth_method: &str,
+    auth_method: &ClientAuthMethod,
     form: Vec<(&str, String)>,
 ) -> Result<TokenResponse, TokenFailure> {
     let request = client_request(
@@ -342,7 +343,7 @@ pub(crate) fn client_request(
     token_endpoint: &str,
     client_id: &str,
     client_secret: Option<&Secret>,
-    auth_method: &str,
+    auth_method: &ClientAuthMethod,
     mut form: Vec<(&str, String)>,
 ) -> reqwest::RequestBuilder {
     let mut request = http
@@ -350,18 +351,26 @@ pub(crate) fn client_request(
         .post(token_endpoint)
         .header(reqwest::header::ACCEPT, "application/json");
     match (client_secret, auth_method) {
-        (Some(secret), "client_secret_basic") => {
+        (Some(secret), ClientAuthMethod::ClientSecretBasic) => {
             // RFC 6749 §2.3.1: both parts form-urlencoded before the Basic encoding.
             let enc =
                 |s: &str| url::form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>();
             request = request.basic_auth(enc(client_id), Some(enc(secret.expose())));
             form.push(("client_id", client_id.to_string()));
         }
-        (Some(secret), "client_secret_post") => {
+        (Some(secret), ClientAuthMethod::ClientSecretPost) => {
             form.push(("client_id", client_id.to_string()));
             form.push(("client_secret", secret.expose().to_string()));
         }
-        _ => form.push(("client_id", client_id.to_string())),
+        // A public client, or a secret method with no secret to send: the id alone.
+        (_, ClientAuthMethod::None)
+        | (None, ClientAuthMethod::ClientSecretBasic | ClientAuthMethod::ClientSecretPost) => {
+            form.push(("client_id", client_id.to_string()))
+        }
+        // A method Patchbay cannot perform (`private_key_jwt`, `tls_client_auth`, ...): sent as
+        // a public client, the id alone and never the secret; the server's answer (usually
+        // `invalid_client`) is what the caller reports, with no second method tried.
+        (_, ClientAuthMethod::Other(_)) => form.push(("client_id", client_id.to_string())),
     }
     request.form(&form)
 }
@@ -531,7 +540,7 @@ mod tests {
             &url,
             "cid",
             Some(&secret),
-            "client_secret_basic",
+            &ClientAuthMethod::ClientSecretBasic,
             form(),
         )
         .await
@@ -550,7 +559,7 @@ mod tests {
             &url,
             "cid",
             Some(&secret),
-            "client_secret_post",
+            &ClientAuthMethod::ClientSecretPost,
             form(),
         )
         .await
@@ -573,7 +582,7 @@ mod tests {
             &url,
             "cid",
             Some(&secret),
-            "client_secret_basic",
+            &ClientAuthMethod::ClientSecretBasic,
             form(),
         )
         .await
@@ -591,7 +600,7 @@ mod tests {
             &url,
             "cid",
             Some(&secret),
-            "client_secret_basic",
+            &ClientAuthMethod::ClientSecretBasic,
             form(),
         )
         .await
@@ -601,9 +610,10 @@ mod tests {
 
         // A public client has no other way to try.
         let (url, seen) = token_endpoint("client_secret_post", (401, "invalid_client")).await;
-        let failure = token_request_with_fallback(&http, &url, "cid", None, "none", form())
-            .await
-            .unwrap_err();
+        let failure =
+            token_request_with_fallback(&http, &url, "cid", None, &ClientAuthMethod::None, form())
+                .await
+                .unwrap_err();
         assert!(
             matches!(failure, TokenFailure::ClientRefused(_)),
             "{failure:?}"
@@ -617,12 +627,36 @@ mod tests {
             &url,
             "cid",
             Some(&secret),
-            "client_secret_basic",
+            &ClientAuthMethod::ClientSecretBasic,
             form(),
         )
         .await
         .unwrap();
         assert_eq!(method, "client_secret_basic");
         assert_eq!(seen.lock().unwrap().len(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_method_patchbay_cannot_perform_goes_out_as_a_public_client_once() {
+        let http = Http::new(std::time::Duration::from_secs(5));
+        let secret = Secret::new("s3cret");
+        let jwt = ClientAuthMethod::Other("private_key_jwt".into());
+        // The server takes the secret either way; the request sends neither, and no other way.
+        let (url, seen) = token_endpoint("client_secret_post", (401, "invalid_client")).await;
+        let failure = token_request_with_fallback(&http, &url, "cid", Some(&secret), &jwt, form())
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(failure, TokenFailure::ClientRefused(_)),
+            "{failure:?}"
+        );
+        assert_eq!(*seen.lock().unwrap(), ["none"]);
+        // A server that takes the id alone answers, and the method kept is the one named.
+        let (url, _) = token_endpoint("none", (401, "invalid_client")).await;
+        let (_, method) =
+            token_request_with_fallback(&http, &url, "cid", Some(&secret), &jwt, form())
+                .await
+                .unwrap();
+        assert_eq!(method, jwt);
     }
 }

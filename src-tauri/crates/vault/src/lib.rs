@@ -6,6 +6,7 @@
 //! caps an item near 2.5 KB, which a JWT pair can exceed. One keychain read per process unlocks
 //! everything; the database holds only ciphertext (XChaCha20-Poly1305) and metadata.
 
+mod auth_method;
 mod db;
 pub mod error;
 mod import;
@@ -17,6 +18,7 @@ pub mod secret;
 pub mod store;
 mod vault;
 
+pub use auth_method::ClientAuthMethod;
 pub use error::VaultError;
 pub use import::{CredentialSource, Imported};
 pub use oauth::{PendingFlow, PendingFlowInfo, Registration};

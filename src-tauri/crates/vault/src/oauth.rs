@@ -10,7 +10,7 @@ use rusqlite::{params, OptionalExtension, Row, TransactionBehavior};
 
 use crate::db::{from_ms, to_ms};
 use crate::seal::{Kind, MasterKey};
-use crate::{Secret, Vault, VaultError};
+use crate::{ClientAuthMethod, Secret, Vault, VaultError};
 
 /// A client registered with an authorization server (RFC 7591). Debug redacts the secret.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -20,7 +20,7 @@ pub struct Registration {
     pub client_id: String,
     pub client_secret: Option<Secret>,
     /// The `token_endpoint_auth_method` the server registered, when it said.
-    pub token_auth_method: Option<String>,
+    pub token_auth_method: Option<ClientAuthMethod>,
     pub created_at: DateTime<Utc>,
 }
 
@@ -37,8 +37,8 @@ pub struct PendingFlow {
     pub token_endpoint: String,
     pub client_id: String,
     pub client_secret: Option<Secret>,
-    /// `none`, `client_secret_basic` or `client_secret_post`.
-    pub token_auth_method: String,
+    /// How the client authenticates at the token endpoint (stored as its name).
+    pub token_auth_method: ClientAuthMethod,
     /// The client came from dynamic registration (so `invalid_client` means it was forgotten).
     pub client_registered: bool,
     pub verifier: Secret,
@@ -83,7 +83,7 @@ struct RawFlow {
     token_endpoint: String,
     client_id: String,
     client_secret_sealed: Option<Vec<u8>>,
-    token_auth_method: String,
+    token_auth_method: ClientAuthMethod,
     client_registered: bool,
     verifier_sealed: Vec<u8>,
     redirect_uri: String,
@@ -218,7 +218,7 @@ impl Vault {
         issuer: &str,
         redirect_uri: &str,
     ) -> Result<Option<Registration>, VaultError> {
-        type RawReg = (String, Option<Vec<u8>>, Option<String>, i64);
+        type RawReg = (String, Option<Vec<u8>>, Option<ClientAuthMethod>, i64);
         let raw: Option<RawReg> = self
             .conn()
             .query_row(

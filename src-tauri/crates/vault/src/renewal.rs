@@ -12,7 +12,7 @@ use rusqlite::{params, OptionalExtension, TransactionBehavior};
 
 use crate::db::{from_ms, to_ms};
 use crate::seal::Kind;
-use crate::{Secret, Vault, VaultError};
+use crate::{ClientAuthMethod, Secret, Vault, VaultError};
 
 /// Attempts kept per credential; older ones are dropped on insert.
 pub const HISTORY_LEN: usize = 20;
@@ -25,8 +25,8 @@ pub struct Grant {
     pub credential_key: CredentialKey,
     pub issuer: String,
     pub token_endpoint: String,
-    /// `none`, `client_secret_basic` or `client_secret_post`.
-    pub token_auth_method: String,
+    /// How the client authenticates at the token endpoint (stored as its name).
+    pub token_auth_method: ClientAuthMethod,
     pub client_id: String,
     pub client_secret: Option<Secret>,
     /// The client came from dynamic registration (Disconnect can forget it).
@@ -76,7 +76,7 @@ impl Vault {
         type RawGrant = (
             String,
             String,
-            String,
+            ClientAuthMethod,
             String,
             Option<Vec<u8>>,
             bool,
@@ -436,6 +436,55 @@ mod tests {
         assert!(!String::from_utf8_lossy(&raw).contains("grant-secret-value"));
         assert!(v.delete_credential(&key).is_ok());
         assert_eq!(v.grant(&key).unwrap(), None);
+    }
+
+    #[test]
+    fn a_grant_keeps_its_auth_method_name_exactly() {
+        let (_d, v) = vault();
+        let key = CredentialKey("imported|abc".into());
+        let mut grant = Grant {
+            credential_key: key.clone(),
+            issuer: "https://as.example".into(),
+            token_endpoint: "https://as.example/token".into(),
+            token_auth_method: ClientAuthMethod::Other("private_key_jwt".into()),
+            client_id: "cid".into(),
+            client_secret: None,
+            client_registered: false,
+            redirect_uri: "http://localhost:3118/callback".into(),
+            resource: None,
+            scopes: None,
+        };
+        let stored = |v: &Vault| -> String {
+            v.conn()
+                .query_row("SELECT token_auth_method FROM grants", [], |r| r.get(0))
+                .unwrap()
+        };
+        v.put_grant(&grant).unwrap();
+        assert_eq!(v.grant(&key).unwrap(), Some(grant.clone()));
+        assert_eq!(stored(&v), "private_key_jwt");
+        for (method, name) in [
+            (ClientAuthMethod::None, "none"),
+            (ClientAuthMethod::ClientSecretBasic, "client_secret_basic"),
+            (ClientAuthMethod::ClientSecretPost, "client_secret_post"),
+        ] {
+            grant.token_auth_method = method;
+            v.put_grant(&grant).unwrap();
+            assert_eq!(stored(&v), name);
+            assert_eq!(v.grant(&key).unwrap(), Some(grant.clone()));
+        }
+        // A row as earlier code wrote it (the name as plain text) reads back as that name.
+        v.conn()
+            .execute(
+                "UPDATE grants SET token_auth_method = 'tls_client_auth'",
+                [],
+            )
+            .unwrap();
+        let read = v.grant(&key).unwrap().unwrap();
+        assert_eq!(
+            read.token_auth_method,
+            ClientAuthMethod::Other("tls_client_auth".into())
+        );
+        assert_eq!(read.token_auth_method.as_str(), "tls_client_auth");
     }
 
     #[test]

@@ -14,7 +14,8 @@ use std::sync::Arc;
 
 use patchbay_catalog::CredentialKey;
 use patchbay_oauth::{
-    refresh_corrected, Correction, RefreshClass, RefreshFailure, RefreshRequest, Renewed,
+    refresh_corrected, ClientAuthMethod, Correction, RefreshClass, RefreshFailure, RefreshRequest,
+    Renewed,
 };
 use patchbay_runtimes::lock::FileLock;
 use patchbay_runtimes::Runtime;
@@ -59,7 +60,7 @@ impl Loaded {
             auth_method: if own {
                 &self.grant.token_auth_method
             } else {
-                "none"
+                &ClientAuthMethod::None
             },
             refresh_token: &self.refresh_token,
             resource: self.grant.resource.as_deref(),
@@ -385,7 +386,7 @@ impl Inner {
             if let Correction::AuthMethod(method) = correction {
                 if loaded.own_client() {
                     let grant = Grant {
-                        token_auth_method: method.to_string(),
+                        token_auth_method: method.clone(),
                         ..loaded.grant.clone()
                     };
                     if let Err(e) = vault.put_grant(&grant) {
