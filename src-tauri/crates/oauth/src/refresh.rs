@@ -38,7 +38,7 @@ pub struct RefreshRequest<'a> {
     pub token_endpoint: &'a str,
     pub client_id: &'a str,
     pub client_secret: Option<&'a Secret>,
-    /// How the client authenticates; see [`client_request`] for what an `Other` one sends.
+    /// How the client authenticates; `token::client_request` says what an `Other` one sends.
     pub auth_method: &'a ClientAuthMethod,
     pub refresh_token: &'a Secret,
     /// Sent as before (RFC 8707), so the new token keeps its audience.
