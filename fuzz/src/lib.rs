@@ -1,5 +1,8 @@
-//! Helpers shared by Patchbay's fuzz targets: splitting one input into several parts, and a
-//! per-process scratch directory for the parsers that read files.
+//! Helpers shared by Patchbay's fuzz targets: splitting one input into several parts, a
+//! per-process scratch directory for the parsers that read files, and a fuzzed MCP server on
+//! loopback for the gateway's targets ([`upstream`]).
+
+pub mod upstream;
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;

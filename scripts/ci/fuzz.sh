@@ -2,7 +2,7 @@
 # Fuzzes every parser of outside input for a bounded time (fuzz/fuzz_targets/*.rs: the catalog,
 # placeholders, WWW-Authenticate, OAuth metadata, registration and token responses, the callback
 # query, paste-back, deep links, the runtimes' credential files, every client's config, the
-# gateway's tool names and SSE parser). Installs what it needs when missing (a nightly toolchain
+# gateway's tool names, SSE parser, stdio bridge and aggregate endpoint). Installs what it needs when missing (a nightly toolchain
 # through rustup, cargo-fuzz at a pinned version), builds all targets once, seeds the corpora
 # (fuzz/seed.sh), then runs each target in turn. Exits non-zero when any target crashes (a
 # panic or failed assertion), hangs (-timeout) or grows past the memory limit (-rss_limit_mb).
