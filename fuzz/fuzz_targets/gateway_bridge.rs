@@ -61,10 +61,7 @@ fuzz_target!(|data: &[u8]| {
     let Some((selector, rest)) = patchbay_fuzz::split_selector(data) else {
         return;
     };
-    let (client, body) = match rest.iter().position(|b| *b == 0) {
-        Some(at) => (&rest[..at], &rest[at + 1..]),
-        None => (rest, &[][..]),
-    };
+    let (client, body) = patchbay_fuzz::split_at_nul(rest);
     let up = upstream();
     up.set(Answer::from_selector(selector, body));
     let credentials = Arc::new(FuzzCredentials {

@@ -17,6 +17,15 @@ pub fn split_selector(data: &[u8]) -> Option<(u8, &[u8])> {
     data.split_first().map(|(first, rest)| (*first, rest))
 }
 
+/// The input before its first NUL and after it (all of it and nothing without one): two fields,
+/// the second of which may hold anything.
+pub fn split_at_nul(data: &[u8]) -> (&[u8], &[u8]) {
+    match data.iter().position(|b| *b == 0) {
+        Some(at) => (&data[..at], &data[at + 1..]),
+        None => (data, &[]),
+    }
+}
+
 /// The input cut at NUL bytes: several independent fields from one input.
 pub fn fields(data: &[u8]) -> Vec<String> {
     data.split(|b| *b == 0).map(text).collect()

@@ -14,6 +14,12 @@ use crate::db::{from_ms, to_ms};
 use crate::seal::Kind;
 use crate::{ClientAuthMethod, Secret, Vault, VaultError};
 
+/// `credentials.refresh_suspect`, beside 0 (nothing known): the last refresh of the stored
+/// refresh token lost its answer ...
+const SUSPECT_ANSWER_LOST: i64 = 1;
+/// ... or a refresh of it is in flight, or died in flight with its process.
+const SUSPECT_IN_FLIGHT: i64 = 2;
+
 /// Attempts kept per credential; older ones are dropped on insert.
 pub const HISTORY_LEN: usize = 20;
 /// The raw detail's cap, in bytes (cut on a character boundary).
@@ -200,13 +206,18 @@ impl Vault {
     /// The keys whose refresh was marked in flight and not settled: a transaction running now,
     /// or one whose process died with the answer in flight. Needs no keychain.
     pub fn refreshes_in_flight(&self) -> Result<Vec<CredentialKey>, VaultError> {
+        self.keys_marked(SUSPECT_IN_FLIGHT)
+    }
+
+    /// The keys holding a refresh token with this `refresh_suspect` mark.
+    fn keys_marked(&self, mark: i64) -> Result<Vec<CredentialKey>, VaultError> {
         let conn = self.conn();
         let mut stmt = conn.prepare(
-            "SELECT key FROM credentials WHERE refresh_suspect = 2 AND refresh_sealed IS NOT NULL
+            "SELECT key FROM credentials WHERE refresh_suspect = ?1 AND refresh_sealed IS NOT NULL
              ORDER BY key",
         )?;
         let keys = stmt
-            .query_map([], |r| r.get::<_, String>(0))?
+            .query_map([mark], |r| r.get::<_, String>(0))?
             .map(|k| k.map(CredentialKey))
             .collect::<Result<_, _>>()?;
         Ok(keys)
@@ -229,16 +240,7 @@ impl Vault {
 
     /// The keys whose current refresh token's last refresh lost its answer. Needs no keychain.
     pub fn refresh_answers_lost(&self) -> Result<Vec<CredentialKey>, VaultError> {
-        let conn = self.conn();
-        let mut stmt = conn.prepare(
-            "SELECT key FROM credentials WHERE refresh_suspect = 1 AND refresh_sealed IS NOT NULL
-             ORDER BY key",
-        )?;
-        let keys = stmt
-            .query_map([], |r| r.get::<_, String>(0))?
-            .map(|k| k.map(CredentialKey))
-            .collect::<Result<_, _>>()?;
-        Ok(keys)
+        self.keys_marked(SUSPECT_ANSWER_LOST)
     }
 
     /// After a permanent refusal of the refresh grant: drops the refresh token and keeps the

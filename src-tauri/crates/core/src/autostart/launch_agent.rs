@@ -49,12 +49,7 @@ impl LaunchAgent {
 
     /// On when the file exists without `<key>Disabled</key><true/>`.
     pub fn state(&self) -> Result<LoginItemState, AutostartError> {
-        match std::fs::read_to_string(&self.path) {
-            Ok(text) if is_disabled(&text) => Ok(LoginItemState::TurnedOff),
-            Ok(_) => Ok(LoginItemState::On),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(LoginItemState::Absent),
-            Err(e) => Err(AutostartError::io("read", &self.path, e)),
-        }
+        super::file_state(&self.path, is_disabled)
     }
 
     /// [`Self::state`] is on.
@@ -65,19 +60,12 @@ impl LaunchAgent {
     /// Writes the agent starting `program` with [`BACKGROUND_FLAG`] (temp file, fsync, rename),
     /// replacing one that was there; `~/Library/LaunchAgents` is created when missing.
     pub fn enable(&self, program: &Path) -> Result<(), AutostartError> {
-        let text = plist_text(super::program_text(program)?);
-        crate::user_catalog::atomic_write(&self.path, text.as_bytes())
-            .map_err(|e| AutostartError::io("write", &self.path, e))
+        super::write_file(&self.path, &plist_text(super::program_text(program)?))
     }
 
     /// Removes the agent; one already gone is fine.
     pub fn disable(&self) -> Result<(), AutostartError> {
-        match std::fs::remove_file(&self.path) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                Err(AutostartError::io("remove", &self.path, e))
-            }
-            _ => Ok(()),
-        }
+        super::remove_file(&self.path)
     }
 }
 

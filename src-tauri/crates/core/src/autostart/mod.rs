@@ -104,6 +104,35 @@ fn not_a_directory(path: &Path) -> Option<&Path> {
         .filter(|p| !p.is_dir())
 }
 
+/// A file-based item's state: absent, or on unless `turned_off` finds the user's switch in it.
+fn file_state(
+    path: &Path,
+    turned_off: impl Fn(&str) -> bool,
+) -> Result<LoginItemState, AutostartError> {
+    match std::fs::read_to_string(path) {
+        Ok(text) if turned_off(&text) => Ok(LoginItemState::TurnedOff),
+        Ok(_) => Ok(LoginItemState::On),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(LoginItemState::Absent),
+        Err(e) => Err(AutostartError::io("read", path, e)),
+    }
+}
+
+/// Writes a file-based item whole (temp file, fsync, rename; its directory created).
+fn write_file(path: &Path, text: &str) -> Result<(), AutostartError> {
+    crate::user_catalog::atomic_write(path, text.as_bytes())
+        .map_err(|e| AutostartError::io("write", path, e))
+}
+
+/// Removes a file-based item; one already gone is fine.
+fn remove_file(path: &Path) -> Result<(), AutostartError> {
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(AutostartError::io("remove", path, e))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// `program` as UTF-8, which every item's format needs.
 fn program_text(program: &Path) -> Result<&str, AutostartError> {
     program

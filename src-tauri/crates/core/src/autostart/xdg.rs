@@ -36,20 +36,12 @@ impl XdgAutostart {
     /// On when the entry exists and the user did not turn it off in it (`Hidden=true`, or
     /// GNOME's `X-GNOME-Autostart-enabled=false`).
     pub fn state(&self) -> Result<LoginItemState, AutostartError> {
-        match std::fs::read_to_string(&self.path) {
-            Ok(text) => Ok(
-                if text.lines().any(|line| {
-                    let line = line.trim();
-                    line == "Hidden=true" || line == "X-GNOME-Autostart-enabled=false"
-                }) {
-                    LoginItemState::TurnedOff
-                } else {
-                    LoginItemState::On
-                },
-            ),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(LoginItemState::Absent),
-            Err(source) => Err(self.io("read", &self.path, source)),
-        }
+        super::file_state(&self.path, |text| {
+            text.lines().any(|line| {
+                let line = line.trim();
+                line == "Hidden=true" || line == "X-GNOME-Autostart-enabled=false"
+            })
+        })
     }
 
     /// [`Self::state`] is on.
@@ -57,26 +49,15 @@ impl XdgAutostart {
         Ok(self.state()? == LoginItemState::On)
     }
 
-    /// Writes the entry starting `program` (see [`super::tray_app_program`]) with [`BACKGROUND_FLAG`]
-    /// (temp file, fsync, rename), replacing one that was there.
+    /// Writes the entry starting `program` (see [`super::tray_app_program`]) with
+    /// [`BACKGROUND_FLAG`] (temp file, fsync, rename), replacing one that was there.
     pub fn enable(&self, program: &Path) -> Result<(), AutostartError> {
-        let text = entry_text(program)?;
-        crate::user_catalog::atomic_write(&self.path, text.as_bytes())
-            .map_err(|e| self.io("write", &self.path, e))
+        super::write_file(&self.path, &entry_text(program)?)
     }
 
     /// Removes the entry; one already gone is fine.
     pub fn disable(&self) -> Result<(), AutostartError> {
-        match std::fs::remove_file(&self.path) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                Err(self.io("remove", &self.path, e))
-            }
-            _ => Ok(()),
-        }
-    }
-
-    fn io(&self, action: &'static str, path: &Path, source: std::io::Error) -> AutostartError {
-        AutostartError::io(action, path, source)
+        super::remove_file(&self.path)
     }
 }
 
