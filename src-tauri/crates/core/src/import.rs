@@ -7,7 +7,7 @@
 //! Rules:
 //! - Usable: an unexpired access token, or a refresh token with a known client. Among several,
 //!   the freshest (an unexpired access token first, then the latest expiry, then renewable).
-//! - A credential Patchbay holds is never overwritten ([`Vault::put_imported_credential`]), and
+//! - A credential Patchbay holds is never overwritten ([`patchbay_vault::Vault::put_imported_credential`]), and
 //!   nothing is ever written into the other tool's files (they are only read).
 //! - The grant: the token endpoint from the authorization server's metadata (RFC 8414, from the
 //!   stored issuer, else discovered from the server, every request bounded); the other tool's

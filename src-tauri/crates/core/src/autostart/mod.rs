@@ -175,7 +175,7 @@ fn appimage(env: impl Fn(&str) -> Option<OsString>) -> Option<PathBuf> {
 ///   once it stops.
 /// - `current_exe` when it is the tray app itself (the window's switch).
 /// - Otherwise (the `patchbay` CLI): [`TRAY_APP`] beside `current_exe` (the .deb puts both in
-///   /usr/bin; cargo both in target/<profile>), else the first on `PATH`.
+///   `/usr/bin`; cargo both in `target/<profile>`), else the first on `PATH`.
 pub fn tray_app_program(
     env: impl Fn(&str) -> Option<OsString>,
     current_exe: &Path,
