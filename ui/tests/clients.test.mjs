@@ -3,31 +3,20 @@
 // "Switch CLIENT to Patchbay" for mcp-remote entries, and the Gateway clients section with its
 // two-step Revoke. Against the mock backend (src/fixtures/clients/mixed.json).
 
-import { after, before, describe, test } from "node:test";
+import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { launch, mockCalls, openWindow, startServer } from "./harness.mjs";
+import { mockCalls, windowSuite } from "./harness.mjs";
 
 const fixture = (name) => JSON.parse(readFileSync(new URL(`../src/fixtures/${name}.json`, import.meta.url), "utf8"));
 const MIXED = fixture("mixed");
 const CLIENTS = fixture("clients/mixed");
 
-let server;
-let browser;
-
-before(async () => {
-  server = await startServer();
-  browser = await launch();
-});
-
-after(async () => {
-  await browser?.close();
-  await server?.close();
-});
+const suite = windowSuite();
 
 async function open(query = "fixture=mixed") {
   // The clients are fetched after the first render.
-  return openWindow(browser, server.url, query, { waitFor: "#app[data-clients=loaded]" });
+  return suite.open(query, { waitFor: "#app[data-clients=loaded]" });
 }
 
 const calls = mockCalls;

@@ -1,10 +1,10 @@
 // Browser tests of the Connectors window against the mock backend (fixtures in src/fixtures).
 // Run with `npm test` (builds first). Uses Debian's chromium through playwright-core.
 
-import { after, before, describe, test } from "node:test";
+import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { launch, mockCalls, openWindow, startServer } from "./harness.mjs";
+import { mockCalls, windowSuite } from "./harness.mjs";
 
 const fixture = (name) =>
   JSON.parse(readFileSync(new URL(`../src/fixtures/${name}.json`, import.meta.url), "utf8"));
@@ -23,27 +23,8 @@ const STATES = {
   probe_failed: "Probe failed",
 };
 
-let server;
-let browser;
-
-before(async () => {
-  server = await startServer();
-  browser = await launch();
-});
-
-after(async () => {
-  await browser?.close();
-  await server?.close();
-});
-
-async function open(query, opts) {
-  const page = await openWindow(browser, server.url, query, opts);
-  page.on("dialog", (d) => {
-    page.errors.push(`unexpected dialog: ${d.type()} ${d.message()}`);
-    void d.dismiss();
-  });
-  return page;
-}
+const suite = windowSuite();
+const open = suite.open;
 
 const rowNames = (page) => page.$$eval("li[data-connector]", (els) => els.map((e) => e.dataset.connector));
 const focusedRow = (page) =>
@@ -164,7 +145,7 @@ describe("actions", () => {
 
   test("Copy command copies `patchbay secret set NAME`", async () => {
     const page = await open("fixture=mixed");
-    await page.context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: server.url });
+    await page.context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: suite.url });
     const btn = page.locator('li[data-connector="github"] [data-control=primary]');
     assert.equal(await btn.textContent(), "Copy command");
     await btn.click();
@@ -320,7 +301,7 @@ describe("authorization flow", () => {
 
   test("receiver with a notice (no browser): shows the notice and the link to copy", async () => {
     const page = await open("fixture=mixed");
-    await page.context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: server.url });
+    await page.context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: suite.url });
     const started = await page.evaluate(() => {
       const s = window.__patchbayMock.startedFlow("notion", "receiver");
       s.notice = "No browser could be opened: xdg-open is not installed";
@@ -341,7 +322,7 @@ describe("authorization flow", () => {
 
   test("paste-back: the panel takes the pasted address, completes, and re-renders from the answer", async () => {
     const page = await open("fixture=mixed&start=paste_back");
-    await page.context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: server.url });
+    await page.context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: suite.url });
     await clickAuthorize(page);
     const panel = notionRow(page).locator(".flow");
     await panel.waitFor();
@@ -1080,7 +1061,7 @@ describe("connection checks", () => {
     assert.match(await stripe.locator(".check__advice").textContent(), /neither streamable HTTP nor SSE worked/);
     assert.equal(await stripe.locator("button.btn").count(), 0, "the row's own Copy catalog path is not repeated");
 
-    await page.context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: server.url });
+    await page.context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: suite.url });
     await page.evaluate((r) => window.__patchbayMock.nextResult("check_connector", r), {
       ...revoked("linear"),
       transport: "sse",
@@ -1537,7 +1518,7 @@ describe("theme and CSP", () => {
   });
 
   test("runs under the strict CSP without violations", async () => {
-    const context = await browser.newContext();
+    const context = await suite.browser.newContext();
     const page = await context.newPage();
     await page.addInitScript(() => {
       window.__cspViolations = [];
@@ -1548,14 +1529,14 @@ describe("theme and CSP", () => {
     const messages = [];
     page.on("console", (m) => messages.push(m.text()));
     for (const name of ["mixed", "empty", "catalog-error", "store-unreachable", "all-ready"]) {
-      const res = await page.goto(`${server.url}?fixture=${name}`);
+      const res = await page.goto(`${suite.url}?fixture=${name}`);
       assert.match(res.headers()["content-security-policy"], /script-src 'self'/);
       await page.waitForSelector("#app:not([aria-busy])");
       await page.evaluate(() => window.__patchbayMock.focusConnector(window.__patchbayMock.report.connectors[0]?.name ?? ""));
       assert.deepEqual(await page.evaluate(() => window.__cspViolations), [], name);
     }
     // the paste-back panel too
-    await page.goto(`${server.url}?fixture=mixed&start=port_taken`);
+    await page.goto(`${suite.url}?fixture=mixed&start=port_taken`);
     await page.waitForSelector("#app:not([aria-busy])");
     await page.click('li[data-connector="notion"] [data-control=primary]');
     await page.waitForSelector(".flow [data-control=pasted]");

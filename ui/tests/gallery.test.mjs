@@ -3,11 +3,11 @@
 // credentials). Real Chromium against the mock backend, which implements enable_connector,
 // disable_connector and manage_connector on its own state, so the real view code runs.
 
-import { after, before, describe, test } from "node:test";
+import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { cliStatus, patchbayBinFor } from "./cli-status.mjs";
-import { launch, mockCalls, openWindow, startServer } from "./harness.mjs";
+import { mockCalls, windowSuite } from "./harness.mjs";
 
 const fixture = (name) =>
   JSON.parse(readFileSync(new URL(`../src/fixtures/${name}.json`, import.meta.url), "utf8"));
@@ -15,27 +15,8 @@ const FIRST_RUN = fixture("first-run");
 const FOUND = fixture("found");
 const CATALOG = JSON.parse(readFileSync(new URL("../../catalog/mcp.json", import.meta.url), "utf8"));
 
-let server;
-let browser;
-
-before(async () => {
-  server = await startServer();
-  browser = await launch();
-});
-
-after(async () => {
-  await browser?.close();
-  await server?.close();
-});
-
-async function open(query, opts) {
-  const page = await openWindow(browser, server.url, query, opts);
-  page.on("dialog", (d) => {
-    page.errors.push(`unexpected dialog: ${d.type()} ${d.message()}`);
-    void d.dismiss();
-  });
-  return page;
-}
+const suite = windowSuite();
+const open = suite.open;
 
 const rowNames = (page) => page.$$eval("li[data-connector]", (els) => els.map((e) => e.dataset.connector));
 const visibleEntries = (page) =>

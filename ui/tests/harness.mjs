@@ -104,6 +104,14 @@ export function windowSuite() {
     await server?.close();
   });
   return {
+    /** The static server's URL (an origin for permissions, a page of a test's own). */
+    get url() {
+      return server.url;
+    },
+    /** The browser, for a test that sets up its own context. */
+    get browser() {
+      return browser;
+    },
     async open(query, opts) {
       const page = await openWindow(browser, server.url, query, opts);
       page.on("dialog", (d) => {
