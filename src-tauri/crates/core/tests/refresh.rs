@@ -1100,6 +1100,48 @@ async fn a_bare_401_to_a_confidential_client_is_its_authentication_not_the_token
     assert!(rig.refresh_token().is_some());
 }
 
+/// A grant whose client authenticates in a way Patchbay cannot perform (`private_key_jwt`, as an
+/// imported grant may say), or with a secret Patchbay does not hold: the request goes out as a
+/// public client's, and the server's `invalid_client` refuses that authentication, not the
+/// token. Kept and said, never dropped. A public client's refused id still drops it: the server
+/// forgot the registration the token belongs to.
+#[tokio::test]
+async fn a_client_authentication_patchbay_cannot_carry_out_never_costs_the_token() {
+    let invalid_client = || {
+        Fault::Status(
+            401,
+            "application/json",
+            r#"{"error":"invalid_client"}"#.into(),
+        )
+    };
+    for method in ["private_key_jwt", "client_secret_basic"] {
+        let rig = rig().await;
+        let mut grant = rig.patchbay.vault().grant(&rig.key).unwrap().unwrap();
+        grant.token_auth_method = method.into();
+        grant.client_secret = None;
+        rig.patchbay.vault().put_grant(&grant).unwrap();
+        rig.ras.push_fault(invalid_client());
+        let outcome = rig.pass_outcome().await;
+        assert_eq!(rig.ras.forms().len(), 1, "{method}: no other method to try");
+        assert_eq!(
+            failed_class(&outcome),
+            Some(RefreshClass::Rejected),
+            "{method}: {outcome:?}"
+        );
+        assert_eq!(rig.refresh_token().as_deref(), Some("rt-fx-0"), "{method}");
+        assert_eq!(rig.history()[0].outcome, "rejected", "{method}");
+    }
+    let rig = rig().await;
+    rig.ras.push_fault(invalid_client());
+    let outcome = rig.pass_outcome().await;
+    assert_eq!(
+        failed_class(&outcome),
+        Some(RefreshClass::Permanent),
+        "a public client: {outcome:?}"
+    );
+    assert_eq!(rig.refresh_token(), None);
+}
+
 #[tokio::test]
 async fn a_pair_issued_to_another_client_is_renewed_as_that_client() {
     // A pair adopted (by an older Patchbay) from Claude Code's own client: renewing it with our

@@ -13,13 +13,14 @@
 //! - [`RefreshClass::Transient`]: 429 or 5xx (HTML error pages included). The refresh token is
 //!   not implicated; try again on the next pass.
 //! - [`RefreshClass::Rejected`]: the server refused our *request*, not the token
-//!   (`invalid_scope`, `invalid_request`, `unsupported_grant_type`, and `invalid_client` while
-//!   another client authentication is still untried). An error we caused is never a reason to
-//!   drop a refresh token: [`refresh_corrected`] corrects the request once, and a refusal that
-//!   survives the correction keeps the token and says what went wrong.
+//!   (`invalid_scope`, `invalid_request`, `unsupported_grant_type`, `invalid_target`, and
+//!   `invalid_client` or a bare 401 to a client that authenticates: a secret method, or one
+//!   Patchbay cannot perform). An error we caused is never a reason to drop a refresh token:
+//!   [`refresh_corrected`] corrects the request once, and a refusal that survives the
+//!   correction keeps the token and says what went wrong.
 //! - [`RefreshClass::Permanent`]: any other 4xx, whatever the body (some servers answer a bare
-//!   HTML 400): `invalid_grant`, `unauthorized_client`, `invalid_client` after both
-//!   authentications. The refresh token is dead.
+//!   HTML 400): `invalid_grant`, `unauthorized_client`, `invalid_client` to a public client (the
+//!   server forgot its registration). The refresh token is dead.
 //!
 //! Scope: a refresh sends no `scope` (RFC 6749 §6: omitted means "as granted"), so a scope we
 //! asked for and were not granted (`offline_access` at oidc-provider) can never fail it; the one
@@ -309,16 +310,15 @@ pub async fn refresh_once(
         let ours = oauth_error
             .as_deref()
             .is_some_and(|e| REQUEST_ERRORS.contains(&e));
-        // invalid_client with a secret: the other authentication may still work (the caller's
-        // correction); a public client's unknown id is as dead as a refused token.
-        // A bare 401 (no error code) to a confidential client says the same as invalid_client:
-        // the authentication we chose was not taken.
+        // invalid_client, or a bare 401 (no error code), refuses the client's authentication:
+        // ours whenever the client authenticates at all (a secret method, which the caller's
+        // correction may still fix or which survived both; a method Patchbay cannot perform; a
+        // secret method whose secret we lack). None of those says the token is dead. Only a
+        // public client's refused id is: the server forgot the registration the token was
+        // issued to.
         let client_refused = oauth_error.as_deref() == Some("invalid_client")
             || (status == 401 && oauth_error.is_none());
-        // An `Other` method with a secret counts as ours too: the request is what was refused.
-        let auth = client_refused
-            && req.client_secret.is_some()
-            && !matches!(req.auth_method, ClientAuthMethod::None);
+        let auth = client_refused && !matches!(req.auth_method, ClientAuthMethod::None);
         let oauth_error = oauth_error.clone();
         return Err(if ours || auth {
             RefreshFailure {
