@@ -1162,6 +1162,22 @@ async fn a_pair_issued_to_another_client_is_renewed_as_that_client() {
     assert_eq!(rig.ras.forms()[0]["client_id"], "claude-code-client");
     assert_eq!(rig.row().client_id.as_deref(), Some("claude-code-client"));
     assert_eq!(rig.refresh_token().as_deref(), Some("rt-fx-1"));
+
+    // That client turns out to authenticate (a secret Patchbay does not have): its
+    // `invalid_client` refuses our guess at the client, not the token. Kept and said.
+    rig.advance(chrono::Duration::minutes(61));
+    rig.ras.push_fault(Fault::Status(
+        401,
+        "application/json",
+        r#"{"error":"invalid_client"}"#.into(),
+    ));
+    let outcome = rig.pass_outcome().await;
+    assert_eq!(
+        failed_class(&outcome),
+        Some(RefreshClass::Rejected),
+        "{outcome:?}"
+    );
+    assert_eq!(rig.refresh_token().as_deref(), Some("rt-fx-1"));
 }
 
 #[tokio::test]

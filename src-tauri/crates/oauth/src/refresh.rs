@@ -15,12 +15,12 @@
 //! - [`RefreshClass::Rejected`]: the server refused our *request*, not the token
 //!   (`invalid_scope`, `invalid_request`, `unsupported_grant_type`, `invalid_target`, and
 //!   `invalid_client` or a bare 401 to a client that authenticates: a secret method, or one
-//!   Patchbay cannot perform). An error we caused is never a reason to drop a refresh token:
+//!   Patchbay cannot perform; or to another client whose pair we renew as a public client). An error we caused is never a reason to drop a refresh token:
 //!   [`refresh_corrected`] corrects the request once, and a refusal that survives the
 //!   correction keeps the token and says what went wrong.
 //! - [`RefreshClass::Permanent`]: any other 4xx, whatever the body (some servers answer a bare
-//!   HTML 400): `invalid_grant`, `unauthorized_client`, `invalid_client` to a public client (the
-//!   server forgot its registration). The refresh token is dead.
+//!   HTML 400): `invalid_grant`, `unauthorized_client`, `invalid_client` to our own public client
+//!   (the server forgot its registration). The refresh token is dead.
 //!
 //! Scope: a refresh sends no `scope` (RFC 6749 §6: omitted means "as granted"), so a scope we
 //! asked for and were not granted (`offline_access` at oidc-provider) can never fail it; the one
@@ -47,6 +47,10 @@ pub struct RefreshRequest<'a> {
     /// The `scope` parameter to send: `None` (the default: "as granted"), or exactly the
     /// granted scope, never more (RFC 6749 §6).
     pub scopes: Option<&'a str>,
+    /// The client is the grant's own registration, so its authentication is known. `false` for
+    /// a pair issued to another client, renewed as a public client on a guess: a refusal of
+    /// that client's authentication is then the guess, not the token.
+    pub own_client: bool,
 }
 
 /// Whether the refresh token may have been spent; see the module doc.
@@ -313,12 +317,13 @@ pub async fn refresh_once(
         // invalid_client, or a bare 401 (no error code), refuses the client's authentication:
         // ours whenever the client authenticates at all (a secret method, which the caller's
         // correction may still fix or which survived both; a method Patchbay cannot perform; a
-        // secret method whose secret we lack). None of those says the token is dead. Only a
-        // public client's refused id is: the server forgot the registration the token was
-        // issued to.
+        // secret method whose secret we lack), or when its authentication was a guess (another
+        // client's pair). None of those says the token is dead. Only our own public client's
+        // refused id is: the server forgot the registration the token was issued to.
         let client_refused = oauth_error.as_deref() == Some("invalid_client")
             || (status == 401 && oauth_error.is_none());
-        let auth = client_refused && !matches!(req.auth_method, ClientAuthMethod::None);
+        let auth = client_refused
+            && (!req.own_client || !matches!(req.auth_method, ClientAuthMethod::None));
         let oauth_error = oauth_error.clone();
         return Err(if ours || auth {
             RefreshFailure {
@@ -581,6 +586,7 @@ mod tests {
             refresh_token: &rt,
             resource: None,
             scopes: None,
+            own_client: true,
         };
         assert_eq!(correction_for(&refused("invalid_client"), &req, None), None);
     }
@@ -597,6 +603,7 @@ mod tests {
             refresh_token: &rt,
             resource: None,
             scopes: None,
+            own_client: true,
         };
         // No scope sent: the correction is exactly the granted one, if known.
         assert_eq!(

@@ -66,6 +66,7 @@ impl Loaded {
             resource: self.grant.resource.as_deref(),
             // No scope: "as granted" (RFC 6749 §6). The granted one is the correction.
             scopes: None,
+            own_client: own,
         }
     }
 
