@@ -51,6 +51,13 @@ step "cargo test"
 cargo test --workspace --locked
 step "ui tests"
 npm --prefix ui test
+# The official MCP conformance framework's client scenarios with Patchbay as the client, and its
+# server scenarios through the gateway (it reads target/debug/patchbay, so before the prune);
+# tests/conformance/expected-failures.txt lists what fails today (docs/compatibility.md).
+step "conformance: the MCP framework's scenarios, 2025-11-25 and 2026-07-28"
+conformance_started=$SECONDS
+PATCHBAY_BIN="$target_dir/debug/patchbay" bash scripts/ci/conformance.sh
+echo "   conformance step: $((SECONDS - conformance_started))s"
 # Nothing below reads the debug build: the Windows step builds its own target, the package its
 # release build.
 prune "$target_dir/debug"

@@ -36,7 +36,10 @@ pub async fn start_authorization(
     state: State<'_, AppState>,
     name: String,
 ) -> Result<Started, IpcError> {
-    let open_browser = StartOptions { open_browser: true };
+    let open_browser = StartOptions {
+        open_browser: true,
+        ..StartOptions::default()
+    };
     Ok(state.authorizer().start(&name, open_browser).await?)
 }
 

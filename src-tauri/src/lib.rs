@@ -158,7 +158,7 @@ fn setup(app: &mut tauri::App) -> Result<(), Box<dyn std::error::Error>> {
     let bridges = Arc::new(Bridges::new(core.clone()));
     let report = bridges.status();
     let handle = app.handle().clone();
-    let authorizer = Authorizer::new(core.clone(), AuthorizerOptions::default());
+    let authorizer = Authorizer::new(core.clone(), AuthorizerOptions::from_env_or_default());
     // An authorization from the window or the tray writes through to the runtimes.
     authorizer.set_bridges(bridges.clone());
     let refresher = Refresher::new(
@@ -249,10 +249,12 @@ fn setup(app: &mut tauri::App) -> Result<(), Box<dyn std::error::Error>> {
     }
     // The MCP gateway (/mcp/NAME on 127.0.0.1:3119 and [::1]) for clients Patchbay cannot
     // write tokens for; a taken port is logged, not fatal.
+    // A step-up or a moved authorization server asks for consent from the app, in the browser.
     let upstreams = patchbay_gateway::Upstreams::new(
         app.state::<AppState>().core.clone(),
         Some(app.state::<AppState>().refresher().clone()),
-    );
+    )
+    .with_authorizer(app.state::<AppState>().authorizer().clone());
     tauri::async_runtime::spawn(async move {
         match patchbay_gateway::Gateway::bind(upstreams, Default::default()).await {
             Ok(gateway) => gateway.serve(std::future::pending()).await,

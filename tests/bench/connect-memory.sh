@@ -6,7 +6,9 @@
 # (tests/node/connect-client.mjs), driven through initialize + tools/list + CALLS tools/call, then
 # its process tree's memory is read from /proc while the session is open: VmRSS summed over the
 # tree, VmHWM (peak) likewise, PSS from smaps_rollup. Prints one JSON document on stdout with the
-# ratios (goal: patchbay connect under a tenth of mcp-remote's RSS); asserts nothing.
+# ratios (goal: patchbay connect under a tenth of mcp-remote's RSS), and, timed from this script
+# around the client's answers, the start (spawn to the session being open: initialize included)
+# and the median of the tools/call round trips; asserts nothing.
 #
 #   cargo build -p patchbay-cli --release --locked
 #   tests/bench/connect-memory.sh [CALLS=20]      (PATCHBAY=path/to/patchbay to pick a build;
@@ -47,6 +49,8 @@ mkdir -p "$HOME"
 # measure LABEL COMMAND...: one JSON line {"label":..., "rss_kib":..., ...} on stdout.
 measure() {
   local label=$1; shift
+  local start_ns
+  start_ns=$(date +%s%N)
   coproc CLIENT { cd "$node_dir" && exec node connect-client.mjs --timeout-ms 60000 -- "$@" 2>>"$tmp/$label.stderr"; }
   local in=${CLIENT[1]} out=${CLIENT[0]} pid=$CLIENT_PID line
   ask() {
@@ -54,14 +58,21 @@ measure() {
     IFS= read -r -t 60 line <&"$out" || { echo "$label: no answer to ${1:-connect}; stderr:" >&2; cat "$tmp/$label.stderr" >&2; exit 1; }
     case $line in *'"ok":false'*|*connect_failed*) echo "$label: $line" >&2; cat "$tmp/$label.stderr" >&2; exit 1;; esac
   }
+  local started=$start_ns t
   ask ""
+  local start_ms=$(( ($(date +%s%N) - started) / 1000000 ))
   ask '{"op":"list"}'
-  for i in $(seq 1 "$calls"); do ask "{\"op\":\"call\",\"name\":\"greet\",\"arguments\":{\"name\":\"bench $i\"}}"; done
+  local call_us=()
+  for i in $(seq 1 "$calls"); do
+    t=$(date +%s%N)
+    ask "{\"op\":\"call\",\"name\":\"greet\",\"arguments\":{\"name\":\"bench $i\"}}"
+    call_us+=($(( ($(date +%s%N) - t) / 1000 )))
+  done
   ask '{"op":"memory"}'
   local memory=$line
   ask '{"op":"close"}'
   wait "$pid" || true
-  printf '%s\n' "$memory" | python3 -c 'import json,sys; m=json.load(sys.stdin); print(json.dumps({"label":sys.argv[1],"processes":len(m["pids"]),"rss_kib":m["rss_kib"],"hwm_kib":m["hwm_kib"],"pss_kib":m["pss_kib"]}))' "$label"
+  printf '%s\n' "$memory" | python3 -c 'import json,sys,statistics; m=json.load(sys.stdin); calls=[int(c) for c in sys.argv[3].split()]; print(json.dumps({"label":sys.argv[1],"processes":len(m["pids"]),"rss_kib":m["rss_kib"],"hwm_kib":m["hwm_kib"],"pss_kib":m["pss_kib"],"start_ms":int(sys.argv[2]),"call_p50_ms":round(statistics.median(calls)/1000,2) if calls else None}))' "$label" "$start_ms" "${call_us[*]}"
 }
 
 echo "patchbay: $bin; mcp-remote: $(node -p 'require(process.argv[1]).version' "$node_dir/node_modules/mcp-remote/package.json"); node $(node --version); $calls calls each" >&2
@@ -82,11 +93,13 @@ report = {
     "rss_ratio_vs_mcp_remote": ratio(ours, theirs, "rss_kib"),
     "pss_ratio_vs_mcp_remote": ratio(ours, theirs, "pss_kib"),
     "rss_ratio_vs_npx_mcp_remote": ratio(ours, npx, "rss_kib"),
+    "start_ratio_vs_mcp_remote": ratio(ours, theirs, "start_ms"),
+    "call_p50_ratio_vs_mcp_remote": ratio(ours, theirs, "call_p50_ms"),
     "goal_rss_under_a_tenth": ours["rss_kib"] * 10 < theirs["rss_kib"],
 }
 print(json.dumps(report, indent=2))
 mib = lambda k: f"{k / 1024:.1f} MiB" if k is not None else "n/a"
 for r in report["rows"]:
-    print(f'{r["label"]:>17}: RSS {mib(r["rss_kib"])}  PSS {mib(r["pss_kib"])}  peak {mib(r["hwm_kib"])}  ({r["processes"]} process(es))', file=sys.stderr)
+    print(f'{r["label"]:>17}: RSS {mib(r["rss_kib"])}  PSS {mib(r["pss_kib"])}  peak {mib(r["hwm_kib"])}  ({r["processes"]} process(es))  start {r["start_ms"]} ms  call p50 {r["call_p50_ms"]} ms', file=sys.stderr)
 print(f'patchbay connect / mcp-remote RSS: {report["rss_ratio_vs_mcp_remote"]}', file=sys.stderr)
 EOF

@@ -1,9 +1,13 @@
-//! "Add to Cursor / VS Code / Claude Desktop / Windsurf" and "Switch to Patchbay" through the CLI,
+//! "Add to CLIENT" and "Switch to Patchbay" through the CLI,
 //! run as a process with HOME (and every client's directory) in a temp dir holding copies of the
 //! realistic client files (src-tauri/crates/runtimes/tests/fixtures/clients/home): the entries
 //! written, the rest of each file kept, the backup, a foreign entry refused, the mcp-remote
 //! switch, and `status` counting Patchbay's own entries for their connector (never as new ones).
+//! Claude Code and Codex judge what `add-to` writes for them: `claude mcp list` launches the entry
+//! (with the environment it strips) and reports it Connected; `codex mcp list` reads it back.
 
+use patchbay_e2e::peers::claude_mcp_list_in;
+use patchbay_e2e::sdk_servers::SdkServer;
 use patchbay_e2e::secret_scan::SecretScan;
 use patchbay_e2e::{patchbay_bin, Sandbox};
 use serde_json::{json, Value};
@@ -114,6 +118,16 @@ impl Home {
             })
     }
 
+    /// Patchbay's data directory (the sandbox's, through PATCHBAY_DATA_DIR), as entries name it.
+    fn data_dir(&self) -> &str {
+        self.sandbox.path().to_str().unwrap()
+    }
+
+    /// An entry's `args`: Patchbay runs on a data directory of its own, so `add-to` names it.
+    fn connect_args(&self, name: &str) -> Value {
+        json!(["--data-dir", self.data_dir(), "connect", name])
+    }
+
     fn status(&self) -> Value {
         let out = self.run(&["status", "--json"]);
         serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
@@ -175,7 +189,7 @@ fn add_to_each_client_keeps_the_rest_and_is_counted_for_its_connector() {
         .unwrap()
         .to_string_lossy()
         .into_owned();
-    let entry = json!({"command": absolute, "args": ["connect", "linear"]});
+    let entry = json!({"command": absolute, "args": h.connect_args("linear")});
     let after = lenient(&cursor);
     assert_eq!(after["mcpServers"]["linear"], entry);
     let mut expected = serde_json::from_str::<Value>(&original_cursor).unwrap();
@@ -195,12 +209,12 @@ fn add_to_each_client_keeps_the_rest_and_is_counted_for_its_connector() {
     );
     assert_eq!(
         lenient(&vscode)["servers"]["linear"],
-        json!({"type": "stdio", "command": absolute, "args": ["connect", "linear"]})
+        json!({"type": "stdio", "command": absolute, "args": h.connect_args("linear")})
     );
     ok(&h.run(&["add-to", "windsurf", "github"]));
     assert_eq!(
         lenient(&windsurf)["mcpServers"]["github"],
-        json!({"command": absolute, "args": ["connect", "github"]})
+        json!({"command": absolute, "args": h.connect_args("github")})
     );
     // Claude Desktop already bridges linear with mcp-remote under that name: not Patchbay's.
     let desktop_text = std::fs::read_to_string(&desktop).unwrap();
@@ -240,7 +254,7 @@ fn add_to_each_client_keeps_the_rest_and_is_counted_for_its_connector() {
     ));
     assert_eq!(
         lenient(&cursor)["mcpServers"]["linear"],
-        json!({"command": bin_dir.join("patchbay"), "args": ["connect", "linear"]})
+        json!({"command": bin_dir.join("patchbay"), "args": h.connect_args("linear")})
     );
     assert_eq!(
         std::fs::read_to_string(backup(&cursor)).unwrap(),
@@ -268,7 +282,7 @@ fn a_foreign_entry_is_refused_unless_replaced_and_bad_input_is_named() {
     assert!(text.contains("now goes through Patchbay"), "{text}");
     assert_eq!(
         lenient(&cursor)["mcpServers"]["github"]["args"],
-        json!(["connect", "github"])
+        h.connect_args("github")
     );
 
     let err = failed(&h.run(&["add-to", "emacs", "github"]));
@@ -341,7 +355,7 @@ fn an_mcp_remote_entry_is_switched_and_its_connector_kept() {
     let after = lenient(&desktop);
     assert_eq!(
         after["mcpServers"]["sdk-demo"]["args"],
-        json!(["connect", connector])
+        h.connect_args(&connector)
     );
     let mut expected = before.clone();
     expected["mcpServers"]["sdk-demo"] = after["mcpServers"]["sdk-demo"].clone();
@@ -375,7 +389,8 @@ fn an_mcp_remote_entry_is_switched_and_its_connector_kept() {
     let cursor = h.home.join(".cursor/mcp.json");
     ok(&h.run(&["switch", "cursor", "team-demo"]));
     let entry = &lenient(&cursor)["mcpServers"]["team-demo"];
-    assert_eq!(entry["args"][0], "connect", "{entry}");
+    // `--data-dir D` first: Patchbay runs on the sandbox's directory.
+    assert_eq!(entry["args"][2], "connect", "{entry}");
     h.scan()
         .none_issued("no authorization: a switched entry runs `patchbay connect`")
         .assert_clean();
@@ -612,13 +627,17 @@ fn a_switched_entry_runs_as_the_client_launches_it() {
         .iter()
         .map(|a| a.as_str().unwrap().to_owned())
         .collect();
-    assert_eq!(args[0], "connect", "{entry}");
+    assert_eq!(
+        args[..3],
+        ["--data-dir", h.data_dir(), "connect"],
+        "{entry}"
+    );
     let tools = list_tools_over_stdio(&h, &command, &args);
     assert!(tools.iter().any(|t| t == "greet"), "{tools:?}");
 
     // The same connector added to VS Code through the gateway: the entry's URL and header, as
     // VS Code would send them, get the server's initialize answer through a running gateway.
-    let connector = args[1].clone();
+    let connector = args[3].clone();
     let port = patchbay_e2e::sdk_servers::free_port();
     let port_arg = port.to_string();
     ok(&h.run(&[
@@ -673,4 +692,182 @@ fn a_switched_entry_runs_as_the_client_launches_it() {
              which is the point",
         )
         .assert_clean();
+}
+
+/// `add-to claude-code` and `add-to codex` on a Patchbay running on a data directory of its own
+/// and one catalog (both written into the entry), in a home with neither client's files yet:
+/// the real Claude Code launches the entry and reaches the connector; Codex reads the entry
+/// as written; a second add changes nothing; a foreign entry is refused naming `--replace`.
+#[test]
+fn claude_code_and_codex_run_what_add_to_writes_for_them() {
+    let server = SdkServer::streamable_http();
+    let sandbox = Sandbox::new(false);
+    let home = sandbox.path().join("fresh-home");
+    std::fs::create_dir_all(&home).unwrap();
+    let empty_path = sandbox.path().join("empty-bin");
+    std::fs::create_dir_all(&empty_path).unwrap();
+    let catalog = sandbox.write(
+        "catalog.json",
+        &json!({ "mcpServers": { "demo": { "type": "http", "url": server.url() } } }).to_string(),
+    );
+    let catalog = catalog.to_str().unwrap();
+    let run = |args: &[&str]| run_in(&sandbox, &home, &empty_path, args);
+
+    let said = ok(&run(&[
+        "--catalog",
+        catalog,
+        "add-to",
+        "claude-code",
+        "demo",
+    ]));
+    assert!(said.contains("Added demo to Claude Code"), "{said}");
+    let said = ok(&run(&["--catalog", catalog, "add-to", "claude", "demo"]));
+    assert!(said.contains("already has demo"), "{said}");
+    let entry = &lenient(&home.join(".claude.json"))["mcpServers"]["demo"];
+    let args: Vec<&str> = entry["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert_eq!(args[0], "--data-dir", "{entry}");
+    assert_eq!(
+        args[2..],
+        ["--catalog", catalog, "connect", "demo"],
+        "{entry}"
+    );
+    // Claude Code runs `patchbay` with only PATH, HOME and its own variables: the data dir and
+    // catalog come from the entry.
+    let listed = claude_mcp_list_in(&home, &home);
+    let line = listed
+        .lines()
+        .find(|l| l.starts_with("demo:"))
+        .unwrap_or_else(|| panic!("demo not listed:\n{listed}"));
+    assert!(line.contains("Connected"), "{listed}");
+
+    let said = ok(&run(&["--catalog", catalog, "add-to", "codex", "demo"]));
+    assert!(said.contains("Added demo to Codex"), "{said}");
+    let codex_home = home.join(".codex");
+    let out = std::process::Command::new("node")
+        .arg(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("node/node_modules/@openai/codex/bin/codex.js"),
+        )
+        .args(["mcp", "list", "--json"])
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", &home)
+        .env("CODEX_HOME", &codex_home)
+        .current_dir(&home)
+        .output()
+        .expect("run codex");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let list: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let demo = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "demo")
+        .unwrap_or_else(|| panic!("{list:#}"));
+    assert_eq!(demo["enabled"], true, "{demo}");
+    assert_eq!(demo["transport"]["type"], "stdio", "{demo}");
+    assert_eq!(
+        demo["transport"]["command"].as_str(),
+        Some(patchbay_bin().to_str().unwrap())
+    );
+    assert!(
+        demo["transport"]["env_vars"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("DBUS_SESSION_BUS_ADDRESS")),
+        "{demo}"
+    );
+
+    // A foreign entry of the same name: refused, the way out named.
+    std::fs::write(
+        codex_home.join("config.toml"),
+        "[mcp_servers.demo]\nurl = \"https://elsewhere.example/mcp\"\n",
+    )
+    .unwrap();
+    let err = failed(&run(&["--catalog", catalog, "add-to", "codex", "demo"]));
+    assert!(err.contains("--replace"), "{err}");
+    ok(&run(&[
+        "--catalog",
+        catalog,
+        "add-to",
+        "codex",
+        "demo",
+        "--replace",
+    ]));
+    // No lock file left beside either client's config.
+    for dir in [home.clone(), codex_home] {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+            assert!(!name.ends_with(".lock"), "{name} left in {}", dir.display());
+        }
+    }
+}
+
+/// A client config that is a FIFO (a read would block for ever), `/dev/zero` behind a link, or
+/// not JSON: `status` answers at once, names each problem per client in `client_errors` and in
+/// its text, and lists the other clients' servers.
+#[cfg(unix)]
+#[test]
+fn unreadable_client_configs_are_named_and_the_rest_still_listed() {
+    let h = Home::new();
+    let before = names(&h.status());
+    let cursor = h.home.join(".cursor/mcp.json");
+    std::fs::remove_file(&cursor).unwrap();
+    let made = std::process::Command::new("mkfifo")
+        .arg(&cursor)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let windsurf = h.home.join(".codeium/windsurf/mcp_config.json");
+    std::fs::remove_file(&windsurf).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", &windsurf).unwrap();
+    std::fs::write(
+        h.home.join(".config/Claude/claude_desktop_config.json"),
+        "{ not json",
+    )
+    .unwrap();
+
+    let report = h.status();
+    let errors: Vec<&str> = report["client_errors"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{report:#}"))
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert_eq!(errors.len(), 3, "{errors:#?}");
+    for (client, says) in [
+        ("Cursor", "not a regular file"),
+        ("Windsurf", "not a regular file"),
+        ("Claude Desktop", "not valid JSON"),
+    ] {
+        assert!(
+            errors.iter().any(
+                |e| e.starts_with(&format!("{client}'s config could not be read"))
+                    && e.contains(says)
+            ),
+            "{client}: {errors:#?}"
+        );
+    }
+    // VS Code's, Gemini's, Codex's and Claude Code's servers are still there.
+    let after = names(&report);
+    assert!(!after.is_empty());
+    assert!(
+        after.iter().all(|n| before.contains(n)),
+        "{after:?} vs {before:?}"
+    );
+    // (It exits 1: rows need attention; what it says is what counts.)
+    let text = String::from_utf8_lossy(&h.run(&["status"]).stdout).into_owned();
+    assert!(
+        text.contains("client config: Cursor's config could not be read"),
+        "{text}"
+    );
 }

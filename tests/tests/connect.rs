@@ -529,3 +529,139 @@ fn a_legacy_sse_connector_is_bridged_and_survives_a_restart() {
         .text("the bridge's stderr", &stderr)
         .assert_clean();
 }
+
+/// `patchbay connect` as Codex launches it (only `HOME LANG PATH PWD SHELL TERM`; the data dir
+/// named with `--data-dir`, as `add-to` writes it): the first request is answered in JSON-RPC
+/// whatever goes wrong, never by an exit the client reads as "connection closed".
+fn stripped_connect(sandbox: &Sandbox, args: &[&str], extra: &[(&str, &Path)]) -> Child {
+    let mut cmd = Command::new(patchbay_bin());
+    cmd.env_clear()
+        .env("HOME", sandbox.path().join("home"))
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("LANG", "C.UTF-8")
+        .env("TERM", "dumb")
+        .env("SHELL", "/bin/sh")
+        .env("PWD", sandbox.path())
+        .env("RUST_LOG", "warn")
+        .arg("--data-dir")
+        .arg(sandbox.path())
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (name, value) in extra {
+        cmd.env(name, value);
+    }
+    cmd.spawn().expect("spawn patchbay connect")
+}
+
+/// Sends `initialize` and returns the first stdout line (within `within`), then ends stdin and
+/// returns the exit code.
+fn first_answer(mut child: Child, within: Duration) -> (Value, Option<i32>) {
+    let mut stdin = child.stdin.take().unwrap();
+    writeln!(
+        stdin,
+        "{}",
+        json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": { "name": "codex-like", "version": "1" } } })
+    )
+    .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = BufReader::new(stdout).read_line(&mut line);
+        let _ = tx.send(line);
+    });
+    let line = rx
+        .recv_timeout(within)
+        .unwrap_or_else(|_| panic!("no answer to initialize within {within:?}"));
+    drop(stdin);
+    let status = child.wait().unwrap();
+    let answer = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?}"));
+    (answer, status.code())
+}
+
+#[test]
+fn a_stripped_environment_still_reaches_the_keychain_or_hears_why_in_json_rpc() {
+    require_keychain!();
+    let sandbox = Sandbox::new(true);
+    std::fs::create_dir_all(sandbox.path().join("home")).unwrap();
+    let catalog = sandbox.write(
+        "catalog.json",
+        &json!({ "mcpServers": { "fx": {
+            "type": "http", "url": "http://127.0.0.1:9/mcp", "timeout_ms": 1500,
+            "headers": { "Authorization": "Bearer ${FX_TOKEN}" } } } })
+        .to_string(),
+    );
+    let catalog = catalog.to_str().unwrap();
+    let out = sandbox.run_with_stdin(&["--catalog", catalog, "secret", "set", "FX_TOKEN"], "t0k");
+    assert!(out.status.success(), "{out:?}");
+
+    // No bus anywhere: the keychain cannot answer, and the client is told so (not "missing
+    // configuration": the value is in the vault).
+    let uid = {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata("/proc/self").unwrap().uid()
+    };
+    if Path::new(&format!("/run/user/{uid}/bus")).exists() {
+        eprintln!(
+            "this machine has a session bus at /run/user/{uid}/bus: the no-bus case is not tried"
+        );
+    } else {
+        let child = stripped_connect(&sandbox, &["--catalog", catalog, "connect", "fx"], &[]);
+        let (answer, code) = first_answer(child, Duration::from_secs(20));
+        assert_eq!(answer["id"], 0, "{answer}");
+        assert_eq!(
+            answer["error"]["data"]["reason"], "vault_unavailable",
+            "{answer}"
+        );
+        let message = answer["error"]["message"].as_str().unwrap();
+        assert!(
+            message.contains("no D-Bus session bus was found"),
+            "{message}"
+        );
+        assert!(!message.contains("t0k"), "{message}");
+        assert_eq!(code, Some(2));
+    }
+
+    // The bus where libdbus and systemd put it ($XDG_RUNTIME_DIR/bus): the credential is read
+    // and the request goes upstream (nothing listens there: unreachable, not a vault error).
+    let address = std::env::var("DBUS_SESSION_BUS_ADDRESS").unwrap_or_default();
+    let socket = address
+        .strip_prefix("unix:path=")
+        .map(|rest| rest.split(',').next().unwrap_or(rest).to_owned());
+    match socket {
+        Some(socket) => {
+            let runtime = sandbox.path().join("runtime");
+            std::fs::create_dir_all(&runtime).unwrap();
+            std::os::unix::fs::symlink(&socket, runtime.join("bus")).unwrap();
+            let child = stripped_connect(
+                &sandbox,
+                &["--catalog", catalog, "connect", "fx"],
+                &[("XDG_RUNTIME_DIR", &runtime)],
+            );
+            let (answer, _) = first_answer(child, Duration::from_secs(30));
+            // Nothing listens: it is retried until timeout_ms, whichever ends first.
+            let reason = answer["error"]["data"]["reason"]
+                .as_str()
+                .unwrap_or_default();
+            assert!(["unreachable", "timed_out"].contains(&reason), "{answer}");
+        }
+        None => eprintln!("the test bus is not at a unix:path ({address}): not linked"),
+    }
+
+    // A name that is no connector: the same JSON-RPC answer, then exit 2 once stdin ends.
+    let child = stripped_connect(&sandbox, &["--catalog", catalog, "connect", "nope"], &[]);
+    let (answer, code) = first_answer(child, Duration::from_secs(20));
+    assert_eq!(answer["error"]["data"]["reason"], "not_in_use", "{answer}");
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("no connector named \"nope\""),
+        "{answer}"
+    );
+    assert_eq!(code, Some(2));
+}

@@ -2,14 +2,16 @@
 //! servers run as shipped (tests/src/sdk_servers.rs): streamable HTTP, legacy SSE, stdio, and
 //! streamable HTTP behind OAuth. Through `patchbay check` as a process (its JSON and exit code),
 //! and through the core's `Checker` in-process where a test needs an injected clock or a vault in
-//! memory. Nothing here reaches beyond the loopback interface.
+//! memory. Also stdio servers of one protocol revision each (tests/node/one-revision-stdio-server.mjs)
+//! for the negotiated revision `patchbay check` reports. Nothing here reaches beyond the loopback
+//! interface.
 
 use chrono::{DateTime, Utc};
 use patchbay_core::{
     Authorizer, AuthorizerOptions, Checker, CheckerOptions, Completion, Patchbay, Paths,
     StartOptions,
 };
-use patchbay_e2e::sdk_servers::{free_port, stdio_command, SdkServer};
+use patchbay_e2e::sdk_servers::{free_port, node_dir, stdio_command, SdkServer};
 use patchbay_e2e::secret_scan::SecretScan;
 use patchbay_e2e::{json, Sandbox};
 use patchbay_status::Action;
@@ -174,6 +176,51 @@ fn streamable_http_sse_and_stdio_servers_answer_with_their_tools() {
         .issued_by("the SSE server", &sse)
         .none_issued("open servers: no authorization")
         .assert_clean();
+}
+
+#[test]
+fn check_reports_the_revision_it_negotiated_with_each_server() {
+    let sandbox = Sandbox::new(false);
+    let script = node_dir().join("one-revision-stdio-server.mjs");
+    let server = |revision: &str| {
+        let log = sandbox.path().join(format!("seen-{revision}.log"));
+        j!({ "type": "stdio", "command": "node",
+             "args": [script.display().to_string(), revision, log.display().to_string()] })
+    };
+    let catalog = write_catalog(
+        &sandbox,
+        j!({ "modern": server("2026-07-28"), "legacy": server("2025-11-25") }),
+    );
+    let (code, doc) = check_cli(&sandbox, &catalog, &[]);
+    assert_eq!(code, 0, "{doc:#}");
+    for (name, server, revision) in [
+        ("modern", "stdio-2026", "2026-07-28"),
+        ("legacy", "stdio-2025", "2025-11-25"),
+    ] {
+        let c = find(&doc, name);
+        assert_eq!(c["ok"], true, "{c:#}");
+        assert_eq!(c["server"]["name"], server, "{c:#}");
+        assert_eq!(c["server"]["protocol_version"], revision, "{c:#}");
+        assert_eq!(tool_names(c), [format!("{name}.lookup")], "{c:#}");
+    }
+
+    // The text form names the revision.
+    let out = sandbox
+        .command()
+        .args(["check", "--catalog"])
+        .arg(&catalog)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains("stdio-2026 2.0.0 (protocol 2026-07-28)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("stdio-2025 1.2.3 (protocol 2025-11-25)"),
+        "{text}"
+    );
 }
 
 /// Processes whose command line contains `marker`.
@@ -539,6 +586,7 @@ fn a_401_means_needs_authorization_for_oauth_and_names_the_header_for_a_static_c
                 "sdk",
                 StartOptions {
                     open_browser: false,
+                    ..StartOptions::default()
                 },
             )
             .await

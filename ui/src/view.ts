@@ -1460,6 +1460,19 @@ export function buildBanners(r: StatusReport): HTMLElement[] {
     b.append(body);
     out.push(b);
   }
+  for (const error of r.client_errors ?? []) {
+    // A client's config that could not be read: its servers are missing from the list.
+    const b = el("div", "banner banner--warning");
+    b.dataset.banner = "client-config";
+    b.append(icon("warning", "icon banner__icon"));
+    const body = el("div", "banner__body");
+    body.append(
+      el("p", "banner__title", "A client's MCP config could not be read"),
+      el("pre", "banner__message", error),
+    );
+    b.append(body);
+    out.push(b);
+  }
   if (!r.secret_store.reachable) {
     const b = el("div", "banner banner--warning");
     b.dataset.banner = "secret-store";

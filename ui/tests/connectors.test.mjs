@@ -82,6 +82,11 @@ describe("rendering", () => {
     const err = fixture("catalog-error").catalog.sources.find((s) => s.error);
     assert.equal(await page.textContent('[data-banner="catalog-error"] .banner__message'), err.error);
     assert.match(await page.textContent('[data-banner="catalog-error"] .banner__title'), /config\/patchbay\/mcp\.json/);
+    // A client's config that could not be read is said too (status --json's client_errors).
+    assert.equal(
+      await page.textContent('[data-banner="client-config"] .banner__message'),
+      fixture("catalog-error").client_errors[0],
+    );
     await page.context.close();
 
     page = await open("fixture=store-unreachable");

@@ -72,7 +72,7 @@ streak: number, };
 
 export type ClientTarget = { 
 /**
- * The client's id (`cursor`, `vscode`, `claude-desktop`, `windsurf`).
+ * The client's id (`cursor`, `vscode`, `claude-desktop`, `windsurf`, `gemini`).
  */
 client: string, display_name: string, 
 /**
@@ -369,7 +369,8 @@ key_unusable: boolean, };
 
 export type ServerIdentity = { name: string, version: string, 
 /**
- * The protocol version the server agreed to.
+ * The protocol revision negotiated with it (`2026-07-28` through `server/discover`, or
+ * what it agreed to in `initialize`).
  */
 protocol_version: string, };
 
@@ -395,7 +396,12 @@ runtimes: Array<RuntimeSummary>,
  * Catalog entries not in use, for the window's "Add connector" view (filled by
  * [`StatusReport::apply_usage`]; empty before).
  */
-gallery: Array<GalleryEntry>, };
+gallery: Array<GalleryEntry>, 
+/**
+ * Each client config that could not be read or parsed, one line each naming the client and
+ * the file (its servers are missing from `connectors`; the other clients' are listed).
+ */
+client_errors: Array<string>, };
 
 export type StoredTool = { 
 /**
@@ -405,7 +411,7 @@ name: string, tool: string, title: string | null, description: string | null, };
 
 export type SwitchCandidate = { 
 /**
- * The client's id (`cursor`, `vscode`, `claude-desktop`, `windsurf`).
+ * The client's id, as `patchbay add-to` takes it (`cursor`, `claude-code`, `codex`, ...).
  */
 client: string, 
 /**

@@ -5,7 +5,8 @@
 //! (`placeholder`), the rules that classify an entry (static credential headers, OAuth capability,
 //! the `unavailable` declaration) and Claude Code's credential-key function (`credential_key`).
 //! It does no I/O beyond reading the catalog files it is given and knows nothing of secrets' values.
-//! Text it hands out (names, titles, errors) never carries raw control characters (`text`).
+//! `own_gateway` is the one rule telling whether a URL is Patchbay's own gateway (never a
+//! connector). Text it hands out (names, titles, errors) never carries raw control characters (`text`).
 
 pub mod credential_key;
 pub mod document;
@@ -13,6 +14,7 @@ pub mod entry;
 pub mod error;
 pub mod headers;
 pub mod load;
+pub mod own_gateway;
 pub mod placeholder;
 pub mod text;
 

@@ -5,12 +5,14 @@
 //! header: name the header and its variable, never Authorize).
 //!
 //! rmcp hands its transport errors back boxed; they are downcast here to the reqwest-based error
-//! types it was built with, which keep the HTTP status.
+//! types it was built with ([`StreamableHttpError`], and our [`LegacySseError`]). rmcp 3 keeps a
+//! 4xx answer's status only in its message (`HTTP 405 Method Not Allowed: ...`), read back by
+//! [`status_in`]; 429 and 5xx come typed.
 
 use crate::error::{CheckError, Stage};
+use crate::legacy_sse::LegacySseError;
 use crate::{AuthKind, Redactor, TransportKind};
 use rmcp::service::{ClientInitializeError, ServiceError};
-use rmcp::transport::sse_client::SseTransportError;
 use rmcp::transport::streamable_http_client::StreamableHttpError;
 use std::time::Duration;
 
@@ -110,10 +112,29 @@ pub fn from_reqwest(e: &reqwest::Error, cx: &Context<'_>) -> CheckError {
     }
 }
 
+/// The status of a non-success answer that rmcp 3's reqwest client reports only as text:
+/// `HTTP 405 Method Not Allowed: <body>`.
+pub fn status_in(message: &str) -> Option<u16> {
+    let rest = message.strip_prefix("HTTP ")?;
+    let digits = rest.get(..3)?;
+    let status: u16 = digits.parse().ok()?;
+    let ends = rest[3..].chars().next().is_none_or(|c| !c.is_ascii_digit());
+    ((100..600).contains(&status) && ends).then_some(status)
+}
+
 fn streamable(e: &StreamableHttpError<reqwest::Error>, cx: &Context<'_>) -> CheckError {
     match e {
         StreamableHttpError::Client(e) => from_reqwest(e, cx),
         StreamableHttpError::AuthRequired(_) => unauthorized(cx.auth, cx.transport),
+        StreamableHttpError::InsufficientScope(_) => from_status(403, "insufficient scope", cx),
+        StreamableHttpError::HttpStatus(status) => from_status(status.status, "", cx),
+        StreamableHttpError::UnexpectedServerResponse(message) => match status_in(message) {
+            Some(status) => from_status(status, message, cx),
+            None => CheckError::Protocol {
+                transport: cx.transport,
+                message: cx.redactor.scrub(&one_line(message, 500)),
+            },
+        },
         StreamableHttpError::ServerDoesNotSupportSse => from_status(405, "Method Not Allowed", cx),
         StreamableHttpError::UnexpectedContentType(ct) => CheckError::Rejected {
             transport: cx.transport,
@@ -136,37 +157,25 @@ fn streamable(e: &StreamableHttpError<reqwest::Error>, cx: &Context<'_>) -> Chec
     }
 }
 
-fn sse(e: &SseTransportError<reqwest::Error>, cx: &Context<'_>) -> CheckError {
+fn legacy_sse(e: &LegacySseError, cx: &Context<'_>) -> CheckError {
     match e {
-        SseTransportError::Client(e) => from_reqwest(e, cx),
-        SseTransportError::UnexpectedContentType(ct) => CheckError::Rejected {
-            transport: cx.transport,
-            status: None,
-            message: format!(
-                "answered {} where an event stream was expected",
-                ct.as_deref().unwrap_or("no content type")
-            ),
-        },
-        // An HTTP answer that ended without announcing the message endpoint: a server, but
-        // not a legacy SSE one.
-        SseTransportError::UnexpectedEndOfStream => CheckError::Rejected {
-            transport: cx.transport,
-            status: None,
-            message: "the event stream ended before announcing its message endpoint".into(),
-        },
-        SseTransportError::Io(_) => CheckError::Unreachable {
-            transport: cx.transport,
-            message: cx.redactor.scrub(&e.to_string()),
-        },
-        SseTransportError::InvalidUri(_) | SseTransportError::InvalidUriParts(_) => {
-            CheckError::Invalid {
-                message: cx.redactor.scrub(&e.to_string()),
+        LegacySseError::Http(e) => from_reqwest(e, cx),
+        LegacySseError::Status { status } => from_status(*status, "", cx),
+        // An HTTP answer that is not an event stream, or a stream that never announced its
+        // message endpoint: a server, but not a legacy SSE one.
+        LegacySseError::NotAnEventStream(_) | LegacySseError::EndedBeforeEndpoint => {
+            CheckError::Rejected {
+                transport: cx.transport,
+                status: None,
+                message: e.to_string(),
             }
         }
-        other => CheckError::Protocol {
-            transport: cx.transport,
-            message: cx.redactor.scrub(&other.to_string()),
-        },
+        LegacySseError::ForeignEndpoint | LegacySseError::EventTooLarge(_) => {
+            CheckError::Protocol {
+                transport: cx.transport,
+                message: e.to_string(),
+            }
+        }
     }
 }
 
@@ -178,8 +187,8 @@ pub fn from_transport_error(
     if let Some(e) = e.downcast_ref::<StreamableHttpError<reqwest::Error>>() {
         return streamable(e, cx);
     }
-    if let Some(e) = e.downcast_ref::<SseTransportError<reqwest::Error>>() {
-        return sse(e, cx);
+    if let Some(e) = e.downcast_ref::<LegacySseError>() {
+        return legacy_sse(e, cx);
     }
     if let Some(e) = e.downcast_ref::<reqwest::Error>() {
         return from_reqwest(e, cx);
@@ -201,6 +210,11 @@ pub fn from_initialize(e: &ClientInitializeError, cx: &Context<'_>) -> CheckErro
             transport: cx.transport,
             message: format!("the connection closed during {during}"),
         },
+        // `server/discover` said "legacy" and `initialize` then failed: that failure is the
+        // server's answer to the handshake it speaks.
+        ClientInitializeError::LegacyFallbackFailed { fallback, .. } => {
+            from_initialize(fallback, cx)
+        }
         other => CheckError::Protocol {
             transport: cx.transport,
             message: cx.redactor.scrub(&one_line(&other.to_string(), 500)),
@@ -360,6 +374,34 @@ mod tests {
         let r = Redactor::new(vec![Secret::new("Bearer tok-12345")]);
         let e = from_status(404, "no route for tok-12345", &cx(&auth, &r));
         assert!(!e.to_string().contains("tok-12345"), "{e}");
+    }
+
+    #[test]
+    fn the_status_is_read_back_from_rmcps_message_and_nothing_else_is() {
+        assert_eq!(status_in("HTTP 405 Method Not Allowed: "), Some(405));
+        assert_eq!(status_in("HTTP 400 Bad Request: Missing header"), Some(400));
+        assert_eq!(status_in("HTTP 404"), Some(404));
+        assert_eq!(status_in("HTTP 4050 x"), None);
+        assert_eq!(status_in("HTTP 99 x"), None);
+        assert_eq!(status_in("expect initialized, accepted"), None);
+        assert_eq!(status_in("the server said HTTP 400"), None);
+    }
+
+    #[test]
+    fn a_4xx_rmcp_reports_as_text_warrants_the_fallback() {
+        let auth = AuthKind::OAuth { token_sent: false };
+        let r = Redactor::default();
+        let e = streamable(
+            &StreamableHttpError::UnexpectedServerResponse("HTTP 405 Method Not Allowed: ".into()),
+            &cx(&auth, &r),
+        );
+        assert!(e.warrants_fallback(), "{e:?}");
+        assert_eq!(e.http_status(), Some(405));
+        let e = streamable(
+            &StreamableHttpError::UnexpectedServerResponse("HTTP 401 Unauthorized: ".into()),
+            &cx(&auth, &r),
+        );
+        assert_eq!(e.kind(), "needs_authorization", "{e:?}");
     }
 
     #[test]

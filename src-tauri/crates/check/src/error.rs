@@ -11,7 +11,8 @@ use std::time::Duration;
 pub enum Stage {
     /// Opening the connection (the SSE stream, the child process).
     Connect,
-    /// `initialize` and its response.
+    /// The handshake: `server/discover`, or `initialize` and its response (the id stays
+    /// `initialize`, as stored and shown).
     Initialize,
     /// `tools/list`, page after page.
     ListTools,

@@ -1,17 +1,26 @@
-//! One attempt over one transport: the real MCP handshake through rmcp (the official Rust SDK):
-//! `initialize`, `notifications/initialized`, then `tools/list` page by page, then a clean
-//! goodbye (the streamable-HTTP session deleted, the stdio server's stdin closed and its process
-//! group stopped). Every stage has its own time limit, and reqwest has a connect limit under it.
+//! One attempt over one transport: the real MCP handshake through rmcp (the official Rust SDK),
+//! then `tools/list` page by page, then a clean goodbye (the streamable-HTTP session deleted,
+//! the stdio server's stdin closed and its process group stopped). Every stage has its own time
+//! limit, and reqwest has a connect limit under it.
+//!
+//! The revision is negotiated per server, as rmcp's `Auto` lifecycle does it (and the Python
+//! SDK's `auto` mode): `server/discover` offering 2026-07-28 first; a server that answers it as
+//! a legacy server would (an error, or for HTTP a 4xx to the sessionless POST) gets the
+//! `initialize` / `notifications/initialized` handshake at 2025-11-25 instead, and may agree to
+//! an older revision there. The legacy HTTP+SSE transport predates discovery and goes straight
+//! to `initialize`.
 
 use crate::classify::{self, Context};
 use crate::error::{CheckError, Stage};
+use crate::legacy_sse::LegacySseTransport;
 use crate::{CheckTarget, Endpoint, HttpEndpoint, StdioLaunch, TransportKind};
-use rmcp::model::{ClientCapabilities, ClientInfo, Implementation, InitializeResult};
-use rmcp::service::{RoleClient, RunningService, ServiceExt};
+use rmcp::model::{
+    ClientCapabilities, ClientConfig, Implementation, ProtocolVersion, ServerPeerInfo,
+};
+use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RoleClient, RunningService};
 use rmcp::transport::common::client_side_sse::NeverRetry;
-use rmcp::transport::sse_client::SseClientConfig;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::transport::{SseClientTransport, StreamableHttpClientTransport};
+use rmcp::transport::StreamableHttpClientTransport;
 use serde::Serialize;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -23,10 +32,11 @@ use tokio::time::timeout;
 pub struct Timeouts {
     /// Opening a TCP connection.
     pub connect: Duration,
-    /// `initialize` on a remote server, from the first byte sent (for SSE, opening the stream
+    /// The handshake on a remote server (`server/discover`, and `initialize` when the server is
+    /// a legacy one), from the first byte sent (for SSE, opening the stream
     /// and waiting for its endpoint event is part of it).
     pub initialize: Duration,
-    /// `initialize` on a stdio server, from spawning it: an `npx -y` server may install first.
+    /// The handshake on a stdio server, from spawning it: an `npx -y` server may install first.
     pub stdio_initialize: Duration,
     /// All of `tools/list`, every page.
     pub list_tools: Duration,
@@ -71,7 +81,8 @@ impl Timeouts {
 pub struct ServerIdentity {
     pub name: String,
     pub version: String,
-    /// The protocol version the server agreed to.
+    /// The protocol revision negotiated with it (`2026-07-28` through `server/discover`, or
+    /// what it agreed to in `initialize`).
     pub protocol_version: String,
 }
 
@@ -98,7 +109,7 @@ pub struct Handshake {
     pub transport: TransportKind,
     pub server: ServerIdentity,
     pub tools: Vec<ToolInfo>,
-    /// Connect, `initialize` and `tools/list`; the goodbye is not counted.
+    /// Connect, the handshake and `tools/list`; the goodbye is not counted.
     #[serde(rename = "latency_ms", serialize_with = "as_millis")]
     pub latency: Duration,
 }
@@ -123,16 +134,26 @@ pub async fn handshake(
     }
 }
 
-fn client_info() -> ClientInfo {
-    ClientInfo {
-        protocol_version: Default::default(),
-        capabilities: ClientCapabilities::default(),
-        client_info: Implementation {
-            name: "patchbay".into(),
-            title: Some("Patchbay connection check".into()),
-            version: env!("CARGO_PKG_VERSION").into(),
-            icons: None,
-            website_url: None,
+fn client_config() -> ClientConfig {
+    let mut implementation = Implementation::new("patchbay", env!("CARGO_PKG_VERSION"));
+    implementation.title = Some("Patchbay connection check".into());
+    ClientConfig::new(ClientCapabilities::default(), implementation)
+}
+
+/// The revisions offered through `server/discover`, newest first.
+fn discover_versions() -> Vec<ProtocolVersion> {
+    vec![ProtocolVersion::V_2026_07_28]
+}
+
+/// How a transport starts its session. Streamable HTTP and stdio negotiate: `server/discover`
+/// first, `initialize` at the newest revision that has it when the server is a legacy one.
+/// Legacy SSE only ever had `initialize`.
+fn lifecycle(kind: TransportKind) -> ClientLifecycleMode {
+    match kind {
+        TransportKind::Sse => ClientLifecycleMode::Initialize,
+        TransportKind::StreamableHttp | TransportKind::Stdio => ClientLifecycleMode::Auto {
+            preferred_versions: discover_versions(),
+            legacy_version: Some(ProtocolVersion::LATEST_WITH_INITIALIZE),
         },
     }
 }
@@ -186,7 +207,11 @@ async fn streamable_http(
     let client = http_client(http, timeouts)?;
     let mut config = StreamableHttpClientTransportConfig::with_uri(http.url.as_str());
     // One check is one try: a reconnecting stream would hide the failure being looked for.
-    config.retry_config = Arc::new(NeverRetry);
+    config.retry_config = Arc::new(NeverRetry::default());
+    // A server that answers `initialize` without a session (stateless 2025 servers) is fine.
+    config.allow_stateless = true;
+    // Bounds the cancellation POSTs rmcp sends on its own (ours are bounded per stage).
+    config.control_request_timeout = timeouts.shutdown;
     let transport = StreamableHttpClientTransport::with_client(client, config);
     let started = Instant::now();
     let running = initialize(target, &redactor, kind, transport, timeouts.initialize).await?;
@@ -201,17 +226,17 @@ async fn sse(
     let kind = TransportKind::Sse;
     let redactor = target.redactor();
     let client = http_client(http, timeouts)?;
-    let config = SseClientConfig {
-        sse_endpoint: http.url.as_str().into(),
-        retry_policy: Arc::new(NeverRetry),
-        use_message_endpoint: None,
-    };
+    let url = url::Url::parse(&http.url).map_err(|_| CheckError::Invalid {
+        message: format!("{:?} is not a URL", redactor.scrub(&http.url)),
+    })?;
     let started = Instant::now();
     let cx = context(target, &redactor, kind, Stage::Connect, timeouts.initialize);
-    // Opening the stream and waiting for its `endpoint` event.
+    // Opening the stream and waiting for its `endpoint` event. Each POST on it is held to the
+    // longest stage's limit; the stages' own limits still apply around them.
+    let post_timeout = timeouts.initialize.max(timeouts.list_tools);
     let transport = timeout(
         timeouts.initialize,
-        SseClientTransport::start_with_client(client, config),
+        LegacySseTransport::connect(client, &url, post_timeout),
     )
     .await
     .map_err(|_| CheckError::TimedOut {
@@ -225,26 +250,31 @@ async fn sse(
     finish(target, &redactor, kind, running, started, timeouts).await
 }
 
+/// The handshake, negotiated as [`lifecycle`] says for `kind`, within `limit` (rmcp's own wait
+/// for a silent `server/discover`, 10 s, is inside it).
 async fn initialize<T, E, A>(
     target: &CheckTarget,
     redactor: &crate::Redactor,
     kind: TransportKind,
     transport: T,
     limit: Duration,
-) -> Result<RunningService<RoleClient, ClientInfo>, CheckError>
+) -> Result<RunningService<RoleClient, ClientConfig>, CheckError>
 where
     T: rmcp::transport::IntoTransport<RoleClient, E, A>,
     E: std::error::Error + Send + Sync + 'static,
 {
     let cx = context(target, redactor, kind, Stage::Initialize, limit);
-    timeout(limit, client_info().serve(transport))
-        .await
-        .map_err(|_| CheckError::TimedOut {
-            transport: kind,
-            stage: Stage::Initialize,
-            after: limit,
-        })?
-        .map_err(|e| classify::from_initialize(&e, &cx))
+    timeout(
+        limit,
+        client_config().serve_with_lifecycle(transport, lifecycle(kind)),
+    )
+    .await
+    .map_err(|_| CheckError::TimedOut {
+        transport: kind,
+        stage: Stage::Initialize,
+        after: limit,
+    })?
+    .map_err(|e| classify::from_initialize(&e, &cx))
 }
 
 /// `tools/list`, then the goodbye.
@@ -252,7 +282,7 @@ async fn finish(
     target: &CheckTarget,
     redactor: &crate::Redactor,
     kind: TransportKind,
-    running: RunningService<RoleClient, ClientInfo>,
+    running: RunningService<RoleClient, ClientConfig>,
     started: Instant,
     timeouts: &Timeouts,
 ) -> Result<Handshake, CheckError> {
@@ -273,21 +303,21 @@ async fn list_tools(
     target: &CheckTarget,
     redactor: &crate::Redactor,
     kind: TransportKind,
-    running: &RunningService<RoleClient, ClientInfo>,
+    running: &RunningService<RoleClient, ClientConfig>,
     timeouts: &Timeouts,
 ) -> Result<(ServerIdentity, Vec<ToolInfo>), CheckError> {
-    let info: Option<InitializeResult> = running.peer_info().cloned();
-    let server = match &info {
-        Some(info) => ServerIdentity {
-            name: info.server_info.name.clone(),
-            version: info.server_info.version.clone(),
-            protocol_version: info.protocol_version.to_string(),
-        },
-        None => ServerIdentity {
-            name: String::new(),
-            version: String::new(),
-            protocol_version: String::new(),
-        },
+    let info: Option<Arc<ServerPeerInfo>> = running.peer_info();
+    // A 2026-07-28 server need not name itself in `server/discover`: its name stays empty.
+    let implementation = info.as_ref().and_then(|i| i.server_info.as_ref());
+    let server = ServerIdentity {
+        name: implementation.map(|i| i.name.clone()).unwrap_or_default(),
+        version: implementation
+            .map(|i| i.version.clone())
+            .unwrap_or_default(),
+        protocol_version: info
+            .as_ref()
+            .map(|i| i.protocol_version.to_string())
+            .unwrap_or_default(),
     };
     // A server that declares no tools capability is not asked (it would answer "method not
     // found"); it offers none.

@@ -1,9 +1,12 @@
 //! Patchbay's connection check: the one explicit way to find out whether a connector really
 //! answers (the status never contacts a server). A check performs the real MCP handshake over the
-//! connector's transport with the official Rust SDK (rmcp): `initialize`, then `tools/list`.
+//! connector's transport with the official Rust SDK (rmcp): the revision negotiated
+//! (`server/discover` at 2026-07-28, else `initialize`), then `tools/list`.
 //!
 //! - `target`: what to connect to, resolved, with secrets kept as [`patchbay_vault::Secret`];
 //! - `handshake`: one attempt over one transport, with a time limit on every stage;
+//! - `legacy_sse`: the legacy HTTP+SSE client transport (rmcp no longer has one);
+//! - `sse`: the one `text/event-stream` parser, shared with the gateway;
 //! - `classify`: rmcp's errors as [`CheckError`]s: reachable-but-rejected (fall back) versus
 //!   unreachable (do not), and what a 401 means for this kind of server;
 //! - `fallback`: the check as a whole, streamable HTTP ⇄ SSE when the rule allows, each
@@ -22,8 +25,10 @@ pub mod error;
 pub mod fallback;
 pub mod handshake;
 pub mod health;
+pub mod legacy_sse;
 pub mod npm_cache;
 pub mod retry;
+pub mod sse;
 pub mod target;
 
 pub use degraded::{system_clock, Clock, Degraded, DegradedRule, Streak, Transition};

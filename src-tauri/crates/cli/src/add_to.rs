@@ -1,4 +1,5 @@
-//! `patchbay add-to CLIENT NAME` ("Add to Cursor / VS Code / Claude Desktop / Windsurf") and
+//! `patchbay add-to CLIENT NAME` ("Add to Claude Code / Codex / Gemini CLI / Cursor / VS Code /
+//! Claude Desktop / Windsurf") and
 //! `patchbay switch CLIENT SERVER` (an `npx mcp-remote URL` entry switched to Patchbay): thin
 //! calls into patchbay_gateway::client_entries (the same the window's commands make), printed.
 
@@ -26,7 +27,7 @@ pub enum Via {
 
 #[derive(Args)]
 pub struct AddToArgs {
-    /// cursor, vscode, claude-desktop or windsurf.
+    /// claude-code, codex, gemini, cursor, vscode, claude-desktop or windsurf.
     pub client: String,
     /// The connector in use (`patchbay status` lists them); also the entry's name in the client.
     pub name: String,
@@ -42,7 +43,7 @@ pub struct AddToArgs {
 
 #[derive(Args)]
 pub struct SwitchArgs {
-    /// cursor, vscode, claude-desktop or windsurf.
+    /// claude-code, codex, gemini, cursor, vscode, claude-desktop or windsurf.
     #[arg(required_unless_present = "list")]
     pub client: Option<String>,
     /// The client's name for the `npx mcp-remote URL` entry to switch.

@@ -134,12 +134,13 @@ fn write_check(out: &mut impl Write, c: &ConnectorCheck, write_back: bool) -> Re
             .server
             .as_ref()
             .map(|s| {
-                format!(
-                    ", {} {} (protocol {})",
-                    one_line(&s.name),
-                    one_line(&s.version),
-                    one_line(&s.protocol_version)
-                )
+                let protocol = one_line(&s.protocol_version);
+                // A 2026-07-28 server need not name itself: then only the revision is shown.
+                let who = format!("{} {}", one_line(&s.name), one_line(&s.version));
+                match who.trim() {
+                    "" => format!(", protocol {protocol}"),
+                    who => format!(", {who} (protocol {protocol})"),
+                }
             })
             .unwrap_or_default();
         writeln!(

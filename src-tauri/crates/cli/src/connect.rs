@@ -8,7 +8,7 @@
 
 use anyhow::{Context, Result};
 use clap::Args;
-use patchbay_core::{Bridges, RefreshPolicy, Refresher};
+use patchbay_core::{Authorizer, AuthorizerOptions, Bridges, RefreshPolicy, Refresher};
 use patchbay_gateway::Upstreams;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -49,16 +49,13 @@ pub fn connect(
     args: ConnectArgs,
 ) -> Result<ExitCode> {
     log_to_stderr();
-    let patchbay = Arc::new(crate::open(data_dir.clone(), catalog.clone())?);
-    let bridges = Arc::new(Bridges::new(patchbay.clone()));
-    let refresher = Refresher::new(patchbay.clone(), Some(bridges), RefreshPolicy::default());
     // One thread: one client, one upstream.
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    let upstream = Upstreams::new(patchbay.clone(), Some(refresher)).resolve(&args.target);
     if args.renew {
+        let upstream = upstreams(&data_dir, &catalog, true)?.resolve(&args.target);
         let stdin = std::io::stdin().lock();
         let stdout = patchbay_gateway::stdio::stdout_handle()?;
         runtime.block_on(patchbay_gateway::stdio::renew_for_bridge(
@@ -67,10 +64,33 @@ pub fn connect(
         return Ok(ExitCode::SUCCESS);
     }
     note_ignored(&args.ignored);
-    let upstream = upstream?;
+    let started = upstreams(&data_dir, &catalog, !hands_off()).and_then(|upstreams| {
+        let patchbay = upstreams.patchbay().clone();
+        Ok((patchbay, upstreams.resolve(&args.target)?))
+    });
+    let (patchbay, upstream) = match started {
+        Ok(started) => started,
+        // The client launched this process and waits for an answer: it gets one, in JSON-RPC,
+        // to every request until it hangs up (an exit would read as "connection closed").
+        Err(e) => {
+            let reason = e
+                .downcast_ref::<patchbay_gateway::UpstreamError>()
+                .map_or("cannot_start", patchbay_gateway::UpstreamError::reason);
+            let message = format!("Patchbay cannot connect to {}: {e:#}", args.target);
+            eprintln!("patchbay: {message}");
+            let stdout = patchbay_gateway::stdio::stdout_handle()?;
+            runtime.block_on(patchbay_gateway::stdio::refuse_session(
+                &message,
+                reason,
+                tokio::io::stdin(),
+                stdout,
+            ))?;
+            return Ok(ExitCode::from(2));
+        }
+    };
 
     #[cfg(unix)]
-    if std::env::var_os("PATCHBAY_CONNECT_IN_PROCESS").is_none() {
+    if hands_off() {
         if let Some(bridge) = lean_bridge() {
             let renew = renew_command(&data_dir, &catalog, upstream.name())?;
             let health = patchbay_gateway::stdio::health_file(&patchbay);
@@ -85,6 +105,45 @@ pub fn connect(
     }
     runtime.block_on(patchbay_gateway::stdio::serve_upstream(&patchbay, upstream))?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Patchbay opened, and the upstreams it reaches, renewing through the refresher of record.
+/// What renewing cannot mend (a new authorization server, a step-up) is authorized in the
+/// browser while the request waits, as mcp-remote does: whoever launched this bridge is at the
+/// desktop. Only a process that bridges or renews (`asks`) gets the Authorizer: one that hands
+/// the session over to the lean bridge does neither, and skips its start (a sweep of the
+/// vault's flows). A bad setting must not end the bridge before the client hears from it.
+fn upstreams(
+    data_dir: &Option<PathBuf>,
+    catalog: &Option<PathBuf>,
+    asks: bool,
+) -> Result<Upstreams> {
+    let patchbay = Arc::new(crate::open(data_dir.clone(), catalog.clone())?);
+    let bridges = Arc::new(Bridges::new(patchbay.clone()));
+    let refresher = Refresher::new(
+        patchbay.clone(),
+        Some(bridges.clone()),
+        RefreshPolicy::default(),
+    );
+    let mut upstreams = Upstreams::new(patchbay.clone(), Some(refresher));
+    if asks {
+        let authorizer = Authorizer::new(patchbay, AuthorizerOptions::from_env_or_default());
+        authorizer.set_bridges(bridges);
+        upstreams = upstreams.with_authorizer(authorizer);
+    }
+    Ok(upstreams)
+}
+
+/// Whether this process hands the session to the lean bridge rather than bridging itself.
+fn hands_off() -> bool {
+    #[cfg(unix)]
+    {
+        std::env::var_os("PATCHBAY_CONNECT_IN_PROCESS").is_none() && lean_bridge().is_some()
+    }
+    #[cfg(not(unix))]
+    {
+        false
+    }
 }
 
 fn note_ignored(ignored: &[String]) {

@@ -4,7 +4,7 @@
 
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
-use patchbay_core::{Bridges, Patchbay, RefreshPolicy, Refresher};
+use patchbay_core::{Authorizer, AuthorizerOptions, Bridges, Patchbay, RefreshPolicy, Refresher};
 use patchbay_gateway::{Clients, Gateway, GatewayOptions, Upstreams, DEFAULT_PORT};
 use std::io::Write;
 use std::process::ExitCode;
@@ -79,8 +79,15 @@ fn serve(patchbay: Patchbay, port: u16, out: &mut impl Write) -> Result<ExitCode
     runtime.block_on(async {
         let patchbay = Arc::new(patchbay);
         let bridges = Arc::new(Bridges::new(patchbay.clone()));
-        let refresher = Refresher::new(patchbay.clone(), Some(bridges), RefreshPolicy::default());
-        let upstreams = Upstreams::new(patchbay, Some(refresher));
+        let refresher = Refresher::new(
+            patchbay.clone(),
+            Some(bridges.clone()),
+            RefreshPolicy::default(),
+        );
+        // A step-up or a moved authorization server asks for consent in the browser.
+        let authorizer = Authorizer::new(patchbay.clone(), AuthorizerOptions::from_env()?);
+        authorizer.set_bridges(bridges);
+        let upstreams = Upstreams::new(patchbay, Some(refresher)).with_authorizer(authorizer);
         let gateway = Gateway::bind(
             upstreams,
             GatewayOptions {

@@ -195,6 +195,7 @@ enum UnclaimedCommand {
 }
 
 fn main() -> ExitCode {
+    adopt_session_bus();
     let cli = Cli::parse();
     match run(cli) {
         Ok(code) => code,
@@ -202,6 +203,16 @@ fn main() -> ExitCode {
             warn(&format!("patchbay: {error:#}"));
             ExitCode::from(2)
         }
+    }
+}
+
+/// A client that launched `patchbay connect` with a stripped environment left out the session
+/// bus's address, so the keychain would not answer: the bus where libdbus and systemd put it is
+/// adopted, before any thread starts (setting a variable later would race readers).
+fn adopt_session_bus() {
+    #[cfg(target_os = "linux")]
+    if let Some(address) = patchbay_vault::session_bus::fallback_for_this_process() {
+        std::env::set_var(patchbay_vault::session_bus::ADDRESS_VARIABLE, address);
     }
 }
 
@@ -539,7 +550,7 @@ async fn authorize(patchbay: Arc<Patchbay>, name: &str, no_browser: bool, port: 
         patchbay.clone(),
         AuthorizerOptions {
             port,
-            ..AuthorizerOptions::default()
+            ..AuthorizerOptions::from_env()?
         },
     );
     auth.set_bridges(Arc::new(Bridges::new(patchbay)));
@@ -548,6 +559,15 @@ async fn authorize(patchbay: Arc<Patchbay>, name: &str, no_browser: bool, port: 
     let result = match result {
         Err(CoreError::OAuth(OAuthError::RegistrationForgotten { .. })) => {
             warn("The server no longer knows Patchbay's registration; registering again.");
+            authorize_once(&auth, name, no_browser).await
+        }
+        // Nothing registers Patchbay there: ask for a client made at the provider, once.
+        Err(CoreError::OAuth(OAuthError::NoClient {
+            issuer,
+            redirect_uri,
+            ..
+        })) if std::io::stdin().is_terminal() => {
+            ask_for_client(&auth, name, &issuer, &redirect_uri)?;
             authorize_once(&auth, name, no_browser).await
         }
         other => other,
@@ -561,12 +581,36 @@ async fn authorize(patchbay: Arc<Patchbay>, name: &str, no_browser: bool, port: 
     Ok(())
 }
 
+/// Asks at the terminal for a client registered at `issuer` by hand, and keeps it in the vault.
+fn ask_for_client(
+    auth: &Authorizer,
+    name: &str,
+    issuer: &str,
+    redirect_uri: &str,
+) -> Result<(), CoreError> {
+    say(&format!(
+        "{} offers no way to register Patchbay. Create an OAuth client there (a public client, with the redirect URI {redirect_uri}), then enter it here.",
+        terminal::one_line(issuer)
+    ));
+    eprint!("Client id for {}: ", terminal::one_line(name));
+    let _ = std::io::stderr().flush();
+    let mut id = String::new();
+    std::io::stdin()
+        .read_line(&mut id)
+        .map_err(|e| CoreError::io("read", std::path::Path::new("standard input"), e))?;
+    let secret =
+        rpassword::prompt_password("Client secret (not shown; empty for a public client): ")
+            .map_err(|e| CoreError::io("read", std::path::Path::new("the terminal"), e))?;
+    auth.keep_entered_client(issuer, redirect_uri, &id, Some(Secret::new(secret)))
+}
+
 async fn authorize_once(auth: &Authorizer, name: &str, no_browser: bool) -> Result<(), CoreError> {
     let started = auth
         .start(
             name,
             StartOptions {
                 open_browser: !no_browser,
+                ..StartOptions::default()
             },
         )
         .await?;

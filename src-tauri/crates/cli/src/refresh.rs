@@ -203,7 +203,28 @@ pub fn disconnect(
     }
     writeln!(out, "Disconnected {}.", one_line(&done.connector))?;
     match (done.revoked, &done.revocation_error) {
-        (Some(true), _) => writeln!(out, "  The server revoked its tokens.")?,
+        (Some(true), _) if done.still_valid.is_empty() => {
+            writeln!(out, "  The server revoked its tokens.")?
+        }
+        (Some(true), _) => {
+            for kept in &done.still_valid {
+                let token = kept.token.replace('_', " ");
+                let until = match kept.until {
+                    Some(at) => format!("until {}", at.format("%Y-%m-%d %H:%M UTC")),
+                    None => "until it expires".to_owned(),
+                };
+                writeln!(
+                    out,
+                    "  The server cannot revoke the {token} (unsupported_token_type): it stays valid at the server {until}, though it is gone from this machine."
+                )?;
+            }
+            if !done.still_valid.iter().any(|t| t.token == "refresh_token") {
+                writeln!(
+                    out,
+                    "  The refresh token was revoked: nothing can renew it."
+                )?;
+            }
+        }
         (Some(false), Some(e)) => writeln!(
             out,
             "  The server did not confirm the revocation ({}); the tokens were removed anyway.",

@@ -32,6 +32,9 @@ pub fn status(report: &StatusReport) -> String {
     if let Some(message) = &report.secret_store.message {
         let _ = writeln!(out, "secret store: {}", one_line(message));
     }
+    for error in &report.client_errors {
+        let _ = writeln!(out, "client config: {}", one_line(error));
+    }
     if report.connectors.is_empty() {
         return out;
     }

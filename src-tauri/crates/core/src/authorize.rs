@@ -30,6 +30,9 @@ pub struct AuthorizerOptions {
     /// Start the loopback receiver for flows that redirect to it. When false (tests, or a
     /// surface that only pastes), such flows complete by paste-back.
     pub use_receiver: bool,
+    /// Patchbay's client metadata document (`PATCHBAY_CLIENT_METADATA_URL`, else the published
+    /// default), offered to servers that take one instead of a registration.
+    pub client_metadata: patchbay_oauth::ClientMetadataUrl,
 }
 
 impl Default for AuthorizerOptions {
@@ -39,7 +42,28 @@ impl Default for AuthorizerOptions {
             http_timeout: patchbay_oauth::http::DEFAULT_TIMEOUT,
             flow_ttl: flow::FLOW_TTL,
             use_receiver: true,
+            client_metadata: patchbay_oauth::ClientMetadataUrl::default(),
         }
+    }
+}
+
+impl AuthorizerOptions {
+    /// The defaults with what the environment sets (`PATCHBAY_CLIENT_METADATA_URL`); a value
+    /// that is not a usable URL is an error naming the variable.
+    pub fn from_env() -> Result<AuthorizerOptions, CoreError> {
+        Ok(AuthorizerOptions {
+            client_metadata: patchbay_oauth::ClientMetadataUrl::from_env()?,
+            ..AuthorizerOptions::default()
+        })
+    }
+
+    /// [`Self::from_env`] for a process that must start whatever the setting says (the app, the
+    /// stdio bridge): a bad value is logged and the published document used instead.
+    pub fn from_env_or_default() -> AuthorizerOptions {
+        Self::from_env().unwrap_or_else(|e| {
+            tracing::warn!("{e}; using the published client metadata document");
+            AuthorizerOptions::default()
+        })
     }
 }
 
@@ -47,6 +71,40 @@ impl Default for AuthorizerOptions {
 pub struct StartOptions {
     /// Open the consent page in the system browser (otherwise the caller shows the URL).
     pub open_browser: bool,
+    /// A step-up: the scopes a 403 `insufficient_scope` (or a 401) challenge named. The flow asks
+    /// for them together with those the connector's grant asked for.
+    pub step_up_scope: Option<String>,
+}
+
+/// How many step-up authorizations one connector gets in one session (an [`Authorizer`], a
+/// bridge) before the next is refused: a server that keeps answering `insufficient_scope`
+/// whatever is granted must not loop the user through consent pages.
+pub const MAX_STEP_UPS: u32 = 3;
+
+/// The step-ups a session has started per connector, bounded by [`MAX_STEP_UPS`]: the one place
+/// that rule is kept, for the Authorizer and for a bridge whose step-ups run in another process.
+#[derive(Debug, Default)]
+pub struct StepUpBudget {
+    started: Mutex<HashMap<String, u32>>,
+}
+
+impl StepUpBudget {
+    /// Takes one step-up of `connector` for `scope`: its number, or the error that says the
+    /// budget is spent (nothing is started then).
+    pub fn take(&self, connector: &str, scope: &str) -> Result<u32, CoreError> {
+        let mut started = lock(&self.started);
+        let count = started.entry(connector.to_string()).or_insert(0);
+        if *count >= MAX_STEP_UPS {
+            return Err(CoreError::Refused {
+                connector: connector.to_string(),
+                why: format!(
+                    "{connector} still answers insufficient_scope (it wants \"{scope}\") after {MAX_STEP_UPS} authorizations for more access; not asking again. Check what the account may grant, then run `patchbay authorize {connector}`"
+                ),
+            });
+        }
+        *count += 1;
+        Ok(*count)
+    }
 }
 
 /// How a started flow will finish. Serialized into [`Started`] as `completion: "receiver" |
@@ -93,6 +151,8 @@ struct Inner {
     /// Runtime bridges: when set, a stored credential is written through to every runtime the
     /// connector is bridged to (issue 4).
     bridges: Mutex<Option<Arc<crate::Bridges>>>,
+    /// Step-up authorizations started per connector.
+    step_ups: StepUpBudget,
 }
 
 impl Authorizer {
@@ -112,6 +172,7 @@ impl Authorizer {
                 outcomes: Mutex::new(HashMap::new()),
                 changed: watch::channel(0).0,
                 bridges: Mutex::new(None),
+                step_ups: StepUpBudget::default(),
             }),
         }
     }
@@ -152,6 +213,20 @@ impl Authorizer {
         .map_err(|missing| {
             CoreError::NotAuthorizable(format!("{name} needs {}", missing.join(", ")))
         })?;
+        let prior_scopes = match &opts.step_up_scope {
+            Some(_) => patchbay
+                .vault()
+                .grant(&credential_key)?
+                .and_then(|g| g.scopes),
+            None => None,
+        };
+        let step_up = opts
+            .step_up_scope
+            .as_deref()
+            .map(|challenged| flow::StepUp {
+                prior: prior_scopes.as_deref(),
+                challenged,
+            });
         let clients_path = patchbay.paths.oauth_clients_file();
         let clients = patchbay_oauth::load_clients_file(&clients_path)?;
         let clients_file = clients_path.display().to_string();
@@ -163,6 +238,8 @@ impl Authorizer {
             pre_registered: clients.get(name),
             clients_file: &clients_file,
             resolve: &resolve,
+            client_metadata: &inner.options.client_metadata,
+            step_up,
             port: inner.options.port,
             now: patchbay.now(),
             ttl: inner.options.flow_ttl,
@@ -279,6 +356,156 @@ impl Authorizer {
         }
     }
 
+    /// Keeps a client the user entered for an authorization server that offers no way to
+    /// register (the spec's last resort: ask the user): its id and secret in the vault, as the
+    /// client for `issuer` and `redirect_uri`, used by the next authorization there like a
+    /// registration Patchbay made.
+    pub fn keep_entered_client(
+        &self,
+        issuer: &str,
+        redirect_uri: &str,
+        client_id: &str,
+        client_secret: Option<patchbay_vault::Secret>,
+    ) -> Result<(), CoreError> {
+        let client_id = client_id.trim();
+        if client_id.is_empty() || client_id.chars().any(char::is_control) {
+            return Err(CoreError::InvalidInput(
+                "a client id is one line of text, not empty".into(),
+            ));
+        }
+        let patchbay = &self.inner.patchbay;
+        patchbay
+            .vault()
+            .put_registration(&patchbay_vault::Registration {
+                issuer: issuer.to_string(),
+                redirect_uri: redirect_uri.to_string(),
+                client_id: client_id.to_string(),
+                client_secret: client_secret.filter(|s| !s.expose().is_empty()),
+                token_auth_method: None,
+                created_at: patchbay.now(),
+            })?;
+        tracing::info!(issuer, "kept the client id the user entered");
+        Ok(())
+    }
+
+    /// The issuer `connector`'s server names now, when it is not the one its grant came from
+    /// (SEP-2352: the resource moved to another authorization server, whose registration and
+    /// consent Patchbay does not have). `None` when it did not move, when there is no grant to
+    /// compare with, or when the catalog pins the authorization server. Discovery runs anew.
+    pub async fn moved_authorization_server(
+        &self,
+        connector: &str,
+    ) -> Result<Option<String>, CoreError> {
+        let patchbay = &self.inner.patchbay;
+        let entry = authorizable_entry(patchbay, connector)?;
+        if entry
+            .oauth
+            .as_ref()
+            .is_some_and(|o| o.auth_server_metadata_url.is_some())
+        {
+            return Ok(None);
+        }
+        let resolve = |var: &str| patchbay.resolve_variable(var);
+        let Some(key) = entry.credential_key(&resolve).ok().flatten() else {
+            return Ok(None);
+        };
+        let Some(grant) = patchbay.vault().grant(&key)? else {
+            return Ok(None);
+        };
+        let Some(url) = entry
+            .transport
+            .url()
+            .and_then(|u| patchbay_catalog::expand(u, &resolve).ok())
+        else {
+            return Ok(None);
+        };
+        let found = patchbay_oauth::discovery::discover(&self.inner.http, &url, None).await?;
+        Ok((found.server.issuer != grant.issuer).then_some(found.server.issuer))
+    }
+
+    /// Authorizes `connector` for a running session whose credential was refused and could not be
+    /// renewed (the authorization server changed, the grant was revoked): discovery anew, the
+    /// consent page in the system browser, and a wait of up to `wait`. Refused when the flow can
+    /// only finish by paste-back.
+    pub async fn authorize_for_session(
+        &self,
+        connector: &str,
+        wait: Duration,
+    ) -> Result<(), CoreError> {
+        let started = self
+            .start(
+                connector,
+                StartOptions {
+                    open_browser: true,
+                    step_up_scope: None,
+                },
+            )
+            .await?;
+        self.wait_for_session(connector, started, wait, "needs authorizing")
+            .await
+    }
+
+    async fn wait_for_session(
+        &self,
+        connector: &str,
+        started: Started,
+        wait: Duration,
+        what: &str,
+    ) -> Result<(), CoreError> {
+        match started.completion {
+            Completion::Receiver { .. } => self.wait_for(connector, wait).await,
+            Completion::PasteBack { why, .. } => Err(CoreError::Refused {
+                connector: connector.to_string(),
+                why: format!(
+                    "{connector} {what}, and its authorization finishes by paste-back ({why}); run `patchbay authorize {connector}` in a terminal"
+                ),
+            }),
+        }
+    }
+
+    /// A step-up for a running session (the bridge, the gateway): authorizes `connector` again for
+    /// the scopes a 403 `insufficient_scope` named together with those asked for before, in the
+    /// system browser, and waits up to `wait` for consent. A flow that can only finish by
+    /// paste-back is refused (nobody is at a terminal to paste). See [`Self::start_step_up`].
+    pub async fn step_up(
+        &self,
+        connector: &str,
+        challenged_scope: &str,
+        wait: Duration,
+    ) -> Result<(), CoreError> {
+        let started = self
+            .start_step_up(connector, challenged_scope, true)
+            .await?;
+        let what = format!("needs more access (\"{challenged_scope}\")");
+        self.wait_for_session(connector, started, wait, &what).await
+    }
+
+    /// Starts a step-up's authorization (the union of scopes, see [`StartOptions::step_up_scope`]).
+    /// Each connector gets at most [`MAX_STEP_UPS`] of them from this Authorizer
+    /// ([`StepUpBudget`]); the next is refused with a message saying so, never started.
+    pub async fn start_step_up(
+        &self,
+        connector: &str,
+        challenged_scope: &str,
+        open_browser: bool,
+    ) -> Result<Started, CoreError> {
+        let attempt = self.inner.step_ups.take(connector, challenged_scope)?;
+        tracing::info!(
+            connector,
+            scope = challenged_scope,
+            attempt,
+            "authorizing again for more access (step-up)"
+        );
+        self.start(
+            connector,
+            StartOptions {
+                open_browser,
+                step_up_scope: Some(challenged_scope.to_string()),
+            },
+        )
+        .await
+    }
+
     /// Whether the receiver is listening now.
     pub async fn receiver_running(&self) -> bool {
         self.inner.receiver.lock().await.is_some()
@@ -362,16 +589,10 @@ impl Inner {
             }
         }
         if let Some(connector) = connector {
-            let recorded = match &result {
-                Ok(_) => Ok(()),
-                // A check that left the flow pending is not the flow's end.
-                Err(
-                    OAuthError::MissingCode
-                    | OAuthError::MissingIss { .. }
-                    | OAuthError::WrongIss { .. },
-                ) => return result.map_err(CoreError::from),
-                Err(e) => Err(e.to_string()),
-            };
+            // A refused redirect (no code, a missing or wrong `iss`) leaves the flow pending in the
+            // vault, so a paste of the right address can still finish it; but whoever waits on
+            // the browser is told now: that browser will not come back a second time.
+            let recorded = result.as_ref().map(drop).map_err(|e| e.to_string());
             lock(&self.outcomes).insert(connector, recorded);
             self.changed.send_modify(|n| *n += 1);
         }

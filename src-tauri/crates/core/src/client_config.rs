@@ -1,4 +1,5 @@
-//! "Add to Cursor / VS Code / Claude Desktop / Windsurf" and "Switch to Patchbay" (an
+//! "Add to Claude Code / Codex / Gemini CLI / Cursor / VS Code / Claude Desktop / Windsurf" and
+//! "Switch to Patchbay" (an
 //! `npx mcp-remote URL` entry rewritten to go through Patchbay), for the CLI and the window.
 //!
 //! A connector in use is written into the client's user config pointing either at
@@ -22,19 +23,24 @@ use patchbay_vault::Secret;
 use crate::{CoreError, Patchbay};
 
 /// The clients these writers serve, by the ids the CLI and the window use.
-pub const CLIENTS: [(&str, Client); 4] = [
+pub const CLIENTS: [(&str, Client); 7] = [
     ("cursor", Client::Cursor),
     ("vscode", Client::VsCode),
     ("claude-desktop", Client::ClaudeDesktop),
     ("windsurf", Client::Windsurf),
+    ("claude-code", Client::ClaudeCode),
+    ("codex", Client::Codex),
+    ("gemini", Client::GeminiCli),
 ];
 
-/// A client from its id: `cursor`, `vscode`, `claude-desktop`, `windsurf` (`vs-code`, `vs_code`,
-/// `claude_desktop` too, any case).
+/// A client from its id: `claude-code`, `codex`, `gemini`, `cursor`, `vscode`, `claude-desktop`,
+/// `windsurf` (`claude`, `gemini-cli`, `vs-code`, `vs_code`, `claude_desktop` too, any case).
 pub fn parse_client(id: &str) -> Result<Client, CoreError> {
     let wanted = id.trim().to_ascii_lowercase().replace('_', "-");
     let wanted = match wanted.as_str() {
         "vs-code" | "code" => "vscode",
+        "claude" => "claude-code",
+        "gemini-cli" => "gemini",
         other => other,
     };
     CLIENTS
@@ -52,8 +58,12 @@ pub fn parse_client(id: &str) -> Result<Client, CoreError> {
 /// How the client reaches the connector.
 #[derive(Clone)]
 pub enum Route {
-    /// The client launches `COMMAND connect NAME` ([`connect_command`] finds COMMAND).
-    Connect { command: String },
+    /// The client launches `COMMAND [GLOBAL_ARGS] connect NAME` ([`connect_command`] finds
+    /// COMMAND; [`crate::Paths::launch_args`] gives GLOBAL_ARGS).
+    Connect {
+        command: String,
+        global_args: Vec<String>,
+    },
     /// The gateway: this connector's URL on it and the client's secret header(s).
     Gateway {
         url: String,
@@ -71,10 +81,22 @@ impl Route {
         }
     }
 
+    /// `patchbay connect` from this process, for `patchbay` running on `patchbay`'s files.
+    pub fn connect(patchbay: &Patchbay) -> Route {
+        Route::Connect {
+            command: current_connect_command(),
+            global_args: patchbay.paths.launch_args(),
+        }
+    }
+
     fn target(self, connector: &str) -> Target {
         match self {
-            Route::Connect { command } => Target::Connect {
+            Route::Connect {
                 command,
+                global_args,
+            } => Target::Connect {
+                command,
+                global_args,
                 connector: connector.to_owned(),
             },
             Route::Gateway { url, headers } => Target::Gateway { url, headers },
@@ -182,7 +204,7 @@ pub fn add_to_client(
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct ClientTarget {
-    /// The client's id (`cursor`, `vscode`, `claude-desktop`, `windsurf`).
+    /// The client's id (`cursor`, `vscode`, `claude-desktop`, `windsurf`, `gemini`).
     pub client: &'static str,
     pub display_name: &'static str,
     /// The directory of its user config exists: the client is (or was) on this machine.
@@ -202,6 +224,10 @@ pub fn client_targets(patchbay: &Patchbay) -> Result<Vec<ClientTarget>, CoreErro
 fn targets_in(paths: &ClientPaths) -> Vec<ClientTarget> {
     CLIENTS
         .iter()
+        // The window's rows already offer "Add to Claude Code / Codex" (the runtime bridge: the
+        // runtime holds the token Patchbay refreshes); a second button of the same name for the
+        // front door would leave the user guessing. The CLI's add-to reaches both ways.
+        .filter(|(_, client)| !matches!(client, Client::ClaudeCode | Client::Codex))
         .filter_map(|&(id, client)| {
             let file = write::user_file(paths, client).ok()?;
             Some(ClientTarget {
@@ -280,7 +306,7 @@ pub fn switch_to_patchbay(
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct SwitchCandidate {
-    /// The client's id (`cursor`, `vscode`, `claude-desktop`, `windsurf`).
+    /// The client's id, as `patchbay add-to` takes it (`cursor`, `claude-code`, `codex`, ...).
     pub client: &'static str,
     /// The entry's name in the client's config.
     pub entry: String,
@@ -373,9 +399,13 @@ mod tests {
             Client::ClaudeDesktop
         );
         assert_eq!(parse_client("windsurf").unwrap(), Client::Windsurf);
+        assert_eq!(parse_client("claude").unwrap(), Client::ClaudeCode);
+        assert_eq!(parse_client("Claude-Code").unwrap(), Client::ClaudeCode);
+        assert_eq!(parse_client("codex").unwrap(), Client::Codex);
+        assert_eq!(parse_client("gemini-cli").unwrap(), Client::GeminiCli);
         let err = parse_client("emacs").unwrap_err().to_string();
         assert!(
-            err.contains("cursor, vscode, claude-desktop, windsurf"),
+            err.contains("cursor, vscode, claude-desktop, windsurf, claude-code, codex, gemini"),
             "{err}"
         );
     }
@@ -391,7 +421,10 @@ mod tests {
         std::fs::create_dir_all(home.path().join(".config/Claude")).unwrap();
         let targets = targets_in(&paths);
         let ids: Vec<_> = targets.iter().map(|t| t.client).collect();
-        assert_eq!(ids, ["cursor", "vscode", "claude-desktop", "windsurf"]);
+        assert_eq!(
+            ids,
+            ["cursor", "vscode", "claude-desktop", "windsurf", "gemini"]
+        );
         let found: Vec<_> = targets
             .iter()
             .filter(|t| t.found)
@@ -403,7 +436,7 @@ mod tests {
             .filter(|t| t.http)
             .map(|t| t.client)
             .collect();
-        assert_eq!(http, ["cursor", "vscode", "windsurf"]);
+        assert_eq!(http, ["cursor", "vscode", "windsurf", "gemini"]);
         assert_eq!(targets[0].file, home.path().join(".cursor/mcp.json"));
         assert_eq!(targets[0].display_name, "Cursor");
     }
@@ -422,6 +455,7 @@ mod tests {
         assert!(!has_foreign_entry(Client::Cursor, &file, "github"));
         let route = Route::Connect {
             command: "/usr/bin/patchbay".into(),
+            global_args: Vec::new(),
         };
         write::add(
             Client::Cursor,

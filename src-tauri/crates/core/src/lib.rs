@@ -25,7 +25,9 @@ pub mod tray_model;
 pub mod user_catalog;
 pub mod watch;
 
-pub use authorize::{Authorizer, AuthorizerOptions, Completion, StartOptions, Started};
+pub use authorize::{
+    Authorizer, AuthorizerOptions, Completion, StartOptions, Started, StepUpBudget, MAX_STEP_UPS,
+};
 pub use bridges::Bridges;
 pub use check::{Checker, CheckerOptions, ConnectorCheck, HealthBoard};
 pub use error::{CoreError, ErrorKind, IpcError};

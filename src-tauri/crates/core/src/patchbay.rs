@@ -1,7 +1,7 @@
 //! The facade every surface calls: the tray, the Connectors window and the CLI. It gathers the
 //! local signals once per call and hands them to the one status computation.
 
-use crate::setup::{add_client_servers, ClientSetup, ClientView, ClientViewCache};
+use crate::setup::{add_client_servers, ClientSetup, ClientView, ClientViewCache, OwnGateway};
 use crate::{CoreError, Paths};
 use chrono::{DateTime, Utc};
 use patchbay_catalog::{load, Catalog, CatalogItem, CredentialKey};
@@ -32,6 +32,8 @@ pub struct Patchbay {
     client_secrets: RwLock<HashMap<String, Secret>>,
     /// The clients' configs as last read, kept while their files are unchanged.
     client_views: ClientViewCache,
+    /// Where Patchbay's own gateway is reached: never a connector.
+    own_gateway: OwnGateway,
 }
 
 impl Patchbay {
@@ -58,6 +60,7 @@ impl Patchbay {
             clients: None,
             client_secrets: RwLock::default(),
             client_views: ClientViewCache::default(),
+            own_gateway: OwnGateway::default(),
         })
     }
 
@@ -75,6 +78,7 @@ impl Patchbay {
             clients: None,
             client_secrets: RwLock::default(),
             client_views: ClientViewCache::default(),
+            own_gateway: OwnGateway::default(),
         })
     }
 
@@ -93,6 +97,11 @@ impl Patchbay {
     /// Where the clients' configs are read from, when they are.
     pub fn client_setup(&self) -> Option<&ClientSetup> {
         self.clients.as_ref()
+    }
+
+    /// Patchbay's own gateway's ports (a gateway that binds another port adds it here).
+    pub fn own_gateway(&self) -> &OwnGateway {
+        &self.own_gateway
     }
 
     pub fn vault(&self) -> &Vault {
@@ -138,13 +147,15 @@ impl Patchbay {
         };
         let view = self.client_views.get(setup);
         for error in &view.errors {
-            tracing::warn!("a client's MCP config could not be read: {error}");
+            tracing::warn!("{error}");
         }
-        let synthesized = add_client_servers(&mut catalog, &view);
+        let mut synthesized = add_client_servers(&mut catalog, &view, &self.own_gateway);
         *self
             .client_secrets
             .write()
             .unwrap_or_else(|p| p.into_inner()) = synthesized.secrets;
+        // Said in the report too (status, --json, the window), not only in the log.
+        synthesized.usage.client_errors = view.errors.clone();
         (catalog, synthesized.usage)
     }
 

@@ -28,6 +28,9 @@ pub const KEYCHAIN_SERVICE: &str = "Patchbay";
 /// Names a default catalog file to use instead of the installed or built-in one.
 pub const DEFAULT_CATALOG_ENV: &str = "PATCHBAY_DEFAULT_CATALOG";
 
+/// The master key's keychain account on the platform's own directories.
+const DEFAULT_KEYCHAIN_ACCOUNT: &str = "vault-master-key";
+
 const DATABASE_FILE: &str = "patchbay.sqlite3";
 const USER_CATALOG_FILE: &str = "mcp.json";
 
@@ -49,7 +52,7 @@ impl Paths {
                 (
                     dirs.config_dir().to_path_buf(),
                     dirs.data_dir().to_path_buf(),
-                    "vault-master-key".to_owned(),
+                    DEFAULT_KEYCHAIN_ACCOUNT.to_owned(),
                 )
             }
         };
@@ -60,6 +63,23 @@ impl Paths {
             catalog_override: None,
             keychain_account,
         })
+    }
+
+    /// The global options another `patchbay` (one a client launches, with an environment of its
+    /// own) needs to find these same files: `--data-dir DIR` when they are not the platform's
+    /// default directories, `--catalog FILE` when one catalog is used alone.
+    pub fn launch_args(&self) -> Vec<String> {
+        let mut args = Vec::new();
+        // Only a named directory has an account of its own (see `resolve`).
+        if self.keychain_account != DEFAULT_KEYCHAIN_ACCOUNT {
+            args.push("--data-dir".to_owned());
+            args.push(self.data_dir.to_string_lossy().into_owned());
+        }
+        if let Some(file) = &self.catalog_override {
+            args.push("--catalog".to_owned());
+            args.push(file.to_string_lossy().into_owned());
+        }
+        args
     }
 
     /// Use `file` alone instead of the default and user catalogs.

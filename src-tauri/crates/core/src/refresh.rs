@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 use chrono::{DateTime, Utc};
 use patchbay_catalog::CredentialKey;
 use patchbay_oauth::refresh::{scrub, RevokeClient};
-use patchbay_oauth::{discovery, Http, RefreshClass, RetryAfter};
+use patchbay_oauth::{discovery, Http, RefreshClass, RetryAfter, Revocation};
 use patchbay_runtimes::claude_logs::{log_slug, ClaudeMcpLogs};
 use patchbay_runtimes::reconcile::runtime_id;
 use patchbay_runtimes::Runtime;
@@ -191,6 +191,15 @@ pub enum RuntimeReportOutcome {
     NotRecognized,
 }
 
+/// A token a disconnect could not revoke.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct StillValidToken {
+    /// `access_token` or `refresh_token`.
+    pub token: &'static str,
+    /// When it expires, where Patchbay knows (an access token's `expires_in`).
+    pub until: Option<chrono::DateTime<chrono::Utc>>,
+}
+
 /// What Disconnect did.
 #[derive(Debug, Clone, Serialize)]
 pub struct Disconnected {
@@ -199,6 +208,9 @@ pub struct Disconnected {
     /// grant is known), and why not when it failed.
     pub revoked: Option<bool>,
     pub revocation_error: Option<String>,
+    /// Tokens the server said it cannot revoke (RFC 7009 `unsupported_token_type`): removed from
+    /// this machine, still valid at the server until they expire.
+    pub still_valid: Vec<StillValidToken>,
     /// The runtimes whose stores lost an entry.
     pub removed_from: Vec<Runtime>,
     pub registration_forgotten: bool,
@@ -614,10 +626,22 @@ impl Inner {
         let tokens = vault.credential_tokens(&key)?;
         let mut revoked = None;
         let mut revocation_error = None;
+        let mut still_valid = Vec::new();
         if let (Some(grant), Some(tokens)) = (&grant, &tokens) {
             match self.revoke(grant, tokens).await {
-                Ok(true) => revoked = Some(true),
-                Ok(false) => {}
+                Ok(Some(not_revocable)) => {
+                    revoked = Some(true);
+                    still_valid = not_revocable
+                        .into_iter()
+                        .map(|token| StillValidToken {
+                            token,
+                            until: (token == "access_token")
+                                .then_some(row.expires_at)
+                                .flatten(),
+                        })
+                        .collect();
+                }
+                Ok(None) => {}
                 Err(e) => {
                     revoked = Some(false);
                     revocation_error = Some(e);
@@ -652,39 +676,46 @@ impl Inner {
             connector,
             revoked,
             revocation_error,
+            still_valid,
             removed_from,
             registration_forgotten,
         })
     }
 
-    /// `Ok(false)`: the server offers no revocation endpoint.
+    /// `Ok(None)`: the server offers no revocation endpoint. `Ok(Some(kinds))`: revocation went
+    /// through, but for the kinds of token (`access_token`, `refresh_token`) it cannot revoke.
     async fn revoke(
         &self,
         grant: &patchbay_vault::Grant,
         tokens: &TokenSet,
-    ) -> Result<bool, String> {
+    ) -> Result<Option<Vec<&'static str>>, String> {
         let metadata = match discovery::server_metadata(&self.http, &grant.issuer).await {
             Ok(metadata) => metadata,
             // No metadata at all (a server configured by its endpoints alone): nothing names a
             // revocation endpoint, so nothing was sent and nothing was refused.
-            Err(patchbay_oauth::OAuthError::NoServerMetadata { .. }) => return Ok(false),
+            Err(patchbay_oauth::OAuthError::NoServerMetadata { .. }) => return Ok(None),
             Err(e) => return Err(e.to_string()),
         };
         let Some(endpoint) = metadata.revocation_endpoint else {
-            return Ok(false);
+            return Ok(None);
         };
         let client = RevokeClient {
             client_id: &grant.client_id,
             client_secret: grant.client_secret.as_ref(),
             auth_method: &grant.token_auth_method,
         };
+        let mut not_revocable = Vec::new();
         // The refresh token first: revoking it revokes the grant on most servers.
         if let Some(refresh) = &tokens.refresh_token {
-            patchbay_oauth::revoke(&self.http, &endpoint, client, refresh, "refresh_token")
-                .await
-                .map_err(|e| e.to_string())?;
+            let done =
+                patchbay_oauth::revoke(&self.http, &endpoint, client, refresh, "refresh_token")
+                    .await
+                    .map_err(|e| e.to_string())?;
+            if done == Revocation::NotRevocable {
+                not_revocable.push("refresh_token");
+            }
         }
-        patchbay_oauth::revoke(
+        let done = patchbay_oauth::revoke(
             &self.http,
             &endpoint,
             client,
@@ -693,7 +724,10 @@ impl Inner {
         )
         .await
         .map_err(|e| e.to_string())?;
-        Ok(true)
+        if done == Revocation::NotRevocable {
+            not_revocable.push("access_token");
+        }
+        Ok(Some(not_revocable))
     }
 }
 

@@ -8,9 +8,14 @@
 //! never put into a catalog entry: the synthesized entry carries a `${VAR}` placeholder and the
 //! value stays in memory, resolved after the vault and the environment, until "Manage with
 //! Patchbay" moves it into the vault.
+//!
+//! A server whose URL is Patchbay's own gateway ([`OwnGateway`]; the rule is
+//! [`patchbay_catalog::own_gateway`]) is skipped: it is Patchbay, and as a connector the
+//! aggregate would list itself.
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
+use std::sync::{Mutex, RwLock};
 
 use patchbay_catalog::{Catalog, CatalogItem};
 use patchbay_runtimes::clients::{
@@ -37,6 +42,65 @@ impl ClientSetup {
         let cwd = std::env::current_dir().ok();
         let projects = clients::default_project_dirs(&paths, cwd.as_deref());
         Some(ClientSetup { paths, projects })
+    }
+}
+
+/// Where Patchbay's own gateway is reached: the default port and any port a gateway in this
+/// process was bound to (`patchbay gateway serve --port N`, a test's free port). Also remembers
+/// which client entries pointing at it were said in the log, so each is said once, not at every
+/// read of the catalog.
+#[derive(Debug)]
+pub struct OwnGateway {
+    ports: RwLock<BTreeSet<u16>>,
+    said: Mutex<BTreeSet<(PathBuf, String)>>,
+}
+
+impl Default for OwnGateway {
+    fn default() -> Self {
+        OwnGateway {
+            ports: RwLock::new(BTreeSet::from([
+                patchbay_catalog::own_gateway::DEFAULT_GATEWAY_PORT,
+            ])),
+            said: Mutex::default(),
+        }
+    }
+}
+
+impl OwnGateway {
+    /// A gateway in this process serves on `port` too.
+    pub fn add_port(&self, port: u16) {
+        self.ports
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(port);
+    }
+
+    pub fn ports(&self) -> Vec<u16> {
+        let ports = self.ports.read().unwrap_or_else(|p| p.into_inner());
+        ports.iter().copied().collect()
+    }
+
+    /// Whether `url` reaches Patchbay's own gateway (see [`patchbay_catalog::own_gateway`]).
+    pub fn is_own(&self, url: &str) -> bool {
+        patchbay_catalog::own_gateway::is_own_gateway_url(url, &self.ports())
+    }
+
+    /// Say once per client entry why it is not a connector.
+    fn say_skipped(&self, entry: &ClientServer) {
+        let key = (entry.file.clone(), entry.name.clone());
+        if self
+            .said
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(key)
+        {
+            tracing::info!(
+                client = entry.client.display_name(),
+                file = %entry.file.display(),
+                server = entry.name,
+                "not a connector: this entry is Patchbay's own gateway (listing it would make the gateway aggregate itself)"
+            );
+        }
     }
 }
 
@@ -122,7 +186,11 @@ fn found_in(entry: &ClientServer) -> FoundIn {
 /// Matches the clients' servers to `catalog` (adding `found_in` for those it has) and appends
 /// a connector for each server no catalog entry matches. Several catalog entries on one server
 /// (two accounts of one service): the one a client names, else the first in catalog order.
-pub fn add_client_servers(catalog: &mut Catalog, view: &ClientView) -> Synthesized {
+pub fn add_client_servers(
+    catalog: &mut Catalog,
+    view: &ClientView,
+    own: &OwnGateway,
+) -> Synthesized {
     let mut out = Synthesized::default();
     let identities: Vec<(String, ServerIdentity)> = catalog
         .servers()
@@ -148,6 +216,17 @@ pub fn add_client_servers(catalog: &mut Catalog, view: &ClientView) -> Synthesiz
             }
             continue;
         }
+        // The gateway itself (its `/mcp` pasted into a client, or behind `npx mcp-remote`).
+        let remote = as_remote(&merged.entries[0]);
+        let url = remote
+            .as_ref()
+            .unwrap_or(&merged.entries[0])
+            .transport
+            .url();
+        if url.is_some_and(|u| own.is_own(u)) {
+            merged.entries.iter().for_each(|e| own.say_skipped(e));
+            continue;
+        }
         let same: Vec<&String> = identities
             .iter()
             .filter(|(_, id)| *id == merged.identity)
@@ -168,8 +247,7 @@ pub fn add_client_servers(catalog: &mut Catalog, view: &ClientView) -> Synthesiz
             continue;
         }
         let first = &merged.entries[0];
-        let direct = as_remote(first);
-        let first = direct.as_ref().unwrap_or(first);
+        let first = remote.as_ref().unwrap_or(first);
         let converted = air::to_air(first);
         let name = unique_name(&converted.name, first, &taken);
         let doc = json!({ name.clone(): converted.entry });

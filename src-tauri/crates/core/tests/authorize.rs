@@ -7,16 +7,17 @@ mod support;
 
 use patchbay_catalog::CatalogSource;
 use patchbay_core::{
-    Authorizer, AuthorizerOptions, Completion, CoreError, Patchbay, Paths, StartOptions,
+    authorize::MAX_STEP_UPS, Authorizer, AuthorizerOptions, Completion, CoreError, Patchbay, Paths,
+    StartOptions,
 };
-use patchbay_oauth::OAuthError;
+use patchbay_oauth::{ClientMetadataUrl, OAuthError};
 use patchbay_status::ConnectorState;
-use patchbay_vault::MemoryStore;
+use patchbay_vault::{MemoryStore, Secret};
 use serde_json::json;
 use std::path::Path;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use support::fake_as::{Config, FakeAs, Iss};
 
 struct Rig {
@@ -45,6 +46,16 @@ async fn rig_with(
     config: Config,
     oauth: Option<serde_json::Value>,
     clients: Option<serde_json::Value>,
+) -> Rig {
+    // No traffic beyond loopback: the published document is never looked up here.
+    rig_full(config, oauth, clients, ClientMetadataUrl::Off).await
+}
+
+async fn rig_full(
+    config: Config,
+    oauth: Option<serde_json::Value>,
+    clients: Option<serde_json::Value>,
+    client_metadata: ClientMetadataUrl,
 ) -> Rig {
     let fake = FakeAs::start(config).await;
     let dir = tempfile::tempdir().unwrap();
@@ -75,6 +86,7 @@ async fn rig_with(
             port: 3118,
             http_timeout: Duration::from_secs(2),
             use_receiver: false,
+            client_metadata,
             ..AuthorizerOptions::default()
         },
     );
@@ -869,4 +881,341 @@ async fn a_taken_port_falls_back_to_paste_back_and_never_moves() {
         ConnectorState::Ready
     );
     drop(squatter);
+}
+
+#[tokio::test]
+async fn resource_metadata_for_another_resource_is_never_used() {
+    // RFC 9728 §3.3 / the conformance suite's auth/resource-mismatch: a hostile server's
+    // document names another resource; nothing in it may be used, not even with a pinned
+    // authorization server.
+    for pinned in [false, true] {
+        let r = rig(Config {
+            prm_resource: Some("https://evil.example.com/mcp".into()),
+            ..Config::default()
+        })
+        .await;
+        if pinned {
+            let catalog_path = r.auth.patchbay().paths.catalog_override.clone().unwrap();
+            let url = format!("{}/.well-known/oauth-authorization-server", r.fake.base);
+            let catalog = json!({ "mcpServers": { "fx": {
+                "type": "http", "url": r.fake.mcp_url(),
+                "oauth": { "authServerMetadataUrl": url }
+            }}});
+            std::fs::write(&catalog_path, catalog.to_string()).unwrap();
+        }
+        let err = oauth_err(
+            r.auth
+                .start("fx", StartOptions::default())
+                .await
+                .unwrap_err(),
+        );
+        assert!(
+            matches!(&err, OAuthError::ResourceMismatch { resource: Some(res), .. } if res == "https://evil.example.com/mcp"),
+            "{err}"
+        );
+        assert!(err.to_string().contains("evil.example.com"), "{err}");
+        assert!(r.fake.requests("/authorize").is_empty());
+        assert!(r.fake.requests("/register").is_empty());
+        assert!(
+            r.fake
+                .requests("/.well-known/oauth-authorization-server")
+                .is_empty(),
+            "the resource's authorization servers are not even looked up (pinned: {pinned})"
+        );
+        assert!(r
+            .auth
+            .patchbay()
+            .vault()
+            .pending_flows(r.now())
+            .unwrap()
+            .is_empty());
+    }
+}
+
+#[tokio::test]
+async fn resource_metadata_naming_the_origin_is_the_servers_own() {
+    let r = rig(Config {
+        challenge_resource_metadata: false,
+        prm_at_path: false,
+        ..Config::default()
+    })
+    .await;
+    let origin = r.fake.base.clone();
+    r.fake.configure(|c| c.prm_resource = Some(origin));
+    r.authorize().await.unwrap();
+    assert_eq!(r.state(), ConnectorState::Ready);
+}
+
+#[tokio::test]
+async fn a_2025_03_26_server_without_resource_metadata_is_authorized_by_its_origins_metadata() {
+    let r = rig(Config {
+        no_prm: true,
+        ..Config::default()
+    })
+    .await;
+    r.authorize().await.unwrap();
+    assert_eq!(r.state(), ConnectorState::Ready);
+    let paths = r.fake.paths();
+    assert!(
+        paths.contains(&"/.well-known/oauth-authorization-server".to_string()),
+        "{paths:?}"
+    );
+    assert_eq!(r.row().issuer.as_deref(), Some(r.fake.base.as_str()));
+    let authz = &r.fake.requests("/authorize")[0].query;
+    assert_eq!(authz["code_challenge_method"], "S256");
+    assert!(!authz.contains_key("scope"), "nothing says which scopes");
+}
+
+#[tokio::test]
+async fn a_2025_03_26_server_without_any_metadata_uses_the_default_endpoints() {
+    let r = rig(Config {
+        no_prm: true,
+        no_as_metadata: true,
+        ..Config::default()
+    })
+    .await;
+    r.authorize().await.unwrap();
+    assert_eq!(r.state(), ConnectorState::Ready);
+    assert_eq!(r.fake.requests("/register").len(), 1);
+    assert_eq!(r.fake.requests("/authorize").len(), 1);
+    assert_eq!(r.fake.requests("/token").len(), 1);
+    assert_eq!(r.row().client_id.as_deref(), Some("dyn-1"));
+}
+
+#[tokio::test]
+async fn a_server_taking_metadata_documents_gets_patchbays_instead_of_a_registration() {
+    let url = "https://patchbay.example/oauth/client.json";
+    let r = rig_full(
+        Config {
+            cimd: true,
+            ..Config::default()
+        },
+        None,
+        None,
+        ClientMetadataUrl::Configured(url.into()),
+    )
+    .await;
+    // A registration stored from before the server took documents is not used either.
+    r.authorize().await.unwrap();
+    assert_eq!(r.state(), ConnectorState::Ready);
+    assert!(r.fake.requests("/register").is_empty());
+    assert_eq!(r.fake.requests("/authorize")[0].query["client_id"], url);
+    let token = &r.fake.requests("/token")[0];
+    assert_eq!(token.form["client_id"], url);
+    assert!(token.authorization.is_none(), "a public client");
+    assert_eq!(r.row().client_id.as_deref(), Some(url));
+}
+
+#[tokio::test]
+async fn the_published_document_is_used_only_once_read_back_and_matching() {
+    // A stand-in for the published URL on loopback: first a document that does not list the
+    // flow's redirect (registration instead), then the real one (used).
+    let r = rig_full(
+        Config {
+            cimd: true,
+            ..Config::default()
+        },
+        None,
+        None,
+        ClientMetadataUrl::Off,
+    )
+    .await;
+    let doc_url = format!("{}/client-metadata.json", r.fake.base);
+    let auth = Authorizer::new(
+        r.auth.patchbay().clone(),
+        AuthorizerOptions {
+            port: 3118,
+            http_timeout: Duration::from_secs(2),
+            use_receiver: false,
+            client_metadata: ClientMetadataUrl::Published(doc_url.clone()),
+            ..AuthorizerOptions::default()
+        },
+    );
+    // The fake serves no such document: 404, so DCR.
+    let started = auth.start("fx", StartOptions::default()).await.unwrap();
+    assert!(
+        started.authorize_url.contains("client_id=dyn-1"),
+        "{}",
+        started.authorize_url
+    );
+    r.fake.serve_document(
+        "/client-metadata.json",
+        json!({ "client_id": doc_url, "redirect_uris": ["http://127.0.0.1:3118/callback"] }),
+    );
+    let started = auth.start("fx", StartOptions::default()).await.unwrap();
+    let location = consent(&started.authorize_url).await;
+    auth.complete_pasted("fx", &location).await.unwrap();
+    assert_eq!(r.row().client_id.as_deref(), Some(doc_url.as_str()));
+    // One naming another client id is not used.
+    r.fake.serve_document(
+        "/client-metadata.json",
+        json!({ "client_id": "https://other.example/c.json", "redirect_uris": ["http://127.0.0.1:3118/callback"] }),
+    );
+    let started = auth.start("fx", StartOptions::default()).await.unwrap();
+    assert!(
+        started.authorize_url.contains("client_id=dyn-1"),
+        "{}",
+        started.authorize_url
+    );
+}
+
+#[tokio::test]
+async fn a_step_up_asks_for_the_union_and_stops_after_three() {
+    // SEP-2350: the re-authorization asks for what was asked before and what the 403 named,
+    // never the challenge alone; a server that keeps refusing gets no fourth consent page.
+    let r = rig(Config {
+        challenge_scope: Some("mcp:basic".into()),
+        ..Config::default()
+    })
+    .await;
+    r.authorize().await.unwrap();
+    assert_eq!(
+        r.fake.requests("/authorize")[0].query["scope"],
+        "mcp:basic",
+        "the 401's scope first"
+    );
+    for attempt in 1..=MAX_STEP_UPS {
+        let started = r
+            .auth
+            .start_step_up("fx", "mcp:write", false)
+            .await
+            .unwrap();
+        let location = consent(&started.authorize_url).await;
+        r.auth.complete_pasted("fx", &location).await.unwrap();
+        let asked = &r.fake.requests("/authorize")[attempt as usize].query["scope"];
+        assert_eq!(asked, "mcp:basic mcp:write", "attempt {attempt}");
+    }
+    let err = r
+        .auth
+        .start_step_up("fx", "mcp:write", false)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, CoreError::Refused { why, .. } if why.contains("after 3")),
+        "{err}"
+    );
+    assert_eq!(
+        r.fake.requests("/authorize").len(),
+        1 + MAX_STEP_UPS as usize
+    );
+    assert_eq!(r.state(), ConnectorState::Ready, "the credential is kept");
+}
+
+#[tokio::test]
+async fn a_resource_moved_to_another_authorization_server_is_seen_and_registered_there_anew() {
+    // SEP-2352: the PRM names a new issuer; the old server's client is not reused there.
+    let r = rig(Config::default()).await;
+    r.authorize().await.unwrap();
+    assert_eq!(r.auth.moved_authorization_server("fx").await.unwrap(), None);
+    r.fake.configure(|c| c.issuer_path = "/tenant2".into());
+    let moved = r.auth.moved_authorization_server("fx").await.unwrap();
+    assert_eq!(moved, Some(format!("{}/tenant2", r.fake.base)));
+    r.authorize().await.unwrap();
+    assert_eq!(
+        r.fake.requests("/register").len(),
+        2,
+        "registered with the new server"
+    );
+    assert_eq!(
+        r.row().issuer.as_deref(),
+        Some(format!("{}/tenant2", r.fake.base).as_str())
+    );
+    assert_eq!(r.auth.moved_authorization_server("fx").await.unwrap(), None);
+}
+
+#[tokio::test]
+async fn a_redirect_the_receiver_refuses_ends_the_wait_with_the_reason() {
+    // The conformance suite's iss scenarios: the one browser redirect carries a wrong `iss`.
+    // Refused, and `authorize` says so at once instead of waiting out the flow.
+    let r = rig(Config {
+        iss_advertised: true,
+        iss_on_redirect: Iss::Wrong,
+        ..Config::default()
+    })
+    .await;
+    let port = free_port();
+    let auth = with_receiver(&r, port);
+    let started = auth.start("fx", StartOptions::default()).await.unwrap();
+    let page = reqwest::get(&started.authorize_url).await.unwrap();
+    assert_eq!(page.status(), 400, "the receiver's refusal page");
+    let waited = Instant::now();
+    let err = auth
+        .wait_for("fx", Duration::from_secs(30))
+        .await
+        .unwrap_err();
+    assert!(waited.elapsed() < Duration::from_secs(5));
+    assert!(
+        matches!(&err, CoreError::AuthorizationFailed { message, .. } if message.contains("iss")),
+        "{err}"
+    );
+    assert_eq!(r.state(), ConnectorState::NeedsAuthorization);
+    // The flow is still pending: a pasted address with the right iss could finish it.
+    assert_eq!(
+        auth.patchbay()
+            .vault()
+            .pending_flows(r.now())
+            .unwrap()
+            .len(),
+        1
+    );
+}
+
+#[tokio::test]
+async fn where_nothing_registers_patchbay_a_client_the_user_entered_is_kept_and_used() {
+    // No metadata documents, no DCR, nothing configured: the error names the issuer and the
+    // redirect to register, and a client entered for them is used from the vault.
+    let r = rig(Config {
+        dcr: false,
+        clients: [("hand-made".to_string(), String::new())].into(),
+        ..Config::default()
+    })
+    .await;
+    let err = oauth_err(
+        r.auth
+            .start("fx", StartOptions::default())
+            .await
+            .unwrap_err(),
+    );
+    let OAuthError::NoClient {
+        issuer,
+        redirect_uri,
+        ..
+    } = err
+    else {
+        panic!("expected NoClient, got {err}");
+    };
+    assert_eq!(issuer, r.fake.issuer());
+    assert_eq!(redirect_uri, "http://127.0.0.1:3118/callback");
+    assert!(r
+        .auth
+        .keep_entered_client(&issuer, &redirect_uri, " \n", None)
+        .is_err());
+    r.auth
+        .keep_entered_client(&issuer, &redirect_uri, "hand-made\n", Some(Secret::new("")))
+        .unwrap();
+    r.authorize().await.unwrap();
+    assert_eq!(r.row().client_id.as_deref(), Some("hand-made"));
+    let token = &r.fake.requests("/token")[0];
+    assert_eq!(token.form["client_id"], "hand-made");
+    assert!(
+        token.authorization.is_none(),
+        "an empty secret is a public client"
+    );
+}
+
+#[tokio::test]
+async fn a_2026_07_28_server_is_probed_the_stateless_way_for_its_challenge() {
+    // It refuses `initialize` (400): the second probe, with the revision's header, gets the 401
+    // whose scope is the one to ask for.
+    let r = rig(Config {
+        stateless_only: true,
+        challenge_scope: Some("mcp:basic".into()),
+        ..Config::default()
+    })
+    .await;
+    r.authorize().await.unwrap();
+    let probes = r.fake.requests("/mcp");
+    assert_eq!(probes.len(), 2, "initialize, then the stateless probe");
+    assert_eq!(probes[1].json.as_ref().unwrap()["method"], "tools/list");
+    assert_eq!(r.fake.requests("/authorize")[0].query["scope"], "mcp:basic");
 }

@@ -333,6 +333,15 @@ async fn a_lost_answer_after_the_server_rotated_is_said_as_the_cause() {
         assert_eq!(rig.slept.lock().unwrap().len(), 1, "{fault:?}");
         let history = rig.history();
         assert_eq!(history[0].outcome, "permanent", "{fault:?}");
+        // The lost answer is in the history, before the refusal of the token presented again.
+        assert_eq!(history[1].outcome, "ambiguous", "{fault:?}");
+        assert!(
+            history[1]
+                .summary
+                .contains("presenting the refresh token once more"),
+            "{fault:?}: {}",
+            history[1].summary
+        );
         let summary = history[0].summary.as_str();
         assert!(
             summary.contains("answer was lost after the server had already rotated"),
@@ -370,6 +379,19 @@ async fn a_lost_answer_at_a_server_with_a_reuse_grace_period_costs_nothing() {
         );
         assert_eq!(rig.ras.reuse_detected(), 0, "{fault:?}");
         assert_eq!(rig.refresh_token().as_deref(), Some("rt-fx-1"), "{fault:?}");
+        let history = rig.history();
+        assert_eq!(
+            (history[0].outcome.as_str(), history[1].outcome.as_str()),
+            ("refreshed", "ambiguous"),
+            "{fault:?}: the lost answer shows, then the renewal"
+        );
+        if matches!(fault, Fault::ConsumeThenGarbage) {
+            assert_eq!(
+                history[1].http_status,
+                Some(200),
+                "a 200 whose body was lost"
+            );
+        }
         assert!(rig
             .patchbay
             .vault()
@@ -465,6 +487,16 @@ async fn a_refresh_cut_off_by_the_process_stopping_is_presented_once_more_at_the
                 "{summary}"
             );
         }
+        // The history says why the token went out again.
+        let cut_off = &rig.history()[1];
+        assert_eq!(cut_off.outcome, "ambiguous");
+        assert!(
+            cut_off
+                .summary
+                .contains("cut off with its answer in flight"),
+            "{}",
+            cut_off.summary
+        );
         // Settled either way: the pass after presents nothing.
         assert!(rig
             .patchbay

@@ -7,9 +7,19 @@
 //!   two connectors offer belonging to the first listed (connectors in status order).
 //! - The gateway holds one upstream MCP session per connector (its own `initialize`, the
 //!   connector's credential injected, a 401 renewed once through [`Upstream::on_unauthorized`]).
-//!   A listing asks every connector the client may use in parallel, each bounded by its
-//!   `timeout_ms` ([`LIST_TIMEOUT`] when it sets none); the last good lists are kept, so a
-//!   connector that is momentarily absent keeps its tools listed and its names resolving.
+//!   A listing is served from the lists the aggregate holds (see Lists kept below); a
+//!   connector never listed (or just taken into use) is asked, every such connector in
+//!   parallel, each bounded by its `timeout_ms` ([`LIST_TIMEOUT`] when it sets none); the last
+//!   good lists are kept, so a connector that is momentarily absent keeps its tools listed and
+//!   its names resolving.
+//! - Lists kept: each connector's lists are fresh for the `ttlMs` its list result carries (a
+//!   2026-07-28 server), else [`LIST_TTL`], both within [[`MIN_LIST_TTL`], [`MAX_LIST_TTL`]];
+//!   a `notifications/{tools,prompts,resources}/list_changed` the connector sends in any answer
+//!   it streams makes the next listing ask it first. A listing that finds lists past their time
+//!   answers with them and lists that connector again in the background (one such listing per
+//!   connector), so the next listing has the news. A name not known is listed for again at once, as before. The
+//!   aggregate answer itself (renamed, titled) is kept per set of connectors offered, until a
+//!   list or the connectors in use change.
 //! - A call goes to the connector's session with the tool's own name. A 401 is renewed and the
 //!   call replayed once; a 404 for the session (the server restarted) begins a new session and
 //!   replays (the server did not process it). Nothing else is replayed: a call whose connection
@@ -17,7 +27,9 @@
 //!   tool error "NAME is unavailable, retrying" and is reconnected in the background.
 //! - Stdio and legacy HTTP+SSE connectors are not offered here (each has `/mcp/NAME` or
 //!   `patchbay connect`). Server-to-client requests (sampling, elicitation) and notifications
-//!   (progress, logging, list changes) from the connectors are not passed on.
+//!   (progress, logging, list changes) from the connectors are not passed on (a list change
+//!   only renews the lists kept).
+//! - 2026-07-28 clients are served statelessly beside 2025 ones (`stateless`).
 //! - Every `tools/call`, `resources/read` and `prompts/get`, and every listing that failed, goes to
 //!   the health board.
 
@@ -46,6 +58,18 @@ pub const LIST_TIMEOUT: Duration = Duration::from_secs(10);
 const UPSTREAM_VERSION: &str = "2025-06-18";
 /// The versions offered to clients (a client asking another gets [`UPSTREAM_VERSION`]).
 const VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
+/// How long a connector's lists serve before they are asked for again (in the background) when
+/// it says nothing itself (no `ttlMs`, no `list_changed`): a minute keeps a 50-connector listing
+/// off the upstreams on every `tools/list` (agents list per turn) while a tool added upstream
+/// shows up within a minute even from a server that never says so.
+pub const LIST_TTL: Duration = Duration::from_secs(60);
+/// Bounds on a connector's own `ttlMs`: 0 (do not cache) would re-list it on every listing, and a
+/// day-long one would hide a change the server forgot to announce.
+pub const MIN_LIST_TTL: Duration = Duration::from_secs(1);
+pub const MAX_LIST_TTL: Duration = Duration::from_secs(3600);
+/// Aggregate answers kept (one per kind of list and set of connectors a client may use); past this
+/// all are dropped (a new set of gateway clients is rare).
+const MAX_RENDERED: usize = 64;
 /// Pages followed per connector listing (a server that keeps handing out cursors stops here).
 const MAX_PAGES: usize = 50;
 /// Client sessions remembered; past this the oldest is forgotten (clients that never said bye).
@@ -64,6 +88,8 @@ const INVALID_REQUEST: i64 = -32600;
 const PARSE_ERROR: i64 = -32700;
 const RESOURCE_NOT_FOUND: i64 = -32002;
 
+mod stateless;
+
 const SESSION_HEADER: &str = "mcp-session-id";
 const VERSION_HEADER: &str = "mcp-protocol-version";
 
@@ -81,7 +107,7 @@ pub(crate) fn route() -> axum::routing::MethodRouter<Arc<GatewayState>> {
 }
 
 /// A connector in use that the aggregate offers.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 struct InUse {
     name: String,
     title: String,
@@ -97,6 +123,11 @@ struct Aggregate {
     sessions: Mutex<HashMap<String, Instant>>,
     /// Aggregate names back to connectors, over every connector's last good lists.
     names: RwLock<Names>,
+    /// Bumped whenever a connector's lists are stored: the names and answers built before are
+    /// out of date.
+    lists_generation: AtomicU64,
+    /// Aggregate answers built from the names of [`Names::generation`].
+    rendered: Mutex<Vec<Rendered>>,
     next_id: AtomicU64,
 }
 
@@ -106,6 +137,36 @@ struct Names {
     prompts: ToolNames,
     /// Resource URI → connector, the first connector listing it.
     resources: HashMap<String, String>,
+    /// What these were built from: the connectors in use (in order) and the lists generation;
+    /// `None` before the first build.
+    built_from: Option<(Vec<String>, u64)>,
+    /// Bumped by every build (answers built from older names are out of date).
+    generation: u64,
+}
+
+/// One aggregate answer kept: the `result` of a list method for a set of offered connectors.
+struct Rendered {
+    method: &'static str,
+    offered: Vec<InUse>,
+    names_generation: u64,
+    result: Arc<ListResult>,
+}
+
+/// A list method's `result`, and as JSON text: a lone listing is answered with the text as it
+/// is (no copy of the value, no serializing it again).
+struct ListResult {
+    value: Value,
+    text: String,
+}
+
+/// The aggregate's list methods, as the name they are kept under.
+fn list_method(method: &str) -> Option<&'static str> {
+    match method {
+        "tools/list" => Some("tools/list"),
+        "prompts/list" => Some("prompts/list"),
+        "resources/list" => Some("resources/list"),
+        _ => None,
+    }
 }
 
 /// One connector's upstream session and last good lists.
@@ -116,6 +177,10 @@ struct Connector {
     starting: tokio::sync::Mutex<()>,
     lists: Mutex<Lists>,
     reconnecting: AtomicBool,
+    /// Listed again in the background now (one such listing at a time).
+    refreshing: AtomicBool,
+    /// The connector said a list changed since it was last listed.
+    changed: AtomicBool,
 }
 
 /// The gateway's session with one connector.
@@ -134,6 +199,20 @@ struct Lists {
     tools: Option<Vec<Value>>,
     prompts: Option<Vec<Value>>,
     resources: Option<Vec<Value>>,
+    /// Until when these serve without asking again; `None`: never listed (or taken into use
+    /// anew), a listing asks before it answers.
+    fresh_until: Option<Instant>,
+}
+
+/// A connector's kept lists, at a listing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Freshness {
+    /// They answer.
+    Fresh,
+    /// They answer, and are asked for again in the background (their time is up).
+    Stale,
+    /// Asked for before the answer: never listed, taken into use anew, or said to have changed.
+    Cold,
 }
 
 /// Why an exchange with a connector failed.
@@ -163,15 +242,15 @@ enum Failure {
 
 impl Failure {
     /// The connector is away: reconnect in the background, tell the client to retry.
+    /// 508 (Loop Detected: the connector is the gateway itself) is not: asking again loops again.
     fn is_absent(&self) -> bool {
-        matches!(
-            self,
-            Failure::Unreached(_)
-                | Failure::Status {
-                    status: 500..=599,
-                    ..
-                }
-        )
+        match self {
+            Failure::Unreached(_) => true,
+            Failure::Status { status, .. } => {
+                (500..=599).contains(status) && *status != LOOP_DETECTED
+            }
+            _ => false,
+        }
     }
 
     fn http_status(&self) -> Option<u16> {
@@ -190,6 +269,7 @@ impl Failure {
             Failure::NeedsAuthorization(m) => m.clone(),
             Failure::SessionGone => format!("{connector} lost the session again right after it was begun"),
             Failure::Unreached(e) => format!("{connector} is unavailable, retrying (Patchbay reconnects in the background; try again shortly): {e}"),
+            Failure::Status { status: LOOP_DETECTED, detail } => format!("{connector} is unavailable: {detail}"),
             Failure::Status { status: 500..=599, detail, .. } => format!("{connector} is unavailable, retrying (it answered an error; Patchbay reconnects in the background): {detail}"),
             Failure::Dropped(e) if method == "tools/call" => format!("the connection to {connector} dropped during the call ({e}); it may have run, so Patchbay did not send it again"),
             Failure::Dropped(e) => format!("the connection to {connector} dropped during {method} ({e})"),
@@ -201,11 +281,16 @@ impl Failure {
     }
 }
 
+/// The status a gateway answers a request of its own that came back to it (see `server`).
+const LOOP_DETECTED: u16 = 508;
+
 /// What one POST to a connector brought back.
 struct Posted {
     session_id: Option<String>,
     /// The response to the request (none for a notification).
     answer: Option<Value>,
+    /// A `notifications/*/list_changed` came with the answer.
+    list_changed: bool,
 }
 
 impl Connector {
@@ -216,6 +301,40 @@ impl Connector {
             starting: tokio::sync::Mutex::new(()),
             lists: Mutex::default(),
             reconnecting: AtomicBool::new(false),
+            refreshing: AtomicBool::new(false),
+            changed: AtomicBool::new(false),
+        }
+    }
+
+    /// Whether the kept lists may answer.
+    fn freshness(&self, now: Instant) -> Freshness {
+        let fresh_until = self
+            .lists
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .fresh_until;
+        match fresh_until {
+            // The connector said they changed: answering with them would be answering wrong.
+            Some(_) if self.changed.load(Ordering::SeqCst) => Freshness::Cold,
+            Some(until) if now < until => Freshness::Fresh,
+            Some(_) => Freshness::Stale,
+            None => Freshness::Cold,
+        }
+    }
+
+    /// Ask again before the next answer (taken into use anew).
+    fn make_cold(&self) {
+        self.lists
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .fresh_until = None;
+    }
+
+    /// What came with an answer from the connector.
+    fn heard(&self, posted: &Posted) {
+        if posted.list_changed {
+            tracing::debug!(connector = self.name, "a list changed; listing it again");
+            self.changed.store(true, Ordering::SeqCst);
         }
     }
 
@@ -315,6 +434,13 @@ impl Aggregate {
                 )
             }
         };
+        let version = parts
+            .headers
+            .get(VERSION_HEADER)
+            .and_then(|v| v.to_str().ok());
+        if stateless::speaks(version, &message) {
+            return self.stateless(&state, &client, version, message).await;
+        }
         if message.get("method").and_then(Value::as_str) == Some("initialize") {
             return self.initialize(&message);
         }
@@ -323,6 +449,26 @@ impl Aggregate {
         // goes on unaware (as `/mcp/NAME` does across a restart of the gateway).
         if let Some(id) = &session {
             self.remember(id);
+        }
+        // A lone listing: the kept text, as it is.
+        if let (Some(method), Some(id)) = (
+            message
+                .get("method")
+                .and_then(Value::as_str)
+                .and_then(list_method),
+            message.get("id").filter(|id| !id.is_null()),
+        ) {
+            let result = self.list_answer(&state, &client, method).await;
+            let body = format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{}}}"#, result.text);
+            return (
+                StatusCode::OK,
+                [(
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static("application/json"),
+                )],
+                body,
+            )
+                .into_response();
         }
         let answers = match message {
             Value::Array(batch) => {
@@ -377,16 +523,33 @@ impl Aggregate {
             "id": id,
             "result": {
                 "protocolVersion": version,
-                "capabilities": {
-                    "tools": { "listChanged": false },
-                    "resources": {},
-                    "prompts": {},
-                },
-                "serverInfo": { "name": "patchbay", "version": env!("CARGO_PKG_VERSION") },
-                "instructions": "Every connector in use in Patchbay as one server: tools and prompts are named <connector>__<name>.",
+                "capabilities": capabilities(),
+                "serverInfo": server_info(),
+                "instructions": INSTRUCTIONS,
             }
         });
         json_response(StatusCode::OK, &answer, Some(&session))
+    }
+
+    /// How long every kept list of `offered` still serves (zero when one is past its time).
+    fn fresh_for(&self, offered: &[InUse]) -> Duration {
+        let now = Instant::now();
+        offered
+            .iter()
+            .map(|c| {
+                let connector = self.connector(&c.name);
+                match connector.freshness(now) {
+                    Freshness::Fresh => connector
+                        .lists
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .fresh_until
+                        .map_or(Duration::ZERO, |until| until.saturating_duration_since(now)),
+                    Freshness::Stale | Freshness::Cold => Duration::ZERO,
+                }
+            })
+            .min()
+            .unwrap_or(LIST_TTL)
     }
 
     /// A client session id, kept so its DELETE is answered (the oldest forgotten past
@@ -424,13 +587,10 @@ impl Aggregate {
         let params = message.get("params").cloned().unwrap_or(Value::Null);
         let outcome = match method {
             "ping" | "logging/setLevel" => Ok(json!({})),
-            "tools/list" => Ok(self
-                .renamed_list(state, client, "tools", |l| l.tools, |n| &n.tools)
-                .await),
-            "prompts/list" => Ok(self
-                .renamed_list(state, client, "prompts", |l| l.prompts, |n| &n.prompts)
-                .await),
-            "resources/list" => Ok(self.resources_list(state, client).await),
+            "tools/list" | "prompts/list" | "resources/list" => {
+                let method = list_method(method).unwrap_or("tools/list");
+                Ok(self.list_answer(state, client, method).await.value.clone())
+            }
             // Templates are not offered: a templated URI cannot be traced back to a connector.
             "resources/templates/list" => Ok(json!({ "resourceTemplates": [] })),
             "tools/call" => self.tools_call(state, client, params).await,
@@ -477,8 +637,20 @@ impl Aggregate {
             tracing::warn!("reading the connectors in use crashed: {e}");
             Vec::new()
         }));
-        *self.in_use.lock().unwrap_or_else(|p| p.into_inner()) =
-            Some((Instant::now(), list.clone()));
+        let before = self
+            .in_use
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .replace((Instant::now(), list.clone()));
+        // A connector taken into use anew is asked before its lists answer again: what it held
+        // when it was last in use may be long out of date.
+        if let Some((_, before)) = before {
+            for c in list.iter() {
+                if !before.iter().any(|b| b.name == c.name) {
+                    self.connector(&c.name).make_cold();
+                }
+            }
+        }
         list
     }
 
@@ -522,7 +694,43 @@ impl Aggregate {
             });
         }
         while tasks.join_next().await.is_some() {}
-        self.rebuild_names(state).await;
+    }
+
+    /// Makes sure every connector in `offered` has lists to answer with: the cold ones are
+    /// listed now (in parallel, each bounded); those no longer fresh are listed again in the
+    /// background while their kept lists answer.
+    async fn ensure_listed(self: &Arc<Self>, state: &Arc<GatewayState>, offered: &[InUse]) {
+        let now = Instant::now();
+        let mut cold = Vec::new();
+        let mut due = Vec::new();
+        for c in offered {
+            let connector = self.connector(&c.name);
+            match connector.freshness(now) {
+                Freshness::Cold => cold.push(c.clone()),
+                Freshness::Stale
+                    if !connector.reconnecting.load(Ordering::SeqCst)
+                        && !connector.refreshing.swap(true, Ordering::SeqCst) =>
+                {
+                    due.push(c.clone())
+                }
+                Freshness::Stale | Freshness::Fresh => {}
+            }
+        }
+        if !due.is_empty() {
+            let this = self.clone();
+            let state = state.clone();
+            tokio::spawn(async move {
+                this.refresh(&state, &due).await;
+                for c in &due {
+                    this.connector(&c.name)
+                        .refreshing
+                        .store(false, Ordering::SeqCst);
+                }
+            });
+        }
+        if !cold.is_empty() {
+            self.refresh(state, &cold).await;
+        }
     }
 
     /// One connector's tools, prompts and resources (those its capabilities declare), kept as
@@ -537,39 +745,53 @@ impl Aggregate {
             .await
             .map_err(Failure::Resolve)?;
         let bound = upstream.timeout().unwrap_or(LIST_TIMEOUT);
+        // A change said from here on is not in these lists: it is heard anew.
+        connector.changed.store(false, Ordering::SeqCst);
         let listing = async {
             self.session(state, connector, &upstream).await?;
             let capabilities = connector.session().capabilities.unwrap_or_default();
             let declares = |what: &str| capabilities.get(what).is_some_and(|v| !v.is_null());
             let mut lists = Lists::default();
+            // The shortest `ttlMs` any of its lists carries.
+            let mut ttl: Option<Duration> = None;
+            let mut take = |(items, said): (Vec<Value>, Option<Duration>)| {
+                ttl = match (ttl, said) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                };
+                Some(items)
+            };
             if declares("tools") {
-                lists.tools = Some(
+                lists.tools = take(
                     self.list(state, connector, &upstream, "tools/list", "tools")
                         .await?,
                 );
             }
             if declares("prompts") {
-                lists.prompts = Some(
+                lists.prompts = take(
                     self.list(state, connector, &upstream, "prompts/list", "prompts")
                         .await?,
                 );
             }
             if declares("resources") {
-                lists.resources = Some(
+                lists.resources = take(
                     self.list(state, connector, &upstream, "resources/list", "resources")
                         .await?,
                 );
             }
+            let ttl = ttl.unwrap_or(LIST_TTL).clamp(MIN_LIST_TTL, MAX_LIST_TTL);
+            lists.fresh_until = Some(Instant::now() + ttl);
             Ok::<Lists, Failure>(lists)
         };
         let lists = tokio::time::timeout(bound, listing)
             .await
             .unwrap_or(Err(Failure::TimedOut(bound)))?;
         *connector.lists.lock().unwrap_or_else(|p| p.into_inner()) = lists;
+        self.lists_generation.fetch_add(1, Ordering::SeqCst);
         Ok(())
     }
 
-    /// Every page of one list method.
+    /// Every page of one list method, and the shortest `ttlMs` the pages carry.
     async fn list(
         &self,
         state: &Arc<GatewayState>,
@@ -577,8 +799,9 @@ impl Aggregate {
         upstream: &Upstream,
         method: &str,
         key: &str,
-    ) -> Result<Vec<Value>, Failure> {
+    ) -> Result<(Vec<Value>, Option<Duration>), Failure> {
         let mut items = Vec::new();
+        let mut ttl: Option<Duration> = None;
         let mut cursor: Option<String> = None;
         for _ in 0..MAX_PAGES {
             let params = cursor.as_ref().map(|c| json!({ "cursor": c }));
@@ -589,6 +812,10 @@ impl Aggregate {
                 return Err(Failure::Protocol(format!("it refused {method}: {error}")));
             }
             let result = answer.get("result").cloned().unwrap_or_default();
+            if let Some(said) = result.get("ttlMs").and_then(Value::as_u64) {
+                let said = Duration::from_millis(said);
+                ttl = Some(ttl.map_or(said, |t| t.min(said)));
+            }
             items.extend(
                 result
                     .get(key)
@@ -601,7 +828,7 @@ impl Aggregate {
                 _ => break,
             }
         }
-        Ok(items)
+        Ok((items, ttl))
     }
 
     /// A connector could not be listed: said in the log and on the health board, and
@@ -658,7 +885,6 @@ impl Aggregate {
                 match this.list_connector(&state, &connector).await {
                     Ok(()) => {
                         tracing::info!(connector = connector.name, "reconnected");
-                        this.rebuild_names(&state).await;
                         break;
                     }
                     Err(e) => {
@@ -675,9 +901,23 @@ impl Aggregate {
         });
     }
 
-    /// The names over every connector in use's last good lists (first listed wins a clash).
-    async fn rebuild_names(&self, state: &Arc<GatewayState>) {
+    /// The names over every connector in use's last good lists (first listed wins a clash),
+    /// built again when those lists or the connectors in use changed; their generation.
+    async fn current_names(&self, state: &Arc<GatewayState>) -> u64 {
         let in_use = self.in_use(state).await;
+        // Read before the lists are: a list stored meanwhile makes the next call build again.
+        let lists_generation = self.lists_generation.load(Ordering::SeqCst);
+        let in_use_names: Vec<String> = in_use.iter().map(|c| c.name.clone()).collect();
+        {
+            let names = self.names.read().unwrap_or_else(|p| p.into_inner());
+            if names
+                .built_from
+                .as_ref()
+                .is_some_and(|(n, g)| *g == lists_generation && *n == in_use_names)
+            {
+                return names.generation;
+            }
+        }
         let lists: Vec<(String, Lists)> = in_use
             .iter()
             .map(|c| (c.name.clone(), self.connector(&c.name).lists()))
@@ -710,12 +950,56 @@ impl Aggregate {
                     .or_insert_with(|| connector.clone());
             }
         }
-        let names = Names {
+        let mut names = self.names.write().unwrap_or_else(|p| p.into_inner());
+        let generation = names.generation + 1;
+        *names = Names {
             tools: ToolNames::new(tools.iter().map(|(c, t)| (c.as_str(), t.as_str()))),
             prompts: ToolNames::new(prompts.iter().map(|(c, t)| (c.as_str(), t.as_str()))),
             resources,
+            built_from: Some((in_use_names, lists_generation)),
+            generation,
         };
-        *self.names.write().unwrap_or_else(|p| p.into_inner()) = names;
+        generation
+    }
+
+    /// The kept answer to `method` for `offered` from names of `generation`.
+    fn rendered(
+        &self,
+        method: &str,
+        offered: &[InUse],
+        generation: u64,
+    ) -> Option<Arc<ListResult>> {
+        self.rendered
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .find(|r| {
+                r.method == method && r.names_generation == generation && r.offered == offered
+            })
+            .map(|r| r.result.clone())
+    }
+
+    /// Keep an answer (those from older names dropped; all of them past [`MAX_RENDERED`]).
+    fn keep_rendered(
+        &self,
+        method: &'static str,
+        offered: Vec<InUse>,
+        generation: u64,
+        result: Arc<ListResult>,
+    ) {
+        let mut rendered = self.rendered.lock().unwrap_or_else(|p| p.into_inner());
+        rendered.retain(|r| {
+            r.names_generation == generation && !(r.method == method && r.offered == offered)
+        });
+        if rendered.len() >= MAX_RENDERED {
+            rendered.clear();
+        }
+        rendered.push(Rendered {
+            method,
+            offered,
+            names_generation: generation,
+            result,
+        });
     }
 
     /// The connectors `client` may use, listed again first (each bounded).
@@ -726,23 +1010,47 @@ impl Aggregate {
     ) -> Vec<InUse> {
         let offered = self.offered(state, client).await;
         self.refresh(state, &offered).await;
+        self.current_names(state).await;
         offered
+    }
+
+    /// `tools/list`, `prompts/list` or `resources/list`: the kept answer when the names it was
+    /// built from still hold, else built from the kept lists (the cold ones asked first).
+    async fn list_answer(
+        self: &Arc<Self>,
+        state: &Arc<GatewayState>,
+        client: &ClientRecord,
+        method: &'static str,
+    ) -> Arc<ListResult> {
+        let offered = self.offered(state, client).await;
+        self.ensure_listed(state, &offered).await;
+        let generation = self.current_names(state).await;
+        if let Some(kept) = self.rendered(method, &offered, generation) {
+            return kept;
+        }
+        let value = match method {
+            "tools/list" => self.renamed_list(&offered, "tools", |l| l.tools, |n| &n.tools),
+            "prompts/list" => self.renamed_list(&offered, "prompts", |l| l.prompts, |n| &n.prompts),
+            _ => self.resources_list(&offered),
+        };
+        let text = value.to_string();
+        let result = Arc::new(ListResult { value, text });
+        self.keep_rendered(method, offered, generation, result.clone());
+        result
     }
 
     /// `tools/list` or `prompts/list` (`key`): every offered connector's items from `list`,
     /// under their aggregate names from `names_of`.
-    async fn renamed_list(
-        self: &Arc<Self>,
-        state: &Arc<GatewayState>,
-        client: &ClientRecord,
+    fn renamed_list(
+        &self,
+        offered: &[InUse],
         key: &str,
         list: fn(Lists) -> Option<Vec<Value>>,
         names_of: fn(&Names) -> &ToolNames,
     ) -> Value {
-        let offered = self.offered_refreshed(state, client).await;
         let names = self.names.read().unwrap_or_else(|p| p.into_inner());
         let mut items = Vec::new();
-        for c in &offered {
+        for c in offered {
             for item in list(self.connector(&c.name).lists()).unwrap_or_default() {
                 if let Some(item) = renamed(names_of(&names), c, item) {
                     items.push(item);
@@ -752,16 +1060,11 @@ impl Aggregate {
         json!({ key: items })
     }
 
-    async fn resources_list(
-        self: &Arc<Self>,
-        state: &Arc<GatewayState>,
-        client: &ClientRecord,
-    ) -> Value {
-        let offered = self.offered_refreshed(state, client).await;
+    fn resources_list(&self, offered: &[InUse]) -> Value {
         let names = self.names.read().unwrap_or_else(|p| p.into_inner());
         let mut seen = HashSet::new();
         let mut resources = Vec::new();
-        for c in &offered {
+        for c in offered {
             for resource in self
                 .connector(&c.name)
                 .lists()
@@ -847,6 +1150,7 @@ impl Aggregate {
                 .get(&uri)
                 .cloned()
         };
+        self.current_names(state).await;
         let connector = match lookup(self) {
             Some(c) => Some(c),
             None => {
@@ -878,6 +1182,7 @@ impl Aggregate {
                 .resolve(name)
                 .map(|(c, t)| (c.to_owned(), t.to_owned()))
         };
+        self.current_names(state).await;
         if let Some(found) = lookup(self) {
             return Some(found);
         }
@@ -976,9 +1281,10 @@ impl Aggregate {
             }
             match post(state, upstream, &session, &message, Some(&id), bound).await {
                 Ok(posted) => {
+                    connector.heard(&posted);
                     return posted
                         .answer
-                        .ok_or_else(|| Failure::Protocol("no response".into()))
+                        .ok_or_else(|| Failure::Protocol("no response".into()));
                 }
                 Err(Failure::Unauthorized(rejected)) if !renewed => {
                     renewed = true;
@@ -1088,6 +1394,21 @@ impl Aggregate {
     }
 }
 
+/// What the aggregate serves (the same to every client and revision).
+fn capabilities() -> Value {
+    json!({
+        "tools": { "listChanged": false },
+        "resources": {},
+        "prompts": {},
+    })
+}
+
+fn server_info() -> Value {
+    json!({ "name": "patchbay", "version": env!("CARGO_PKG_VERSION") })
+}
+
+const INSTRUCTIONS: &str = "Every connector in use in Patchbay as one server: tools and prompts are named <connector>__<name>.";
+
 /// A tool or prompt of connector `c` as the aggregate offers it: its aggregate name (when that
 /// name is its own: a hash clash keeps the first) and its description prefixed with the title.
 fn renamed(names: &ToolNames, c: &InUse, item: Value) -> Option<Value> {
@@ -1187,19 +1508,29 @@ async fn post(
             .get(SESSION_HEADER)
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
-        let answer = match id {
-            None => None,
-            Some(id) => Some(read_answer(response, id).await?),
+        let (answer, list_changed) = match id {
+            None => (None, false),
+            Some(id) => {
+                let (answer, list_changed) = read_answer(response, id).await?;
+                (Some(answer), list_changed)
+            }
         };
-        Ok(Posted { session_id, answer })
+        Ok(Posted {
+            session_id,
+            answer,
+            list_changed,
+        })
     };
     tokio::time::timeout(bound, exchange)
         .await
         .unwrap_or(Err(Failure::TimedOut(bound)))
 }
 
-/// The response to `id` in a JSON or SSE answer.
-async fn read_answer(mut response: reqwest::Response, id: &Value) -> Result<Value, Failure> {
+/// The response to `id` in a JSON or SSE answer, and whether a `list_changed` came with it.
+async fn read_answer(
+    mut response: reqwest::Response,
+    id: &Value,
+) -> Result<(Value, bool), Failure> {
     let event_stream = response
         .headers()
         .get(header::CONTENT_TYPE)
@@ -1220,13 +1551,16 @@ async fn read_answer(mut response: reqwest::Response, id: &Value) -> Result<Valu
             Value::Array(items) => items,
             one => vec![one],
         };
+        let list_changed = messages.iter().any(is_list_changed);
         return messages
             .into_iter()
             .find(|m| answers(m, id))
+            .map(|m| (m, list_changed))
             .ok_or_else(|| {
                 Failure::Protocol("the answer holds no response to the request".into())
             });
     }
+    let mut list_changed = false;
     let mut events = SseParser::default();
     loop {
         let chunk = match response.chunk().await {
@@ -1245,14 +1579,28 @@ async fn read_answer(mut response: reqwest::Response, id: &Value) -> Result<Valu
             if event.kind != "message" || event.data.is_empty() {
                 continue;
             }
-            // Notifications and the server's own requests in the stream are not passed on.
+            // Notifications and the server's own requests in the stream are not passed on; a
+            // list change is heard (the kept lists are asked for again).
             if let Ok(message) = serde_json::from_str::<Value>(&event.data) {
                 if answers(&message, id) {
-                    return Ok(message);
+                    return Ok((message, list_changed));
                 }
+                list_changed |= is_list_changed(&message);
             }
         }
     }
+}
+
+/// `notifications/tools/list_changed`, or the prompts' or resources' one.
+fn is_list_changed(message: &Value) -> bool {
+    matches!(
+        message.get("method").and_then(Value::as_str),
+        Some(
+            "notifications/tools/list_changed"
+                | "notifications/prompts/list_changed"
+                | "notifications/resources/list_changed"
+        )
+    )
 }
 
 fn answers(message: &Value, id: &Value) -> bool {

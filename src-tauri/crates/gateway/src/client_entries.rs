@@ -1,4 +1,4 @@
-//! "Add to Cursor / VS Code / Claude Desktop / Windsurf", "Switch CLIENT to Patchbay" and the
+//! "Add to CLIENT" (Claude Code, Codex, Gemini CLI, Cursor, VS Code, Claude Desktop, Windsurf), "Switch CLIENT to Patchbay" and the
 //! gateway's client list, for the CLI (`patchbay add-to`, `switch`, `gateway client list/revoke`)
 //! and the window alike: how a client reaches a connector (`patchbay connect`, or the gateway
 //! with a secret of its own), written through `patchbay_core::client_config`, answered as data
@@ -149,9 +149,7 @@ impl<'a> Routing<'a> {
 
     fn route(&mut self, connector: &str) -> Result<Route, EntryError> {
         if self.via == Via::Stdio {
-            return Ok(Route::Connect {
-                command: client_config::current_connect_command(),
-            });
+            return Ok(Route::connect(self.patchbay));
         }
         let url = format!("http://127.0.0.1:{}/mcp/{connector}", self.port);
         let file = client_config::client_file(self.patchbay, self.client)?;

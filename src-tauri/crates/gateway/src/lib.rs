@@ -15,5 +15,5 @@ pub mod stdio;
 pub mod upstream;
 
 pub use clients::{ClientRecord, Clients, ClientsError};
-pub use server::{Gateway, GatewayError, GatewayOptions, DEFAULT_PORT};
+pub use server::{Gateway, GatewayError, GatewayOptions, DEFAULT_PORT, HOP_HEADER};
 pub use upstream::{Upstream, UpstreamError, UpstreamTransport, Upstreams};

@@ -38,6 +38,8 @@ const NOT_FORWARDED: &[&str] = &[
     "host",
     "authorization",
     CLIENT_HEADER,
+    // Ours is set on every upstream request; a client's copy must not stand in for it.
+    crate::server::HOP_HEADER,
     "origin",
     "referer",
     "cookie",
@@ -379,7 +381,8 @@ fn failure_text(failure: &Failure) -> String {
     }
 }
 
-/// Send, renewing once on a 401 and replaying the (buffered) request.
+/// Send, renewing once on a 401 (stepping up once on a 403 `insufficient_scope`, where consent
+/// can be asked) and replaying the (buffered) request.
 async fn exchange(
     state: &GatewayState,
     upstream: &Upstream,
@@ -390,6 +393,7 @@ async fn exchange(
 ) -> Result<reqwest::Response, Failure> {
     let mut bearer = upstream.bearer();
     let mut renewed = false;
+    let mut stepped_up = false;
     loop {
         let answer = send(
             state,
@@ -401,6 +405,17 @@ async fn exchange(
             body.clone(),
         )
         .await?;
+        if let Some(scope) = crate::upstream::insufficient_scope(&answer)
+            .filter(|_| !stepped_up && upstream.can_ask_consent())
+        {
+            // A step-up: refused, not acted on, so the request goes again once.
+            stepped_up = true;
+            match upstream.on_insufficient_scope(&scope).await {
+                Ok(new) => bearer = Some(new),
+                Err(e) => return Err(Failure::Refused(e)),
+            }
+            continue;
+        }
         if answer.status() != StatusCode::UNAUTHORIZED {
             return Ok(answer);
         }

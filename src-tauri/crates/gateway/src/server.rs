@@ -5,12 +5,20 @@
 //!
 //! Every request passes three gates before it reaches a connector, in this order:
 //! - `Host` must name the gateway on loopback (`127.0.0.1:PORT`, `localhost:PORT`,
-//!   `[::1]:PORT`), else 403: a DNS-rebinding page's requests carry its own host name.
+//!   `[::1]:PORT`), else 403: a DNS-rebinding page's requests carry its own host name. Two Host
+//!   headers, or an absolute-form target naming another authority, are a 400 first.
 //! - An `Origin`, when present, must be a loopback origin (`http(s)://127.0.0.1|localhost|[::1]`,
 //!   any port), else 403 (the MCP transport spec's rule against DNS rebinding).
 //! - A client secret minted by `patchbay gateway client add` (see `clients`), as
 //!   `Authorization: Bearer <secret>` or `X-Patchbay-Client: <secret>`, else 401. A client
 //!   limited to some connectors gets 403 for the others.
+//!
+//! Before those, loops: every request the gateway sends upstream carries [`HOP_HEADER`] with this
+//! gateway's random id (drawn when it binds; set once, on the one HTTP client all upstream requests go through), and
+//! a request that arrives carrying it is the gateway's own, come back (a connector whose URL
+//! reaches the gateway): refused with 508 Loop Detected, so a loop ends after one hop instead of
+//! recursing. Connectors whose URL is the gateway's own are refused before any request is sent
+//! (`patchbay_catalog::own_gateway`); the header catches the forms that rule cannot see.
 
 use crate::clients::{ClientRecord, Clients, CLIENT_HEADER};
 use crate::upstream::{Upstream, UpstreamError, Upstreams};
@@ -21,11 +29,18 @@ use axum::response::{IntoResponse, Response};
 use patchbay_check::{CallRecord, HealthStore, HEALTH_FILE};
 use std::collections::HashMap;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// The gateway's port unless told otherwise (the OAuth receiver has 3118).
-pub const DEFAULT_PORT: u16 = 3119;
+pub const DEFAULT_PORT: u16 = patchbay_catalog::own_gateway::DEFAULT_GATEWAY_PORT;
+
+/// Marks a request the gateway sent upstream; its value is that gateway's random id.
+pub const HOP_HEADER: &str = "patchbay-gateway-hop";
+
+/// What a client is told when its request is the gateway's own, come back.
+const LOOP_MESSAGE: &str = "loop detected: this request came back to Patchbay's own gateway (a client config or catalog entry lists the gateway itself as a server); remove that entry";
 
 #[derive(Debug, thiserror::Error)]
 pub enum GatewayError {
@@ -36,6 +51,8 @@ pub enum GatewayError {
     },
     #[error("cannot build the HTTP client: {0}")]
     Client(String),
+    #[error("cannot draw the gateway's random hop id: {0}")]
+    Random(String),
 }
 
 /// The gateway's settings.
@@ -54,6 +71,10 @@ pub struct GatewayOptions {
     pub resolve_ttl: Duration,
     /// Record calls on the health board (`health.sqlite` in the data directory).
     pub record_health: bool,
+    /// How long a connection may take to send a request's head: past it the connection is
+    /// closed, so half-sent heads (no secret is needed to send one) cannot hold the gateway's
+    /// descriptors from its clients.
+    pub header_read_timeout: Duration,
 }
 
 impl Default for GatewayOptions {
@@ -65,6 +86,7 @@ impl Default for GatewayOptions {
             connect_timeout: Duration::from_secs(10),
             resolve_ttl: Duration::from_secs(5),
             record_health: true,
+            header_read_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -79,6 +101,10 @@ pub struct GatewayState {
     resolved: Mutex<HashMap<String, Resolved>>,
     pub(crate) sessions: crate::sessions::Sessions,
     health: Option<tokio::sync::mpsc::UnboundedSender<CallRecord>>,
+    /// This process's id in [`HOP_HEADER`].
+    hop: String,
+    /// A loop was said in the log (once: a loop repeats).
+    loop_said: AtomicBool,
 }
 
 struct Resolved {
@@ -114,7 +140,17 @@ impl GatewayState {
     async fn resolve(self: &Arc<Self>, name: &str) -> Result<Arc<Upstream>, UpstreamError> {
         let upstreams = self.upstreams.clone();
         let owned = name.to_owned();
-        let result = tokio::task::spawn_blocking(move || upstreams.resolve(&owned))
+        let result = tokio::task::spawn_blocking(move || {
+            let upstream = upstreams.resolve(&owned)?;
+            // Sending to ourselves would come back here: refused before anything is sent.
+            if upstreams.patchbay().own_gateway().is_own(upstream.url()) {
+                return Err(UpstreamError::Unavailable {
+                    name: owned,
+                    reason: "its URL is Patchbay's own gateway (it would list itself); remove it or give the server's own URL".into(),
+                });
+            }
+            Ok(upstream)
+        })
             .await
             .unwrap_or_else(|e| {
                 Err(UpstreamError::Unavailable {
@@ -169,6 +205,7 @@ impl Gateway {
             .await
             .map_err(|source| GatewayError::Bind { addr: v4, source })?;
         let port = first.local_addr().map(|a| a.port()).unwrap_or(options.port);
+        upstreams.patchbay().own_gateway().add_port(port);
         let mut listeners = vec![first];
         let v6: SocketAddr = (Ipv6Addr::LOCALHOST, port).into();
         match tokio::net::TcpListener::bind(v6).await {
@@ -176,7 +213,15 @@ impl Gateway {
             // No IPv6 on this machine (or [::1] taken): 127.0.0.1 serves alone.
             Err(e) => tracing::info!("the gateway listens on 127.0.0.1 only: [::1]:{port}: {e}"),
         }
+        let hop = hop_id().map_err(|e| GatewayError::Random(e.to_string()))?;
+        let mut marked = HeaderMap::new();
+        marked.insert(
+            HOP_HEADER,
+            header::HeaderValue::from_str(&hop).map_err(|e| GatewayError::Random(e.to_string()))?,
+        );
         let http = reqwest::Client::builder()
+            // Every upstream request (proxy, aggregate) goes through this client: one place.
+            .default_headers(marked)
             .connect_timeout(options.connect_timeout)
             // A redirect would leave the credential's origin; the client sees it instead.
             .redirect(reqwest::redirect::Policy::none())
@@ -196,6 +241,8 @@ impl Gateway {
             resolved: Mutex::default(),
             sessions: Default::default(),
             health,
+            hop,
+            loop_said: AtomicBool::new(false),
         });
         Ok(Gateway { state, listeners })
     }
@@ -216,23 +263,52 @@ impl Gateway {
     /// Serve until `shutdown` resolves. Open streams are cut then (an SSE stream never ends on
     /// its own, so waiting for them would never end either).
     pub async fn serve(self, shutdown: impl std::future::Future<Output = ()> + Send) {
-        use axum::serve::ListenerExt;
+        let header_read_timeout = self.state.options.header_read_timeout;
         let app = router(self.state);
         let mut servers = tokio::task::JoinSet::new();
         for listener in self.listeners {
-            let listener = listener.tap_io(|tcp| {
-                // Small JSON-RPC messages: do not wait to fill a segment.
-                let _ = tcp.set_nodelay(true);
-            });
-            let app = app.clone();
-            servers.spawn(async move {
-                if let Err(e) = axum::serve(listener, app).await {
-                    tracing::error!("the gateway stopped serving: {e}");
-                }
-            });
+            servers.spawn(accept(listener, app.clone(), header_read_timeout));
         }
         shutdown.await;
         servers.abort_all();
+    }
+}
+
+/// Serves each connection `listener` accepts with hyper (HTTP/1.1, upgrades kept), its head
+/// bounded by `header_read_timeout` (what `axum::serve` cannot set).
+async fn accept(
+    listener: tokio::net::TcpListener,
+    app: axum::Router,
+    header_read_timeout: Duration,
+) {
+    let mut connections = tokio::task::JoinSet::new();
+    loop {
+        let tcp = match listener.accept().await {
+            Ok((tcp, _)) => tcp,
+            Err(e) => {
+                // Out of descriptors, most likely: wait for some to close instead of spinning.
+                tracing::warn!("the gateway cannot accept a connection: {e}");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        // Small JSON-RPC messages: do not wait to fill a segment.
+        let _ = tcp.set_nodelay(true);
+        let service = hyper_util::service::TowerToHyperService::new(app.clone());
+        connections.spawn(async move {
+            let mut http = hyper::server::conn::http1::Builder::new();
+            http.timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(header_read_timeout);
+            let served = http
+                .serve_connection(hyper_util::rt::TokioIo::new(tcp), service)
+                .with_upgrades()
+                .await;
+            if let Err(e) = served {
+                tracing::debug!("a gateway connection ended: {e}");
+            }
+        });
+        // Reap the finished ones so the set does not grow with every connection ever served.
+        while connections.try_join_next().is_some() {}
     }
 }
 
@@ -252,6 +328,16 @@ fn router(state: Arc<GatewayState>) -> axum::Router {
 /// Host, Origin and the client secret, in that order; the client found rides along.
 async fn gates(State(state): State<Arc<GatewayState>>, mut req: Request, next: Next) -> Response {
     let headers = req.headers();
+    if came_back(headers, &state.hop) {
+        // Said once: each hop of a loop would say it again.
+        if !state.loop_said.swap(true, Ordering::Relaxed) {
+            tracing::warn!(path = req.uri().path(), "{LOOP_MESSAGE}");
+        }
+        return loop_detected();
+    }
+    if let Some(why) = ambiguous_target(&req) {
+        return refuse(StatusCode::BAD_REQUEST, why);
+    }
     if !host_allowed(headers, state.port) {
         return refuse(
             StatusCode::FORBIDDEN,
@@ -288,6 +374,38 @@ async fn gates(State(state): State<Arc<GatewayState>>, mut req: Request, next: N
     next.run(req).await
 }
 
+/// 128 random bits, hex: the id this gateway marks its upstream requests with.
+fn hop_id() -> Result<String, getrandom::Error> {
+    let mut random = [0u8; 16];
+    getrandom::getrandom(&mut random)?;
+    Ok(random.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// Whether the request carries this gateway's own hop id (any of its values).
+fn came_back(headers: &HeaderMap, hop: &str) -> bool {
+    headers
+        .get_all(HOP_HEADER)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|v| v.trim() == hop)
+}
+
+/// 508 Loop Detected with a JSON-RPC error, so an MCP client shows the message.
+fn loop_detected() -> Response {
+    (
+        StatusCode::LOOP_DETECTED,
+        [(header::CONTENT_TYPE, "application/json")],
+        serde_json::json!({
+            "jsonrpc": "2.0",
+            "id": null,
+            "error": { "code": -32000, "message": LOOP_MESSAGE },
+        })
+        .to_string(),
+    )
+        .into_response()
+}
+
 fn presented_secret(headers: &HeaderMap) -> Option<String> {
     if let Some(v) = headers.get(CLIENT_HEADER).and_then(|v| v.to_str().ok()) {
         return Some(v.trim().to_owned());
@@ -297,6 +415,27 @@ fn presented_secret(headers: &HeaderMap) -> Option<String> {
     scheme
         .eq_ignore_ascii_case("bearer")
         .then(|| token.trim().to_owned())
+}
+
+/// What makes a request's target ambiguous (HTTP/1.1, RFC 9112 §3.2: a request with more than
+/// one Host, or whose absolute-form target names another authority than its Host, is answered
+/// 400): a proxy in front or a rebinding page could mean one host and the gate check another.
+fn ambiguous_target(req: &Request) -> Option<&'static str> {
+    let headers = req.headers();
+    let mut hosts = headers.get_all(header::HOST).iter();
+    let host = hosts.next();
+    if hosts.next().is_some() {
+        return Some("more than one Host header");
+    }
+    if let Some(authority) = req.uri().authority() {
+        let same = host
+            .and_then(|h| h.to_str().ok())
+            .is_some_and(|h| h.eq_ignore_ascii_case(authority.as_str()));
+        if !same {
+            return Some("the request target names another host than the Host header");
+        }
+    }
+    None
 }
 
 fn host_allowed(headers: &HeaderMap, port: u16) -> bool {

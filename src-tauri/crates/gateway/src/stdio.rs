@@ -3,46 +3,71 @@
 //! with the vault's credential injected: a drop-in for `npx mcp-remote URL` for clients that only
 //! launch commands.
 //!
-//! - Each client message is POSTed with `Accept: application/json, text/event-stream`; a JSON
-//!   answer or each `data:` event of an SSE answer goes to stdout as one line. `Mcp-Session-Id`
-//!   from `initialize` and the negotiated `MCP-Protocol-Version` go on every later request. After
-//!   `notifications/initialized` the server's own stream (GET) is opened when it offers one
-//!   (405: none). End of stdin deletes the session (DELETE).
+//! - The upstream is the official SDK's streamable-HTTP client (rmcp's
+//!   `StreamableHttpClientTransport`, typed messages) over our own HTTP client
+//!   (`upstream_http`), which carries the credentials: rmcp speaks both revisions, the 2025
+//!   sessions (`Mcp-Session-Id`, the negotiated `MCP-Protocol-Version`, the server's own GET
+//!   stream, DELETE at the end) and 2026-07-28's stateless core (`MCP-Protocol-Version` equal to
+//!   the request's `_meta`, `Mcp-Method`, `Mcp-Name`, `Mcp-Param-*` from `x-mcp-header`, tools
+//!   whose `x-mcp-header` is invalid left out of `tools/list`), and resumes a response stream
+//!   that ends early after the server's `retry`, with `Last-Event-ID` (SEP-1699).
+//! - Per server, newest first: a client that sends `initialize` (2025) makes the bridge ask
+//!   `server/discover` (2026-07-28) first. A server that speaks 2026-07-28 gets the client's
+//!   requests with the `_meta` it does not know to send, and the client an `initialize` answer
+//!   made from discovery; what has no 2026-07-28 counterpart is refused with a JSON-RPC error
+//!   that says so (reason `untranslatable`). Any other server gets the client's own
+//!   `initialize`, and both ends speak 2025. A client that opens with anything else (a 2026
+//!   client, with its own `_meta`) is passed through as it is.
+//! - On the 2026-07-28 wire, a new transport whose first request would be `tools/list` opens
+//!   with the bridge's own `server/discover` (its answer swallowed): rmcp hands a transport's
+//!   first answer on without its tool cache, so that `tools/list` would keep its invalid tools
+//!   and the `tools/call`s after it would lose their `Mcp-Param-*`.
 //! - Protocol on stdout only: every line written is a serialized JSON value; diagnostics go
 //!   through `tracing` (the CLI sends it to stderr).
 //! - A 401 renews through [`Upstream::on_unauthorized`] (the refresher of record's locked
 //!   transaction) and the request is sent again once; a credential that cannot be renewed answers
 //!   the request with a JSON-RPC error saying to authorize the connector in Patchbay.
 //! - An upstream that drops is reconnected: a refused connection is retried with a short backoff;
-//!   a 404 for the session id (the server restarted or expired it) re-initializes by replaying
-//!   the client's own `initialize` (its answer swallowed) and `notifications/initialized`, then the
-//!   request goes again. A `tools/call` whose connection dropped after it was sent is never sent
-//!   again (it may have run): it gets an error saying so.
+//!   a 404 for a 2025 session id (the server restarted or expired it) re-initializes by
+//!   replaying the client's own `initialize` (its answer swallowed) and
+//!   `notifications/initialized`, then the request goes again (rmcp's session recovery). A
+//!   `tools/call` whose connection dropped after it was sent is never sent again (it may have
+//!   run): it gets an error saying so; other requests are sent again once.
 //! - Every request is bounded by the connector's `timeout_ms` ([`DEFAULT_REQUEST_TIMEOUT`] when
 //!   it sets none), renewal and reconnection included; every request's outcome is handed to the
 //!   call hook (the health board).
 //!
-//! A connector on the legacy HTTP+SSE transport is bridged by `sse` (its own promises there).
+//! A connector on the legacy HTTP+SSE transport is bridged by `sse` (its own promises there): rmcp
+//! 3 has no client for that transport (0.11 dropped it), so that bridge keeps its own.
 
 mod handoff;
 mod sse;
+mod upstream_http;
 pub use handoff::{renew_for_bridge, run_handoff, Delegated, Handoff};
+// The one SSE parser, shared with the connection check's legacy SSE client.
+pub use patchbay_check::sse::{SseEvent, SseEventTooLarge, SseParser, MAX_SSE_EVENT_BYTES};
 
 use crate::upstream::{Upstream, UpstreamError, UpstreamTransport, Upstreams};
 use patchbay_check::{CallRecord, HealthError, HealthStore, TransportKind, HEALTH_FILE};
 use patchbay_core::{Patchbay, Refresher};
 use patchbay_vault::Secret;
-use reqwest::header::{HeaderValue, ACCEPT, CONTENT_TYPE};
-use reqwest::{Method, StatusCode};
+use rmcp::model::ClientJsonRpcMessage;
+use rmcp::transport::common::client_side_sse::ExponentialBackoff;
+use rmcp::transport::streamable_http_client::{
+    StreamableHttpClientTransportConfig, StreamableHttpError,
+};
+use rmcp::transport::{StreamableHttpClientTransport, Transport};
 use serde_json::{json, Value};
+use std::collections::HashMap;
 use std::future::Future;
 use std::io::Write;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 use tokio::task::{JoinHandle, JoinSet};
+use upstream_http::{UpstreamHttp, UpstreamHttpError};
 
 /// The bound on one request when the connector sets no `timeout_ms`.
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
@@ -61,12 +86,10 @@ const RECONNECT_DELAYS: [Duration; 5] = [
 ];
 /// The longest wait between tries to reopen the server's stream.
 const STREAM_BACKOFF_MAX: Duration = Duration::from_secs(5);
+/// How many times in a row a stream is reopened before it is given up.
+const STREAM_RETRIES: usize = 8;
 /// How much of an upstream's error body is kept for the client's error message.
 const DETAIL_MAX: usize = 300;
-
-const SESSION_HEADER: &str = "mcp-session-id";
-const VERSION_HEADER: &str = "mcp-protocol-version";
-const LAST_EVENT_ID: &str = "last-event-id";
 
 /// The JSON-RPC error code of the bridge's own errors (the implementation-defined server range;
 /// the MCP SDKs use it for a closed connection). `data.reason` says which.
@@ -99,6 +122,16 @@ pub trait Credentials: Send + Sync + 'static {
     /// The upstream refused `rejected` with a 401: renew it, or say (one sentence that tells
     /// the user what to do) why not.
     fn renew(&self, rejected: Option<Secret>) -> impl Future<Output = Result<(), String>> + Send;
+    /// The upstream answered 403 `insufficient_scope` naming `scope`: authorize for more access
+    /// (a step-up, bounded per session), or say why not. By default nothing can.
+    fn step_up(&self, scope: String) -> impl Future<Output = Result<(), String>> + Send {
+        let connector = self.connector().to_owned();
+        async move {
+            Err(format!(
+                "{connector} needs more access (\"{scope}\"); authorize it again in Patchbay (`patchbay authorize {connector}`)"
+            ))
+        }
+    }
 }
 
 impl Credentials for Upstream {
@@ -124,6 +157,13 @@ impl Credentials for Upstream {
 
     async fn renew(&self, rejected: Option<Secret>) -> Result<(), String> {
         self.on_unauthorized(rejected.as_ref())
+            .await
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    }
+
+    async fn step_up(&self, scope: String) -> Result<(), String> {
+        self.on_insufficient_scope(&scope)
             .await
             .map(|_| ())
             .map_err(|e| e.to_string())
@@ -250,7 +290,7 @@ where
 }
 
 /// Runs the bridge until `input` ends: reads the client's messages from `input`, writes the
-/// upstream's to `output`. Returns after the session is deleted upstream.
+/// upstream's to `output`. Returns after the upstream session (if any) is deleted.
 pub async fn run<C, R, W>(
     credentials: Arc<C>,
     on_call: Option<CallHook>,
@@ -262,21 +302,21 @@ where
     R: AsyncRead + Unpin,
     W: Write + Send + 'static,
 {
-    let BridgeIo {
-        timeout,
-        http,
-        out,
-        writer,
-    } = BridgeIo::start(credentials.as_ref(), output)?;
+    let timeout = credentials.timeout().unwrap_or(DEFAULT_REQUEST_TIMEOUT);
+    let http = UpstreamHttp::new(credentials.clone(), timeout)
+        .map_err(|e| StdioError::Client(e.to_string()))?;
+    let (out, lines_out) = mpsc::unbounded_channel();
+    let writer = tokio::task::spawn_blocking(move || write_lines(output, lines_out));
     let bridge = Arc::new(Bridge {
         credentials,
         http,
         timeout,
         out,
-        session: Mutex::default(),
-        reinitializing: tokio::sync::Mutex::new(()),
+        link: tokio::sync::Mutex::new(None),
+        revision: Mutex::new(Revision::Unknown),
+        initialize: Mutex::new(None),
         on_call,
-        closing: AtomicBool::new(false),
+        probes: AtomicU64::new(0),
     });
 
     let read = read_client(input, &bridge.out, |message, kind| {
@@ -287,6 +327,38 @@ where
     // goodbye upstream.
     bridge.close().await;
     let _ = bridge.out.send(Out::End);
+    let _ = writer.await;
+    read
+}
+
+/// The bridge for a session Patchbay cannot bridge (the connector is not in use, the vault does
+/// not answer, ...): until `input` ends, every request, `initialize` first, is answered with a
+/// JSON-RPC error carrying `message` and `data.reason`. A client that launched `patchbay
+/// connect` then shows why, where an exit would show only "connection closed".
+pub async fn refuse_session<R, W>(
+    message: &str,
+    reason: &str,
+    input: R,
+    output: W,
+) -> Result<(), StdioError>
+where
+    R: AsyncRead + Unpin,
+    W: Write + Send + 'static,
+{
+    let (out, lines_out) = mpsc::unbounded_channel();
+    let writer = tokio::task::spawn_blocking(move || write_lines(output, lines_out));
+    let error = json!({ "code": BRIDGE_ERROR, "message": message, "data": { "reason": reason } });
+    let read = read_client(input, &out, |_, kind| {
+        if let Kind::Request { id, .. } = kind {
+            emit_to(
+                &out,
+                &json!({ "jsonrpc": "2.0", "id": id, "error": error.clone() }),
+            );
+        }
+        std::future::ready(())
+    })
+    .await;
+    let _ = out.send(Out::End);
     let _ = writer.await;
     read
 }
@@ -368,6 +440,12 @@ where
                 continue;
             }
         };
+        if !message.is_object() {
+            // MCP since 2025-06-18 has no batches, and rmcp's transport cannot carry one: the
+            // client is told, rather than left waiting for answers that never come.
+            emit_to(out, &not_one_message(&message));
+            continue;
+        }
         let kind = Kind::of(&message);
         // The handshake goes in order: nothing else may overtake it (the session id comes from
         // the initialize's answer). Everything after runs concurrently, as the client sends it.
@@ -380,6 +458,20 @@ where
     };
     while in_flight.join_next().await.is_some() {}
     read
+}
+
+/// The answer to a line that is JSON but not one message (a batch, a bare value).
+fn not_one_message(message: &Value) -> Value {
+    let what = if message.is_array() {
+        "a JSON-RPC batch: MCP has no batches since 2025-06-18; send one message per line"
+    } else {
+        "not a JSON-RPC message: send one JSON object per line"
+    };
+    json!({
+        "jsonrpc": "2.0",
+        "id": null,
+        "error": { "code": -32600, "message": format!("Invalid Request: {what}") }
+    })
 }
 
 /// What goes to the stdout writer.
@@ -432,7 +524,7 @@ enum Kind {
     Notification {
         method: String,
     },
-    /// The client's answer to a server's request, or a batch: passed on, nothing to answer.
+    /// The client's answer to a server's request: passed on, nothing to answer.
     Other,
 }
 
@@ -479,65 +571,121 @@ impl Kind {
     }
 }
 
-/// The upstream session as the bridge knows it.
-#[derive(Default)]
-struct Session {
-    id: Option<String>,
-    protocol_version: Option<String>,
-    /// Bumped by every (re-)initialize: a request that failed on an older one needs no new one.
-    generation: u64,
-    /// The client's own handshake, replayed to re-initialize.
-    initialize: Option<Value>,
-    initialized: Option<Value>,
-    /// The task reading the server's stream (GET).
-    stream: Option<JoinHandle<()>>,
+/// The revision the bridge speaks upstream, decided by the client's first message and, for a
+/// client that sends `initialize`, by `server/discover`.
+#[derive(Debug, Clone)]
+enum Revision {
+    /// Nothing negotiated yet.
+    Unknown,
+    /// A 2025 client bridged to a 2026-07-28 server: the bridge answered `initialize` and adds
+    /// the per-request `_meta` the client does not know to send.
+    Translated(Box<RequestMeta>),
+    /// Both ends speak the same revision: messages pass as they are (a 2025 client on a 2025
+    /// session, or a client that sends its own `_meta`).
+    Same,
 }
 
-/// What a request was sent with.
-#[derive(Clone)]
-struct Sent {
-    session_id: Option<String>,
-    protocol_version: Option<String>,
-    generation: u64,
+/// The per-request metadata of 2026-07-28, from the client's `initialize`.
+#[derive(Debug, Clone)]
+struct RequestMeta {
+    protocol_version: String,
+    client_info: Value,
+    client_capabilities: Value,
+    /// From the client's `logging/setLevel` (2026-07-28 moved the level into `_meta`).
+    log_level: Option<Value>,
 }
 
-/// Why one POST did not deliver.
-#[derive(Debug)]
-enum PostError {
-    /// 401: carries the bearer that was refused.
-    Unauthorized(Option<Secret>),
-    /// 404 to a request carrying a session id: the server no longer knows the session.
-    SessionGone,
-    /// The request never reached the server (no connection).
-    Unreached(String),
-    /// The connection failed after the request was sent: it may have been acted on.
-    Dropped(String),
-    /// Any other error status.
-    Status { status: u16, detail: String },
+impl RequestMeta {
+    fn object(&self) -> serde_json::Map<String, Value> {
+        let mut meta = serde_json::Map::new();
+        meta.insert(META_PROTOCOL_VERSION.into(), json!(self.protocol_version));
+        meta.insert(META_CLIENT_INFO.into(), self.client_info.clone());
+        meta.insert(
+            META_CLIENT_CAPABILITIES.into(),
+            self.client_capabilities.clone(),
+        );
+        if let Some(level) = &self.log_level {
+            meta.insert(META_LOG_LEVEL.into(), level.clone());
+        }
+        meta
+    }
+
+    /// `request` with this metadata in its `params._meta` (what the client put there kept).
+    fn add_to(&self, request: &Value) -> Value {
+        let mut request = request.clone();
+        let Some(object) = request.as_object_mut() else {
+            return request;
+        };
+        let params = object
+            .entry("params")
+            .or_insert_with(|| Value::Object(Default::default()));
+        if !params.is_object() {
+            *params = Value::Object(Default::default());
+        }
+        let meta = params
+            .as_object_mut()
+            .expect("an object")
+            .entry("_meta")
+            .or_insert_with(|| Value::Object(Default::default()));
+        if let Some(meta) = meta.as_object_mut() {
+            for (key, value) in self.object() {
+                meta.entry(key).or_insert(value);
+            }
+        }
+        request
+    }
 }
+
+const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
+const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
+const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
+/// The stateless revision the bridge speaks upstream (the only one it knows past 2025).
+const STATELESS_REVISION: &str = "2026-07-28";
+/// What a 2025 client is told when it asks for a revision the bridge does not know.
+const NEWEST_WITH_INITIALIZE: &str = "2025-11-25";
+/// The revisions the bridge can answer a client's `initialize` with itself.
+const TRANSLATABLE: [&str; 4] = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
+/// 2026-07-28's "use another revision" error (its `data.supported` lists the server's).
+const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
+/// 2026-07-28's errors of a server that speaks it but refused the request as sent.
+const MODERN_REJECTIONS: [i64; 2] = [-32021, -32020];
 
 /// Why a client's request failed, as the client is told.
 #[derive(Debug)]
 enum Failure {
     NeedsAuthorization(String),
+    /// A 403 `insufficient_scope` that a step-up did not (or could not) mend.
+    NeedsMoreAccess(String),
     Unreachable(String),
     MayHaveRun(String),
     Dropped(String),
-    Status { status: u16, detail: String },
+    Status {
+        status: u16,
+        detail: String,
+    },
     SessionLost(String),
     TimedOut(Duration),
+    /// The client's message has no counterpart in the server's revision.
+    Untranslatable(String),
+    /// Not a message the bridge can send (not JSON-RPC as MCP defines it).
+    Invalid(String),
 }
 
 impl Failure {
     fn reason(&self) -> &'static str {
         match self {
             Failure::NeedsAuthorization(_) => "needs_authorization",
+            Failure::NeedsMoreAccess(_) => "needs_more_access",
             Failure::Unreachable(_) => "unreachable",
             Failure::MayHaveRun(_) => "may_have_run",
             Failure::Dropped(_) => "dropped",
             Failure::Status { .. } => "http_status",
             Failure::SessionLost(_) => "session_lost",
             Failure::TimedOut(_) => "timed_out",
+            Failure::Untranslatable(_) => "untranslatable",
+            Failure::Invalid(_) => "invalid_message",
         }
     }
 
@@ -548,58 +696,262 @@ impl Failure {
         }
     }
 
+    fn code(&self) -> i64 {
+        match self {
+            Failure::TimedOut(_) => TIMEOUT_ERROR,
+            Failure::Invalid(_) => -32600,
+            _ => BRIDGE_ERROR,
+        }
+    }
+
     fn message(&self, connector: &str, method: &str) -> String {
         match self {
-            // Upstream's renewal error already names the connector and says to authorize it.
-            Failure::NeedsAuthorization(why) => why.clone(),
+            // The renewal's error already names the connector and says to authorize it.
+            Failure::NeedsAuthorization(why) | Failure::NeedsMoreAccess(why) => why.clone(),
             Failure::Unreachable(e) => format!("{connector} is unreachable ({e}); Patchbay tried to reconnect and will again on the next request"),
             Failure::MayHaveRun(e) => format!("the connection to {connector} dropped during {method} ({e}); the call may have run, so Patchbay did not send it again"),
             Failure::Dropped(e) => format!("the connection to {connector} dropped during {method} ({e})"),
             Failure::Status { status, detail } => format!("{connector} answered HTTP {status}: {detail}"),
             Failure::SessionLost(e) => format!("the session with {connector} ended and could not be started again: {e}"),
             Failure::TimedOut(limit) => format!("{connector} did not answer {method} within {} ms (its timeout_ms)", limit.as_millis()),
+            Failure::Untranslatable(why) => format!("{connector} speaks MCP {STATELESS_REVISION} and {method} cannot be translated to it: {why}"),
+            Failure::Invalid(why) => format!("Patchbay cannot send this message to {connector}: {why}"),
         }
     }
 }
 
-impl From<PostError> for Failure {
-    fn from(e: PostError) -> Failure {
+impl From<StreamableHttpError<UpstreamHttpError>> for Failure {
+    fn from(e: StreamableHttpError<UpstreamHttpError>) -> Failure {
         match e {
-            PostError::Unauthorized(_) => Failure::NeedsAuthorization(
-                "the upstream refused the renewed credential too".into(),
-            ),
-            PostError::SessionGone => Failure::SessionLost("the server forgot it again".into()),
-            PostError::Unreached(e) => Failure::Unreachable(e),
-            PostError::Dropped(e) => Failure::Dropped(e),
-            PostError::Status { status, detail } => Failure::Status { status, detail },
+            StreamableHttpError::Client(UpstreamHttpError::NeedsAuthorization(why)) => {
+                Failure::NeedsAuthorization(why)
+            }
+            StreamableHttpError::Client(UpstreamHttpError::NeedsMoreAccess(why)) => {
+                Failure::NeedsMoreAccess(why)
+            }
+            StreamableHttpError::Client(UpstreamHttpError::Unreached(e)) => Failure::Unreachable(e),
+            StreamableHttpError::Client(UpstreamHttpError::Dropped(e)) => Failure::Dropped(e),
+            StreamableHttpError::Client(UpstreamHttpError::Status { status, detail }) => {
+                Failure::Status { status, detail }
+            }
+            e @ (StreamableHttpError::SessionExpired
+            | StreamableHttpError::SessionRecoveryTimeout
+            | StreamableHttpError::ReinitializationFailed(_)) => {
+                Failure::SessionLost(e.to_string())
+            }
+            e => Failure::Dropped(e.to_string()),
         }
     }
 }
 
-/// What a delivered POST brought back.
-struct Delivered {
-    session_id: Option<String>,
-    /// The response to the request sent, when it was one.
-    answer: Option<Value>,
+/// What the pump is asked to do with the transport.
+enum Command {
+    Send(
+        Box<ClientJsonRpcMessage>,
+        oneshot::Sender<Result<(), StreamableHttpError<UpstreamHttpError>>>,
+    ),
+    Close(oneshot::Sender<()>),
+    /// Ends a transport that never carried a message (nothing upstream to say goodbye to).
+    Drop(oneshot::Sender<()>),
+}
+
+/// One rmcp streamable-HTTP transport to the upstream, owned by a task of its own (the pump):
+/// it sends what the bridge gives it and hands each response to whoever waits for it, and
+/// everything else the server sends to stdout.
+struct Link {
+    commands: mpsc::UnboundedSender<Command>,
+    /// Requests in flight by their id (as JSON text), waiting for the response.
+    waiting: Arc<Mutex<HashMap<String, oneshot::Sender<Value>>>>,
+    alive: Arc<AtomicBool>,
+    /// Whether the transport was handed a message: rmcp's `close` waits for a worker that only
+    /// starts with the first one, so an unused transport is dropped, not closed.
+    used: AtomicBool,
+}
+
+/// Removes a request's waiter however its wait ends (answered, failed, timed out).
+struct Waiting<'a> {
+    link: &'a Link,
+    key: String,
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        lock(&self.link.waiting).remove(&self.key);
+    }
+}
+
+/// A std mutex whose holder never awaits: a poisoned one is still usable.
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn id_key(id: &Value) -> String {
+    id.to_string()
+}
+
+/// Whether `answer` is the error rmcp makes up when a response stream ended before the
+/// response (it marks its own with a process-local key in `data`): the server may have acted.
+fn is_stream_ended(answer: &Value) -> bool {
+    answer
+        .pointer("/error/data")
+        .and_then(Value::as_object)
+        .is_some_and(|data| data.contains_key("io.modelcontextprotocol/transportClosed"))
+}
+
+impl Link {
+    fn start<C: Credentials>(
+        http: UpstreamHttp<C>,
+        url: &str,
+        out: mpsc::UnboundedSender<Out>,
+    ) -> Arc<Link> {
+        let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_owned());
+        let mut backoff = ExponentialBackoff::default();
+        backoff.base_duration = Duration::from_millis(250);
+        backoff.max_delay = Some(STREAM_BACKOFF_MAX);
+        backoff.max_times = Some(STREAM_RETRIES);
+        config.retry_config = Arc::new(backoff);
+        let transport = StreamableHttpClientTransport::with_client(http, config);
+        let (commands, inbox) = mpsc::unbounded_channel();
+        let link = Arc::new(Link {
+            commands,
+            waiting: Arc::default(),
+            alive: Arc::new(AtomicBool::new(true)),
+            used: AtomicBool::new(false),
+        });
+        tokio::spawn(pump(
+            transport,
+            inbox,
+            link.waiting.clone(),
+            link.alive.clone(),
+            out,
+        ));
+        link
+    }
+
+    fn alive(&self) -> bool {
+        self.alive.load(Ordering::SeqCst)
+    }
+
+    /// Hands `message` to the transport; resolves once it was POSTed (and answered, for a
+    /// request: its response comes to its waiter).
+    async fn send(&self, message: &Value) -> Result<(), Failure> {
+        let typed: ClientJsonRpcMessage =
+            serde_json::from_value(message.clone()).map_err(|e| Failure::Invalid(e.to_string()))?;
+        let (done, sent) = oneshot::channel();
+        self.used.store(true, Ordering::SeqCst);
+        self.commands
+            .send(Command::Send(Box::new(typed), done))
+            .map_err(|_| Failure::Dropped("the upstream connection closed".into()))?;
+        match sent.await {
+            Ok(result) => result.map_err(Failure::from),
+            Err(_) => Err(Failure::Dropped("the upstream connection closed".into())),
+        }
+    }
+
+    /// Sends the request `message` (its `id` is `id`) and waits for its response.
+    async fn request(&self, message: &Value, id: &Value) -> Result<Value, Failure> {
+        let key = id_key(id);
+        let (tx, answer) = oneshot::channel();
+        lock(&self.waiting).insert(key.clone(), tx);
+        let _waiting = Waiting { link: self, key };
+        self.send(message).await?;
+        answer
+            .await
+            .map_err(|_| Failure::Dropped("the upstream connection closed".into()))
+    }
+
+    /// Ends the transport: rmcp deletes a 2025 session (bounded by its own 5 s).
+    async fn close(&self) {
+        let (done, closed) = oneshot::channel();
+        let command = if self.used.load(Ordering::SeqCst) {
+            Command::Close(done)
+        } else {
+            Command::Drop(done)
+        };
+        if self.commands.send(command).is_ok() {
+            let _ = tokio::time::timeout(DELETE_TIMEOUT * 2, closed).await;
+        }
+    }
+}
+
+/// The transport's owner: sends what it is given (each send awaited on a task of its own, so
+/// one slow POST holds up nothing), routes what the server sends. Ends when the transport does
+/// (its worker failed for good) or when asked to close.
+async fn pump<C: Credentials>(
+    mut transport: StreamableHttpClientTransport<UpstreamHttp<C>>,
+    mut commands: mpsc::UnboundedReceiver<Command>,
+    waiting: Arc<Mutex<HashMap<String, oneshot::Sender<Value>>>>,
+    alive: Arc<AtomicBool>,
+    out: mpsc::UnboundedSender<Out>,
+) {
+    loop {
+        tokio::select! {
+            command = commands.recv() => match command {
+                Some(Command::Send(message, done)) => {
+                    let sending = transport.send(*message);
+                    tokio::spawn(async move {
+                        let _ = done.send(sending.await);
+                    });
+                }
+                Some(Command::Close(done)) => {
+                    alive.store(false, Ordering::SeqCst);
+                    let _ = transport.close().await;
+                    let _ = done.send(());
+                    break;
+                }
+                Some(Command::Drop(done)) => {
+                    alive.store(false, Ordering::SeqCst);
+                    let _ = done.send(());
+                    break;
+                }
+                None => {
+                    alive.store(false, Ordering::SeqCst);
+                    let _ = transport.close().await;
+                    break;
+                }
+            },
+            message = transport.receive() => {
+                let Some(message) = message else {
+                    tracing::debug!("the upstream transport ended");
+                    alive.store(false, Ordering::SeqCst);
+                    break;
+                };
+                let Ok(message) = serde_json::to_value(&message) else {
+                    continue;
+                };
+                let waiter = message
+                    .get("id")
+                    .filter(|_| is_response(&message))
+                    .and_then(|id| lock(&waiting).remove(&id_key(id)));
+                match waiter {
+                    Some(waiter) => {
+                        let _ = waiter.send(message);
+                    }
+                    None => emit_to(&out, &message),
+                }
+            }
+        }
+    }
+    // Whoever still waits on this transport waits in vain: their senders go.
+    lock(&waiting).clear();
 }
 
 struct Bridge<C> {
     credentials: Arc<C>,
-    http: reqwest::Client,
+    http: UpstreamHttp<C>,
     timeout: Duration,
     out: mpsc::UnboundedSender<Out>,
-    session: Mutex<Session>,
-    /// One re-initialization at a time.
-    reinitializing: tokio::sync::Mutex<()>,
+    /// The transport in use (a new one after it fails for good).
+    link: tokio::sync::Mutex<Option<Arc<Link>>>,
+    revision: Mutex<Revision>,
+    /// The client's own `initialize`, replayed on a new transport to a 2025 server.
+    initialize: Mutex<Option<Value>>,
     on_call: Option<CallHook>,
-    closing: AtomicBool,
+    /// Numbers the bridge's own `server/discover` requests.
+    probes: AtomicU64,
 }
 
 impl<C: Credentials> Bridge<C> {
-    fn session(&self) -> MutexGuard<'_, Session> {
-        self.session.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
     fn name(&self) -> &str {
         self.credentials.connector()
     }
@@ -608,13 +960,8 @@ impl<C: Credentials> Bridge<C> {
         emit_to(&self.out, message);
     }
 
-    fn sent(&self) -> Sent {
-        let session = self.session();
-        Sent {
-            session_id: session.id.clone(),
-            protocol_version: session.protocol_version.clone(),
-            generation: session.generation,
-        }
+    fn revision(&self) -> Revision {
+        lock(&self.revision).clone()
     }
 
     /// One client message to the upstream, and the answer (or an error) to the client.
@@ -626,18 +973,15 @@ impl<C: Credentials> Bridge<C> {
         let latency = started.elapsed();
         let method = kind.method();
         match (&kind, &delivered) {
+            (Kind::Request { .. }, Ok(Some(answer))) => self.emit(answer),
             (Kind::Request { id, .. }, Err(failure)) => {
                 let text = failure.message(self.name(), method);
                 tracing::warn!(connector = self.name(), method, "{text}");
-                let code = match failure {
-                    Failure::TimedOut(_) => TIMEOUT_ERROR,
-                    _ => BRIDGE_ERROR,
-                };
                 self.emit(&json!({
                     "jsonrpc": "2.0",
                     "id": id,
                     "error": {
-                        "code": code,
+                        "code": failure.code(),
                         "message": text,
                         "data": { "connector": self.name(), "reason": failure.reason() }
                     }
@@ -673,464 +1017,284 @@ impl<C: Credentials> Bridge<C> {
         }
     }
 
-    /// POST `message` until it is delivered or cannot be: one renewal on a 401, one
-    /// re-initialization on a lost session, reconnection while the connection is refused, and
-    /// one resend after a drop unless it may have acted.
-    async fn deliver(self: &Arc<Self>, message: &Value, kind: &Kind) -> Result<(), Failure> {
-        if kind.is_initialize() {
-            self.session().initialize = Some(message.clone());
-        } else if kind.method() == "notifications/initialized" {
-            self.session().initialized = Some(message.clone());
+    /// The answer to a request (`None` for anything else), in the client's revision.
+    async fn deliver(
+        self: &Arc<Self>,
+        message: &Value,
+        kind: &Kind,
+    ) -> Result<Option<Value>, Failure> {
+        if kind.is_initialize() && matches!(self.revision(), Revision::Unknown) {
+            return self.negotiate(message, kind).await.map(Some);
         }
-        let mut renewed = false;
-        let mut reinitialized = false;
-        let mut reconnects = RECONNECT_DELAYS.iter();
+        let translated = match self.revision() {
+            Revision::Translated(meta) => match self.translate(message, kind, meta)? {
+                Translation::Send(message) => message,
+                Translation::Answer(answer) => return Ok(answer),
+            },
+            Revision::Unknown => {
+                // A client that opens with anything but `initialize` speaks for itself.
+                *lock(&self.revision) = Revision::Same;
+                message.clone()
+            }
+            Revision::Same => message.clone(),
+        };
+        let Kind::Request { id, .. } = kind else {
+            let link = self.link(None).await?;
+            return link.send(&translated).await.map(|()| None);
+        };
+        let answer = self.request(&translated, id, kind).await?;
+        match self.revision() {
+            Revision::Translated(_) => untranslated_answer(answer, kind).map(Some),
+            _ => Ok(Some(answer)),
+        }
+    }
+
+    /// A request, sent again once when its connection dropped, unless it may have acted.
+    async fn request(&self, message: &Value, id: &Value, kind: &Kind) -> Result<Value, Failure> {
         let mut resent = false;
         loop {
-            // Not while the session is being started again: its id is about to change.
-            drop(self.reinitializing.lock().await);
-            let sent = self.sent();
-            match self.post(message, kind.id(), &sent, false).await {
-                Ok(delivered) => {
-                    self.delivered(kind, &sent, delivered);
-                    return Ok(());
+            let link = self.link(Some(message)).await?;
+            let failure = match link.request(message, id).await {
+                Ok(answer) if is_stream_ended(&answer) => {
+                    Failure::Dropped("the server's stream ended before the response".into())
                 }
-                Err(PostError::Unauthorized(rejected)) if !renewed => {
-                    renewed = true;
-                    self.credentials
-                        .renew(rejected)
-                        .await
-                        .map_err(Failure::NeedsAuthorization)?;
-                }
-                Err(PostError::SessionGone) if !reinitialized => {
-                    reinitialized = true;
-                    tracing::info!(
-                        connector = self.name(),
-                        "the server no longer knows the session; starting it again"
-                    );
-                    self.reinitialize(sent.generation).await?;
-                }
-                Err(PostError::Unreached(e)) => match reconnects.next() {
-                    Some(delay) => {
-                        tracing::info!(
-                            connector = self.name(),
-                            "cannot connect ({e}); trying again"
-                        );
-                        tokio::time::sleep(*delay).await;
-                    }
-                    None => return Err(Failure::Unreachable(e)),
-                },
-                Err(PostError::Dropped(e)) if kind.may_act() => return Err(Failure::MayHaveRun(e)),
-                Err(PostError::Dropped(e)) if !resent => {
-                    resent = true;
-                    tracing::info!(
-                        connector = self.name(),
-                        "the connection dropped ({e}); sending again"
-                    );
-                }
-                Err(e) => return Err(e.into()),
+                Ok(answer) => return Ok(answer),
+                Err(failure @ Failure::Dropped(_)) => failure,
+                Err(failure) => return Err(failure),
+            };
+            let Failure::Dropped(why) = failure else {
+                unreachable!("only a drop is retried")
+            };
+            if kind.may_act() {
+                return Err(Failure::MayHaveRun(why));
             }
+            if resent {
+                return Err(Failure::Dropped(why));
+            }
+            resent = true;
+            tracing::info!(
+                connector = self.name(),
+                "the connection dropped ({why}); sending again"
+            );
         }
     }
 
-    /// After a delivered initialize: keep its session id and protocol version. After a
-    /// delivered `notifications/initialized`: open the server's stream.
-    fn delivered(self: &Arc<Self>, kind: &Kind, sent: &Sent, delivered: Delivered) {
-        if kind.is_initialize() {
-            let version = delivered
-                .answer
-                .as_ref()
-                .and_then(|a| a.pointer("/result/protocolVersion"))
-                .and_then(Value::as_str)
-                .map(str::to_owned);
-            let mut session = self.session();
-            session.id = delivered.session_id;
-            session.protocol_version = version;
-            session.generation += 1;
-        } else if kind.method() == "notifications/initialized" {
-            self.open_stream(sent.generation);
+    /// The transport in use, or a new one when there is none or it failed for good. To a 2025
+    /// server a new transport starts the session again with the client's own `initialize` (its
+    /// answer swallowed) and `notifications/initialized`. On the 2026-07-28 wire a new
+    /// transport whose `first` message is `tools/list` opens with the bridge's own
+    /// `server/discover` (its answer swallowed): rmcp hands a transport's first answer on
+    /// without its tool cache, which `Mcp-Param-*` and the invalid tools' exclusion need.
+    async fn link(&self, first: Option<&Value>) -> Result<Arc<Link>, Failure> {
+        let mut slot = tokio::time::timeout(self.timeout, self.link.lock())
+            .await
+            .map_err(|_| Failure::TimedOut(self.timeout))?;
+        if let Some(link) = slot.as_ref().filter(|link| link.alive()) {
+            return Ok(link.clone());
         }
-    }
-
-    /// Start the session again: the client's initialize (its answer swallowed), then its
-    /// `notifications/initialized`, then the server's stream. Does nothing when another request
-    /// already did it since `failed_generation`.
-    async fn reinitialize(self: &Arc<Self>, failed_generation: u64) -> Result<(), Failure> {
-        let _one = self.reinitializing.lock().await;
-        let (initialize, initialized) = {
-            let mut session = self.session();
-            if session.generation != failed_generation {
-                return Ok(());
-            }
-            if let Some(stream) = session.stream.take() {
-                stream.abort();
-            }
-            session.id = None;
-            session.protocol_version = None;
-            (session.initialize.clone(), session.initialized.clone())
-        };
-        let Some(initialize) = initialize else {
-            return Err(Failure::SessionLost(
-                "the client never initialized it".into(),
-            ));
-        };
-        let init_id = initialize.get("id").cloned();
-        let mut renewed = false;
-        let mut reconnects = RECONNECT_DELAYS.iter();
-        let fresh = Sent {
-            session_id: None,
-            protocol_version: None,
-            generation: failed_generation,
-        };
-        let delivered = loop {
-            match self.post(&initialize, init_id.as_ref(), &fresh, true).await {
-                Ok(delivered) => break delivered,
-                Err(PostError::Unauthorized(rejected)) if !renewed => {
-                    renewed = true;
-                    self.credentials
-                        .renew(rejected)
-                        .await
-                        .map_err(Failure::NeedsAuthorization)?;
-                }
-                Err(PostError::Unreached(e)) => match reconnects.next() {
-                    Some(delay) => tokio::time::sleep(*delay).await,
-                    None => return Err(Failure::Unreachable(e)),
-                },
-                Err(e) => {
-                    return Err(Failure::SessionLost(
-                        Failure::from(e).message(self.name(), "initialize"),
-                    ))
-                }
-            }
-        };
-        if let Some(error) = delivered.answer.as_ref().and_then(|a| a.get("error")) {
-            return Err(Failure::SessionLost(format!(
-                "it refused the initialize: {error}"
-            )));
-        }
-        self.delivered(&Kind::of(&initialize), &fresh, delivered);
-        let sent = self.sent();
-        if let Some(initialized) = initialized {
-            self.post(&initialized, None, &sent, true)
+        let link = Link::start(self.http.clone(), self.credentials.url(), self.out.clone());
+        let replay = lock(&self.initialize).clone();
+        if let (Revision::Same, Some(initialize)) = (self.revision(), replay) {
+            let id = initialize.get("id").cloned().unwrap_or(Value::Null);
+            let answer = link
+                .request(&initialize, &id)
                 .await
-                .map_err(|e| {
-                    Failure::SessionLost(
-                        Failure::from(e).message(self.name(), "notifications/initialized"),
-                    )
-                })?;
-            self.open_stream(sent.generation);
-        }
-        tracing::info!(connector = self.name(), "the session was started again");
-        Ok(())
-    }
-
-    /// A request to the upstream with its headers: the connector's (bearer included), the
-    /// session's.
-    fn request(&self, method: Method, sent: &Sent) -> (reqwest::RequestBuilder, Option<Secret>) {
-        let bearer = self.credentials.bearer();
-        let mut request = self.http.request(method, self.credentials.url());
-        for (name, value) in self.credentials.headers() {
-            match HeaderValue::from_str(value.expose()) {
-                Ok(mut v) => {
-                    v.set_sensitive(true);
-                    request = request.header(name.as_str(), v);
-                }
-                Err(_) => tracing::warn!(
-                    connector = self.name(),
-                    "the {name} header's value is not a valid HTTP header value; not sent"
-                ),
+                .map_err(|f| Failure::SessionLost(f.message(self.name(), "initialize")))?;
+            if let Some(error) = answer.get("error") {
+                return Err(Failure::SessionLost(format!(
+                    "it refused the initialize: {error}"
+                )));
             }
+            link.send(&json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }))
+                .await
+                .map_err(|f| {
+                    Failure::SessionLost(f.message(self.name(), "notifications/initialized"))
+                })?;
+            tracing::info!(connector = self.name(), "the session was started again");
+        } else if let Some(meta) = first
+            .filter(|first| first.get("method").and_then(Value::as_str) == Some("tools/list"))
+            .and_then(|first| first.pointer("/params/_meta"))
+            // rmcp caches tools from 2026-07-28 on (revisions are dates: they sort as text).
+            .filter(|meta| {
+                meta.get(META_PROTOCOL_VERSION)
+                    .and_then(Value::as_str)
+                    .is_some_and(|version| version >= STATELESS_REVISION)
+            })
+        {
+            // Whatever it answers, the transport is open; a failure to reach it is the request's.
+            self.discover(&link, meta.clone()).await?;
         }
-        if let Some(id) = &sent.session_id {
-            request = request.header(SESSION_HEADER, id.as_str());
-        }
-        if let Some(version) = &sent.protocol_version {
-            request = request.header(VERSION_HEADER, version.as_str());
-        }
-        (request, bearer)
+        *slot = Some(link.clone());
+        Ok(link)
     }
 
-    /// One POST. Writes what the server sends back to stdout (unless `swallow`) and returns the
-    /// response to `id` when there was one.
-    async fn post(
+    /// A 2025 client's `initialize`: `server/discover` first (2026-07-28, with the client's
+    /// info and capabilities); a server that speaks it gets the client's requests translated
+    /// and the client an `initialize` answer made from discovery. Any other server gets the
+    /// client's own `initialize` on the same transport (rmcp's fallback), and its answer.
+    async fn negotiate(&self, initialize: &Value, kind: &Kind) -> Result<Value, Failure> {
+        *lock(&self.initialize) = Some(initialize.clone());
+        let params = initialize.get("params").cloned().unwrap_or(Value::Null);
+        let meta = RequestMeta {
+            protocol_version: STATELESS_REVISION.into(),
+            client_info: params
+                .get("clientInfo")
+                .cloned()
+                .unwrap_or_else(|| json!({ "name": "unknown", "version": "0" })),
+            client_capabilities: params.get("capabilities").cloned().unwrap_or(json!({})),
+            log_level: None,
+        };
+        let link = self.link(None).await?;
+        let discovered = self.discover(&link, Value::Object(meta.object())).await?;
+        let supported: Vec<&str> = discovered
+            .pointer("/result/supportedVersions")
+            .or_else(|| discovered.pointer("/error/data/supported"))
+            .and_then(Value::as_array)
+            .map(|versions| versions.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let code = discovered.pointer("/error/code").and_then(Value::as_i64);
+        match (discovered.get("result"), code) {
+            (Some(result), _) if supported.contains(&STATELESS_REVISION) => {
+                tracing::info!(connector = self.name(), "the server speaks MCP {STATELESS_REVISION}; translating for a client that initializes");
+                *lock(&self.revision) = Revision::Translated(Box::new(meta));
+                return Ok(initialize_answer(kind, &params, result, self.name()));
+            }
+            (_, Some(code)) if MODERN_REJECTIONS.contains(&code) => {
+                let said = discovered
+                    .pointer("/error/message")
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
+                return Err(Failure::Untranslatable(format!(
+                    "it refused the bridge's server/discover ({said})"
+                )));
+            }
+            (_, Some(UNSUPPORTED_PROTOCOL_VERSION)) | (Some(_), _) => {
+                tracing::info!(
+                    connector = self.name(),
+                    "the server offers {supported:?}; initializing"
+                );
+            }
+            _ => tracing::debug!(
+                connector = self.name(),
+                "the server does not discover; initializing"
+            ),
+        }
+        *lock(&self.revision) = Revision::Same;
+        let id = kind.id().cloned().unwrap_or(Value::Null);
+        link.request(initialize, &id).await
+    }
+
+    /// The bridge's own `server/discover` on `link`, with `meta`, and its answer.
+    async fn discover(&self, link: &Link, meta: Value) -> Result<Value, Failure> {
+        let probe_id = json!(format!(
+            "patchbay-discover-{}",
+            self.probes.fetch_add(1, Ordering::Relaxed)
+        ));
+        let probe = json!({
+            "jsonrpc": "2.0",
+            "id": probe_id,
+            "method": "server/discover",
+            "params": { "_meta": meta }
+        });
+        link.request(&probe, &probe_id).await
+    }
+
+    /// A 2025 client's message for a 2026-07-28 server: sent with `_meta` added, answered by
+    /// the bridge, or refused with the reason.
+    fn translate(
         &self,
         message: &Value,
-        id: Option<&Value>,
-        sent: &Sent,
-        swallow: bool,
-    ) -> Result<Delivered, PostError> {
-        let (request, bearer) = self.request(Method::POST, sent);
-        let body = serde_json::to_vec(message).expect("a JSON value serializes");
-        let response = request
-            .header(CONTENT_TYPE, "application/json")
-            .header(ACCEPT, "application/json, text/event-stream")
-            .body(body)
-            .send()
-            .await
-            .map_err(|e| sending_failed(&e))?;
-        let status = response.status();
-        let session_id = response
-            .headers()
-            .get(SESSION_HEADER)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned);
-        if status == StatusCode::UNAUTHORIZED {
-            return Err(PostError::Unauthorized(bearer));
-        }
-        if status == StatusCode::NOT_FOUND && sent.session_id.is_some() {
-            return Err(PostError::SessionGone);
-        }
-        if !status.is_success() {
-            return Err(PostError::Status {
-                status: status.as_u16(),
-                detail: error_detail(response).await,
-            });
-        }
-        let event_stream = is_event_stream(&response);
-        let answer = if status == StatusCode::ACCEPTED {
-            None
-        } else if event_stream {
-            self.read_answer_stream(response, id, swallow).await?
-        } else {
-            let bytes = response
-                .bytes()
-                .await
-                .map_err(|e| PostError::Dropped(e.to_string()))?;
-            if bytes.iter().all(u8::is_ascii_whitespace) {
-                None
-            } else {
-                let value: Value =
-                    serde_json::from_slice(&bytes).map_err(|e| PostError::Status {
-                        status: status.as_u16(),
-                        detail: format!("the answer is not JSON ({e})"),
-                    })?;
-                let messages = match value {
-                    Value::Array(items) => items,
-                    one => vec![one],
-                };
-                let mut answer = None;
-                for m in messages {
-                    if !swallow {
-                        self.emit(&m);
-                    }
-                    if id.is_some() && m.get("id") == id && is_response(&m) {
-                        answer = Some(m);
-                    }
-                }
-                answer
-            }
+        kind: &Kind,
+        meta: Box<RequestMeta>,
+    ) -> Result<Translation, Failure> {
+        let answer = |result: Value| {
+            Translation::Answer(
+                kind.id()
+                    .map(|id| json!({ "jsonrpc": "2.0", "id": id, "result": result })),
+            )
         };
-        if id.is_some() && answer.is_none() {
-            return Err(PostError::Dropped(
-                "the server ended its answer without the response".into(),
-            ));
-        }
-        Ok(Delivered { session_id, answer })
+        Ok(match (kind, kind.method()) {
+            // The bridge answered `initialize`; there is no session to confirm.
+            (Kind::Notification { .. }, "notifications/initialized") => Translation::Answer(None),
+            (Kind::Request { .. }, "initialize") => answer(json!({
+                "protocolVersion": NEWEST_WITH_INITIALIZE, "capabilities": {}, "serverInfo": { "name": self.name(), "version": "0" }
+            })),
+            (Kind::Request { .. }, "logging/setLevel") => {
+                if let Revision::Translated(meta) = &mut *lock(&self.revision) {
+                    meta.log_level = message.pointer("/params/level").cloned();
+                }
+                answer(json!({}))
+            }
+            (Kind::Request { .. }, "resources/subscribe" | "resources/unsubscribe") => {
+                return Err(Failure::Untranslatable(
+                    "2026-07-28 replaced resource subscriptions with subscriptions/listen, a stream a 2025 client cannot hold through the bridge".into(),
+                ));
+            }
+            (Kind::Request { .. }, _) => Translation::Send(meta.add_to(message)),
+            _ => Translation::Send(message.clone()),
+        })
     }
 
-    /// Reads an SSE answer until the response to `id` (or its end, for a notification).
-    async fn read_answer_stream(
-        &self,
-        mut response: reqwest::Response,
-        id: Option<&Value>,
-        swallow: bool,
-    ) -> Result<Option<Value>, PostError> {
-        let mut events = SseParser::default();
-        loop {
-            let chunk = match response.chunk().await {
-                Ok(Some(chunk)) => chunk,
-                Ok(None) => return Ok(None),
-                Err(e) => return Err(PostError::Dropped(e.to_string())),
-            };
-            let completed = events
-                .push(&chunk)
-                .map_err(|e| PostError::Dropped(e.to_string()))?;
-            for event in completed {
-                let Some(message) = self.event_message(&event) else {
-                    continue;
-                };
-                if !swallow {
-                    self.emit(&message);
-                }
-                if id.is_some() && message.get("id") == id && is_response(&message) {
-                    return Ok(Some(message));
-                }
-            }
-        }
-    }
-
-    /// An SSE event's JSON-RPC message; other events (and data that is not JSON) are skipped.
-    fn event_message(&self, event: &SseEvent) -> Option<Value> {
-        if event.kind != "message" || event.data.is_empty() {
-            return None;
-        }
-        match serde_json::from_str(&event.data) {
-            Ok(m) => Some(m),
-            Err(e) => {
-                tracing::warn!(
-                    connector = self.name(),
-                    "skipped an SSE event that is not JSON ({e})"
-                );
-                None
-            }
-        }
-    }
-
-    /// Opens the server's stream for the session of `generation` (once).
-    fn open_stream(self: &Arc<Self>, generation: u64) {
-        let mut session = self.session();
-        if session.generation != generation || session.stream.is_some() || session.id.is_none() {
-            return;
-        }
-        let this = self.clone();
-        session.stream = Some(tokio::spawn(async move {
-            this.server_stream(generation).await;
-        }));
-    }
-
-    /// The server's stream (GET): its messages to stdout, reopened when it ends (with the last
-    /// event id seen) until the session changes or the bridge closes.
-    async fn server_stream(self: Arc<Self>, generation: u64) {
-        let mut backoff = Duration::from_millis(250);
-        let mut last_event_id: Option<String> = None;
-        let mut renewed = false;
-        loop {
-            let sent = self.sent();
-            if sent.generation != generation || self.closing.load(Ordering::Relaxed) {
-                return;
-            }
-            let (mut request, bearer) = self.request(Method::GET, &sent);
-            request = request.header(ACCEPT, "text/event-stream");
-            if let Some(id) = &last_event_id {
-                request = request.header(LAST_EVENT_ID, id.as_str());
-            }
-            match request.send().await {
-                Err(e) => {
-                    tracing::debug!(connector = self.name(), "the server's stream: {e}");
-                }
-                Ok(response) => match response.status() {
-                    StatusCode::METHOD_NOT_ALLOWED => {
-                        tracing::debug!(
-                            connector = self.name(),
-                            "the server offers no stream of its own"
-                        );
-                        return;
-                    }
-                    StatusCode::UNAUTHORIZED if !renewed => {
-                        renewed = true;
-                        if let Err(e) = self.credentials.renew(bearer).await {
-                            tracing::warn!(connector = self.name(), "the server's stream: {e}");
-                            return;
-                        }
-                        continue;
-                    }
-                    StatusCode::NOT_FOUND => {
-                        // The server restarted or expired the session: start it again now, so
-                        // the stream (and the next request) find one.
-                        tracing::info!(
-                            connector = self.name(),
-                            "the server no longer knows the session; starting it again"
-                        );
-                        let this = self.clone();
-                        tokio::spawn(async move {
-                            if let Err(e) = this.reinitialize(generation).await {
-                                tracing::warn!(
-                                    connector = this.name(),
-                                    "{}",
-                                    e.message(this.name(), "initialize")
-                                );
-                            }
-                        });
-                        return;
-                    }
-                    status if status.is_success() && is_event_stream(&response) => {
-                        renewed = false;
-                        backoff = Duration::from_millis(250);
-                        self.read_server_stream(response, &mut last_event_id).await;
-                    }
-                    // A refusal will not change by asking again (a 401 after a renewal among
-                    // them): requests still work without the stream.
-                    status if status.is_client_error() => {
-                        tracing::warn!(
-                            connector = self.name(),
-                            "the server's stream answered HTTP {status}; going on without it"
-                        );
-                        return;
-                    }
-                    status => {
-                        tracing::debug!(
-                            connector = self.name(),
-                            "the server's stream answered HTTP {status}; trying again"
-                        );
-                    }
-                },
-            }
-            tokio::time::sleep(backoff).await;
-            backoff = (backoff * 2).min(STREAM_BACKOFF_MAX);
-        }
-    }
-
-    async fn read_server_stream(
-        &self,
-        mut response: reqwest::Response,
-        last_event_id: &mut Option<String>,
-    ) {
-        let mut events = SseParser::default();
-        while let Ok(Some(chunk)) = response.chunk().await {
-            let completed = match events.push(&chunk) {
-                Ok(completed) => completed,
-                Err(e) => {
-                    tracing::warn!("dropping the server's stream: {e}");
-                    return;
-                }
-            };
-            for event in completed {
-                if let Some(id) = &event.id {
-                    *last_event_id = Some(id.clone());
-                }
-                if let Some(message) = self.event_message(&event) {
-                    self.emit(&message);
-                }
-            }
-        }
-    }
-
-    /// The goodbye: stop the server's stream, DELETE the session.
+    /// The goodbye: the transport ends (rmcp deletes a 2025 session).
     async fn close(&self) {
-        self.closing.store(true, Ordering::Relaxed);
-        let sent = {
-            let mut session = self.session();
-            if let Some(stream) = session.stream.take() {
-                stream.abort();
-            }
-            Sent {
-                session_id: session.id.take(),
-                protocol_version: session.protocol_version.clone(),
-                generation: session.generation,
-            }
+        let link = match tokio::time::timeout(DELETE_TIMEOUT, self.link.lock()).await {
+            Ok(mut slot) => slot.take(),
+            Err(_) => None,
         };
-        if sent.session_id.is_none() {
-            return;
-        }
-        let (request, _) = self.request(Method::DELETE, &sent);
-        match tokio::time::timeout(DELETE_TIMEOUT, request.send()).await {
-            Ok(Ok(response)) => tracing::debug!(
-                connector = self.name(),
-                "ended the session: HTTP {}",
-                response.status()
-            ),
-            Ok(Err(e)) => tracing::debug!(connector = self.name(), "cannot end the session: {e}"),
-            Err(_) => tracing::debug!(connector = self.name(), "ending the session timed out"),
+        if let Some(link) = link {
+            link.close().await;
         }
     }
 }
 
-fn sending_failed(e: &reqwest::Error) -> PostError {
-    // A refused or failed connect never carried the request; anything later may have.
-    if e.is_connect() {
-        PostError::Unreached(error_chain(e))
-    } else {
-        PostError::Dropped(error_chain(e))
+/// What becomes of a 2025 client's message to a 2026-07-28 server.
+enum Translation {
+    Send(Value),
+    /// The bridge's own answer (`None`: nothing to answer).
+    Answer(Option<Value>),
+}
+
+/// The `initialize` answer a 2025 client gets from the bridge for a 2026-07-28 server: the
+/// revision it asked for (the bridge translates), the server's capabilities, info and
+/// instructions from discovery.
+fn initialize_answer(kind: &Kind, params: &Value, discovered: &Value, connector: &str) -> Value {
+    let asked = params
+        .get("protocolVersion")
+        .and_then(Value::as_str)
+        .filter(|v| TRANSLATABLE.contains(v))
+        .unwrap_or(NEWEST_WITH_INITIALIZE);
+    let mut capabilities = discovered.get("capabilities").cloned().unwrap_or(json!({}));
+    // Resource subscriptions do not translate (see `translate`): not offered.
+    if let Some(resources) = capabilities
+        .get_mut("resources")
+        .and_then(Value::as_object_mut)
+    {
+        resources.remove("subscribe");
+    }
+    let server_info = discovered
+        .pointer(&format!("/_meta/{}", META_SERVER_INFO.replace('/', "~1")))
+        .cloned()
+        .unwrap_or_else(|| json!({ "name": connector, "version": "0" }));
+    let mut result = json!({
+        "protocolVersion": asked,
+        "capabilities": capabilities,
+        "serverInfo": server_info,
+    });
+    if let Some(instructions) = discovered.get("instructions") {
+        result["instructions"] = instructions.clone();
+    }
+    json!({ "jsonrpc": "2.0", "id": kind.id(), "result": result })
+}
+
+/// A 2026-07-28 answer for a 2025 client, or why it cannot have it: a result that asks the
+/// client for input (`resultType: input_required`) needs a round trip 2025 does not have.
+fn untranslated_answer(answer: Value, kind: &Kind) -> Result<Value, Failure> {
+    match answer.pointer("/result/resultType").and_then(Value::as_str) {
+        Some("input_required") => Err(Failure::Untranslatable(format!(
+            "the server asked for the client's input to finish {} (resultType input_required), which a 2025 client cannot give",
+            kind.method()
+        ))),
+        _ => Ok(answer),
     }
 }
 
@@ -1150,26 +1314,18 @@ pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
     text
 }
 
-fn is_event_stream(response: &reqwest::Response) -> bool {
-    response
-        .headers()
-        .get(CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| {
-            v.trim_start()
-                .to_ascii_lowercase()
-                .starts_with("text/event-stream")
-        })
-}
-
 fn is_response(message: &Value) -> bool {
     message.get("result").is_some() || message.get("error").is_some()
 }
 
 /// An error body, short: a JSON-RPC error's message, an OAuth error's description, or the text.
 async fn error_detail(response: reqwest::Response) -> String {
-    let text = response.text().await.unwrap_or_default();
-    let parsed: Option<Value> = serde_json::from_str(&text).ok();
+    detail_of(&response.text().await.unwrap_or_default())
+}
+
+/// [`error_detail`] of a body already read.
+pub(crate) fn detail_of(text: &str) -> String {
+    let parsed: Option<Value> = serde_json::from_str(text).ok();
     let said = parsed.as_ref().and_then(|v| {
         v.pointer("/error/message")
             .or_else(|| v.get("error_description"))
@@ -1177,7 +1333,7 @@ async fn error_detail(response: reqwest::Response) -> String {
             .and_then(Value::as_str)
             .map(str::to_owned)
     });
-    let detail = said.unwrap_or(text);
+    let detail = said.unwrap_or_else(|| text.to_owned());
     let detail = detail.trim();
     if detail.is_empty() {
         return "no detail".into();
@@ -1188,198 +1344,9 @@ async fn error_detail(response: reqwest::Response) -> String {
     }
 }
 
-/// One Server-Sent Event.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SseEvent {
-    /// `event:`, `message` when absent.
-    pub kind: String,
-    /// The `data:` lines joined by newlines.
-    pub data: String,
-    pub id: Option<String>,
-}
-
-/// The most an event may hold (its pending line and data) before the stream is given up: far
-/// above any MCP message, and a stop to a server that never ends a line or an event.
-pub const MAX_SSE_EVENT_BYTES: usize = 32 * 1024 * 1024;
-
-/// An event grew past the parser's limit; the stream is not usable any more.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("the server's event stream sent an event over {limit} bytes without ending it")]
-pub struct SseEventTooLarge {
-    pub limit: usize,
-}
-
-/// An incremental `text/event-stream` parser (the WHATWG rules the MCP transports use: lines end
-/// in CRLF, LF or CR; `:` starts a comment; a blank line dispatches), holding at most
-/// [`MAX_SSE_EVENT_BYTES`] of one event.
-#[derive(Debug)]
-pub struct SseParser {
-    limit: usize,
-    buffer: Vec<u8>,
-    /// The last chunk ended in CR: a LF starting the next one belongs to it.
-    after_cr: bool,
-    data: Option<String>,
-    kind: Option<String>,
-    id: Option<String>,
-}
-
-impl Default for SseParser {
-    fn default() -> Self {
-        SseParser::with_limit(MAX_SSE_EVENT_BYTES)
-    }
-}
-
-impl SseParser {
-    /// A parser holding at most `limit` bytes of one event.
-    pub fn with_limit(limit: usize) -> SseParser {
-        SseParser {
-            limit,
-            buffer: Vec::new(),
-            after_cr: false,
-            data: None,
-            kind: None,
-            id: None,
-        }
-    }
-
-    /// Feeds `chunk`; returns the events it completed, or an error once one event (its data so
-    /// far and its unfinished line) holds more than the limit.
-    pub fn push(&mut self, chunk: &[u8]) -> Result<Vec<SseEvent>, SseEventTooLarge> {
-        let events = self.push_unbounded(chunk);
-        let pending = self.buffer.len() + self.data.as_ref().map_or(0, String::len);
-        if pending > self.limit {
-            return Err(SseEventTooLarge { limit: self.limit });
-        }
-        Ok(events)
-    }
-
-    fn push_unbounded(&mut self, chunk: &[u8]) -> Vec<SseEvent> {
-        let mut events = Vec::new();
-        let mut bytes = chunk;
-        if self.after_cr && bytes.first() == Some(&b'\n') {
-            bytes = &bytes[1..];
-        }
-        self.after_cr = false;
-        let mut start = 0;
-        let mut i = 0;
-        while i < bytes.len() {
-            if bytes[i] == b'\n' || bytes[i] == b'\r' {
-                self.buffer.extend_from_slice(&bytes[start..i]);
-                let line = std::mem::take(&mut self.buffer);
-                self.line(&String::from_utf8_lossy(&line), &mut events);
-                if bytes[i] == b'\r' {
-                    if i + 1 < bytes.len() {
-                        if bytes[i + 1] == b'\n' {
-                            i += 1;
-                        }
-                    } else {
-                        self.after_cr = true;
-                    }
-                }
-                start = i + 1;
-            }
-            i += 1;
-        }
-        self.buffer.extend_from_slice(&bytes[start..]);
-        events
-    }
-
-    fn line(&mut self, line: &str, events: &mut Vec<SseEvent>) {
-        if line.is_empty() {
-            if let Some(data) = self.data.take() {
-                events.push(SseEvent {
-                    kind: self.kind.take().unwrap_or_else(|| "message".into()),
-                    data,
-                    id: self.id.clone(),
-                });
-            }
-            self.kind = None;
-            return;
-        }
-        if line.starts_with(':') {
-            return;
-        }
-        let (field, value) = match line.split_once(':') {
-            Some((f, v)) => (f, v.strip_prefix(' ').unwrap_or(v)),
-            None => (line, ""),
-        };
-        match field {
-            "data" => match &mut self.data {
-                Some(data) => {
-                    data.push('\n');
-                    data.push_str(value);
-                }
-                None => self.data = Some(value.to_owned()),
-            },
-            "event" => self.kind = Some(value.to_owned()),
-            "id" if !value.contains('\0') => self.id = Some(value.to_owned()),
-            _ => {}
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn sse_events_split_across_chunks_and_line_endings() {
-        let mut parser = SseParser::default();
-        let mut events = parser.push(b"event: message\r\nid: 7\r").unwrap();
-        events.extend(parser.push(b"\ndata: {\"a\":").unwrap());
-        events.extend(
-            parser
-                .push(b"1}\n\n: keep-alive\n\ndata: x\ndata: y\n")
-                .unwrap(),
-        );
-        assert_eq!(
-            events,
-            vec![SseEvent {
-                kind: "message".into(),
-                data: "{\"a\":1}".into(),
-                id: Some("7".into()),
-            }]
-        );
-        let events = parser.push(b"\n").unwrap();
-        assert_eq!(events[0].data, "x\ny");
-        assert_eq!(
-            events[0].id.as_deref(),
-            Some("7"),
-            "the last id carries over"
-        );
-    }
-
-    #[test]
-    fn an_event_without_data_dispatches_nothing() {
-        let mut parser = SseParser::default();
-        assert!(parser.push(b"event: ping\n\n").unwrap().is_empty());
-        let events = parser.push(b"data:no space\r\n\r\n").unwrap();
-        assert_eq!(events[0].data, "no space");
-        assert_eq!(
-            events[0].kind, "message",
-            "the event type does not carry over"
-        );
-    }
-
-    #[test]
-    fn an_event_over_the_limit_is_refused_and_one_under_it_is_not() {
-        // A line that never ends.
-        let mut parser = SseParser::with_limit(64);
-        assert!(parser.push(&[b'x'; 60]).unwrap().is_empty());
-        assert_eq!(parser.push(&[b'x'; 5]), Err(SseEventTooLarge { limit: 64 }));
-        // Data lines that never dispatch.
-        let mut parser = SseParser::with_limit(64);
-        for _ in 0..5 {
-            parser.push(b"data: 0123456789\n").unwrap();
-        }
-        assert!(parser.push(b"data: 0123456789\n").is_err());
-        // Events that end stay within it, however many.
-        let mut parser = SseParser::with_limit(64);
-        for _ in 0..1000 {
-            let events = parser.push(b"data: 0123456789012345678901234567890123456789\n\n");
-            assert_eq!(events.unwrap().len(), 1);
-        }
-    }
 
     #[test]
     fn messages_are_told_apart() {

@@ -9,7 +9,7 @@
 //! [`Secret`]s: nothing here logs or prints a header value or a token.
 
 use patchbay_catalog::{expand, CatalogItem, CredentialKey, ServerEntry, Transport};
-use patchbay_core::{CoreError, Patchbay, RefreshOutcome, Refresher};
+use patchbay_core::{Authorizer, CoreError, Patchbay, RefreshOutcome, Refresher};
 use patchbay_vault::Secret;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
@@ -52,6 +52,14 @@ pub enum UpstreamError {
     /// The upstream refused the credential and renewing did not help.
     #[error("{name} refused Patchbay's credential ({detail}): authorize {name} in Patchbay (the Authorize button, or `patchbay authorize {name}`)")]
     NeedsAuthorization { name: String, detail: String },
+    /// A 403 `insufficient_scope`: the credential is good but grants too little, and no step-up
+    /// could be (or was allowed to be) done here.
+    #[error("{name} needs more access than Patchbay's credential grants (it asks for \"{scope}\"): {detail}")]
+    NeedsMoreAccess {
+        name: String,
+        scope: String,
+        detail: String,
+    },
     /// A static credential (a header from the catalog) was refused; there is nothing to renew.
     #[error("{name} refused the credential in its {header} header: update it in Patchbay (`patchbay secret set VAR`)")]
     StaticCredentialRefused { name: String, header: String },
@@ -61,6 +69,22 @@ pub enum UpstreamError {
     RenewalBusy { name: String },
 }
 
+impl UpstreamError {
+    /// The machine-readable kind a JSON-RPC error carries in `data.reason`.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            UpstreamError::NotFound(_) | UpstreamError::NoSuchUrl(_) => "not_in_use",
+            UpstreamError::NotRemote(_) | UpstreamError::Unavailable { .. } => "unavailable",
+            UpstreamError::MissingConfiguration { .. } => "missing_configuration",
+            UpstreamError::NeedsAuthorization { .. }
+            | UpstreamError::StaticCredentialRefused { .. } => "needs_authorization",
+            UpstreamError::NeedsMoreAccess { .. } => "needs_more_access",
+            UpstreamError::Vault { .. } => "vault_unavailable",
+            UpstreamError::RenewalBusy { .. } => "renewal_busy",
+        }
+    }
+}
+
 /// Resolves connectors in use to upstreams; shares one renewal gate per connector so a burst of
 /// 401s renews once. Cheap to clone.
 #[derive(Clone)]
@@ -68,6 +92,9 @@ pub struct Upstreams {
     patchbay: Arc<Patchbay>,
     refresher: Option<Refresher>,
     gates: Arc<Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>>,
+    /// Consent for a running session (a refused credential that cannot be renewed, a step-up):
+    /// only where someone can answer a browser (the stdio bridge's renew command).
+    authorizer: Option<Authorizer>,
 }
 
 impl Upstreams {
@@ -77,7 +104,17 @@ impl Upstreams {
             patchbay,
             refresher,
             gates: Arc::default(),
+            authorizer: None,
         }
+    }
+
+    /// These upstreams, authorizing in the system browser what renewing cannot mend: a credential
+    /// refused after renewal (the authorization server changed, the grant was revoked) and a
+    /// 403 `insufficient_scope` (a step-up). The request waits for consent up to the connector's
+    /// `timeout_ms` ([`crate::stdio::DEFAULT_REQUEST_TIMEOUT`] when it sets none).
+    pub fn with_authorizer(mut self, authorizer: Authorizer) -> Upstreams {
+        self.authorizer = Some(authorizer);
+        self
     }
 
     pub fn patchbay(&self) -> &Arc<Patchbay> {
@@ -154,6 +191,13 @@ impl Upstreams {
             .map(|(k, v)| (k.clone(), Secret::new(expand_into(v))))
             .collect();
         if !missing.is_empty() {
+            // A value the vault holds but its keychain would not open is not missing: say so.
+            if let Some(Err(e)) = missing.first().map(|n| self.patchbay.vault().variable(n)) {
+                return Err(UpstreamError::Vault {
+                    name,
+                    detail: e.to_string(),
+                });
+            }
             return Err(UpstreamError::MissingConfiguration { name, missing });
         }
         let static_credential_headers: Vec<String> = entry
@@ -183,6 +227,7 @@ impl Upstreams {
             retry: entry.retry,
             patchbay: self.patchbay.clone(),
             refresher: self.refresher.clone(),
+            authorizer: self.authorizer.clone(),
             gate,
         };
         *upstream.bearer.write().unwrap_or_else(|p| p.into_inner()) = upstream.stored_bearer()?;
@@ -206,6 +251,7 @@ pub struct Upstream {
     retry: Option<patchbay_catalog::RetryPolicy>,
     patchbay: Arc<Patchbay>,
     refresher: Option<Refresher>,
+    authorizer: Option<Authorizer>,
     gate: Arc<tokio::sync::Mutex<()>>,
 }
 
@@ -270,15 +316,128 @@ impl Upstream {
         with_bearer(self.headers.clone(), self.bearer())
     }
 
+    /// Whether a refusal may be answered by asking the user for consent (a step-up).
+    pub fn can_ask_consent(&self) -> bool {
+        self.authorizer.is_some() && self.oauth && self.credential_key.is_some()
+    }
+
+    /// How long a request waits for the user's consent: the connector's bound on a request.
+    fn consent_wait(&self) -> Duration {
+        self.timeout
+            .unwrap_or(crate::stdio::DEFAULT_REQUEST_TIMEOUT)
+    }
+
     /// The upstream answered 401 to a request that carried `rejected` (the bearer it was sent
     /// with, from [`Upstream::bearer`]). Renews once for a burst of 401s: when the vault already
     /// holds another token (a concurrent renewal, the app's schedule, another process), that
-    /// one is returned without refreshing; else the refresher of record renews it. `Err` says to
-    /// authorize the connector in Patchbay (or, for a static credential, to update it).
+    /// one is returned without refreshing; else the refresher of record renews it. When that
+    /// cannot help because the resource now names another authorization server (SEP-2352) and
+    /// these upstreams may ask for consent ([`Upstreams::with_authorizer`]), the connector is
+    /// authorized there in the browser while the request waits (a registration of its own, none
+    /// of the old server's). `Err` says to authorize the connector in Patchbay (or, for a static
+    /// credential, to update it).
     pub async fn on_unauthorized(
         &self,
         rejected: Option<&Secret>,
     ) -> Result<Secret, UpstreamError> {
+        // A resource that moved to another authorization server (SEP-2352) is authorized there:
+        // renewing at the old one would only mint another token the resource refuses. Checked
+        // only where consent can be asked, and only for a connector Patchbay holds a grant of.
+        if let Some(authorizer) = &self.authorizer {
+            if let Some(issuer) = self.moved_to(authorizer).await {
+                return self.authorize_at(authorizer, &issuer, rejected).await;
+            }
+        }
+        // A lapsed or revoked grant at the same server is said at once (docs/connect.md).
+        self.renew(rejected).await
+    }
+
+    /// The issuer the resource names now, when it is not the grant's.
+    async fn moved_to(&self, authorizer: &Authorizer) -> Option<String> {
+        if self.credential_key.is_none() || self.bearer().is_none() {
+            return None;
+        }
+        match authorizer.moved_authorization_server(&self.name).await {
+            Ok(moved) => moved,
+            Err(e) => {
+                tracing::debug!(connector = self.name, error = %e, "cannot tell whether the authorization server moved");
+                None
+            }
+        }
+    }
+
+    /// Consent at the authorization server `issuer` the resource moved to, while the request
+    /// waits; one browser page for a burst of 401s.
+    async fn authorize_at(
+        &self,
+        authorizer: &Authorizer,
+        issuer: &str,
+        rejected: Option<&Secret>,
+    ) -> Result<Secret, UpstreamError> {
+        let _consenting = self.consent_gate().await?;
+        if let Some(current) = self.reload()? {
+            if Some(&current) != rejected {
+                return Ok(current);
+            }
+        }
+        tracing::info!(
+            connector = self.name,
+            issuer,
+            "the resource moved to another authorization server; asking for consent there"
+        );
+        authorizer
+            .authorize_for_session(&self.name, self.consent_wait())
+            .await
+            .map_err(|e| UpstreamError::NeedsAuthorization {
+                name: self.name.clone(),
+                detail: e.to_string(),
+            })?;
+        self.reload()?
+            .ok_or_else(|| UpstreamError::NeedsAuthorization {
+                name: self.name.clone(),
+                detail: "the authorization stored no token".into(),
+            })
+    }
+
+    /// The upstream answered 403 `insufficient_scope` naming `scope`: a step-up. Authorizes the
+    /// connector again for the scopes asked for before together with `scope` and hands back the
+    /// new bearer (where consent can be asked, [`Upstreams::with_authorizer`]; at most
+    /// [`patchbay_core::MAX_STEP_UPS`] times a session), else says what is needed.
+    pub async fn on_insufficient_scope(&self, scope: &str) -> Result<Secret, UpstreamError> {
+        let more = |detail: String| UpstreamError::NeedsMoreAccess {
+            name: self.name.clone(),
+            scope: scope.to_owned(),
+            detail,
+        };
+        if !self.oauth || self.credential_key.is_none() {
+            return Err(more("its credential is not one Patchbay authorizes".into()));
+        }
+        let Some(authorizer) = &self.authorizer else {
+            return Err(more(format!(
+                "authorize it again in Patchbay (`patchbay authorize {}`)",
+                self.name
+            )));
+        };
+        let _consenting = self.consent_gate().await?;
+        authorizer
+            .step_up(&self.name, scope, self.consent_wait())
+            .await
+            .map_err(|e| more(e.to_string()))?;
+        self.reload()?
+            .ok_or_else(|| more("the authorization stored no token".into()))
+    }
+
+    /// The renewal gate, for a consent: one browser page for a burst of refusals.
+    async fn consent_gate(&self) -> Result<tokio::sync::MutexGuard<'_, ()>, UpstreamError> {
+        tokio::time::timeout(self.consent_wait() + RENEWAL_WAIT, self.gate.lock())
+            .await
+            .map_err(|_| UpstreamError::RenewalBusy {
+                name: self.name.clone(),
+            })
+    }
+
+    /// Renewal only: the vault's newer token, else the refresher of record.
+    async fn renew(&self, rejected: Option<&Secret>) -> Result<Secret, UpstreamError> {
         if !self.oauth {
             let header = self
                 .static_credential_headers
@@ -353,6 +512,23 @@ impl Upstream {
             }),
         }
     }
+}
+
+/// The scope of a 403 whose Bearer challenge says `insufficient_scope` (RFC 6750 §3.1), when
+/// it names one: what a step-up asks for.
+pub(crate) fn insufficient_scope(response: &reqwest::Response) -> Option<String> {
+    if response.status() != reqwest::StatusCode::FORBIDDEN {
+        return None;
+    }
+    response
+        .headers()
+        .get_all(reqwest::header::WWW_AUTHENTICATE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .filter_map(patchbay_oauth::discovery::parse_www_authenticate)
+        .find(|c| c.error.as_deref() == Some("insufficient_scope"))
+        .and_then(|c| c.scope)
+        .filter(|s| !s.trim().is_empty())
 }
 
 /// A URL for comparison: scheme and host lowercased, no trailing `/`, no fragment.

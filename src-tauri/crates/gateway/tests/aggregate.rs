@@ -4,7 +4,9 @@
 //! whose connection dropped after it was sent or that outlived `timeout_ms` is never sent again
 //! (it may have run), a server that lost the session gets a new one and the call (not processed)
 //! is replayed, and a connector whose listing hangs is bounded by its `timeout_ms` while the
-//! others' tools are listed (and is not waited on again while it is reconnected).
+//! others' tools are listed (and is not waited on again while it is reconnected). Listings are
+//! answered from the lists kept: a warm listing asks no connector, a `list_changed` streamed
+//! with an answer makes the next listing ask, and a connector's `ttlMs` is honoured.
 
 mod support;
 
@@ -32,6 +34,10 @@ struct Seen {
     ran: HashMap<String, usize>,
     /// Requests refused with 401.
     refused: usize,
+    /// `PATH` → how many `tools/list` arrived.
+    listed: HashMap<String, usize>,
+    /// `PATH` → tools added by a call to `grow`.
+    grown: HashMap<String, Vec<String>>,
 }
 
 /// One HTTP server; each path prefix (`/fx/mcp`, `/slow/mcp`, `/stuck/mcp`) is a connector.
@@ -111,12 +117,32 @@ async fn answer(seen: &Mutex<Seen>, path: &str, headers: &HeaderMap, body: &[u8]
             if path.starts_with("/stuck") {
                 tokio::time::sleep(Duration::from_secs(600)).await;
             }
-            let tools: Vec<Value> = ["act", "drop", "hang"]
+            let (listed, grown) = {
+                let mut seen = seen.lock().unwrap();
+                let listed = seen.listed.entry(path.to_owned()).or_default();
+                *listed += 1;
+                let listed = *listed;
+                (listed, seen.grown.get(path).cloned().unwrap_or_default())
+            };
+            let mut names: Vec<String> = ["act", "drop", "hang", "grow"]
+                .iter()
+                .map(|n| n.to_string())
+                .chain(grown)
+                .collect();
+            let mut result = json!({});
+            // A 2026-07-28 server saying how long its list holds, and whose list shows how
+            // often it was asked.
+            if path.starts_with("/ttl") {
+                names.push(format!("listed_{listed}"));
+                result["ttlMs"] = json!(1000);
+            }
+            let tools: Vec<Value> = names
                 .iter()
                 .map(|n| json!({ "name": n, "description": format!("{n} once"), "inputSchema": { "type": "object" } }))
                 .collect();
+            result["tools"] = json!(tools);
             json_answer(
-                json!({ "jsonrpc": "2.0", "id": id, "result": { "tools": tools } }),
+                json!({ "jsonrpc": "2.0", "id": id, "result": result }),
                 None,
             )
         }
@@ -143,6 +169,25 @@ async fn answer(seen: &Mutex<Seen>, path: &str, headers: &HeaderMap, body: &[u8]
                 "hang" => {
                     tokio::time::sleep(Duration::from_secs(600)).await;
                     Response::new(Body::empty())
+                }
+                // Adds a tool, and says so in the answer's stream before the result.
+                "grow" => {
+                    seen.lock()
+                        .unwrap()
+                        .grown
+                        .entry(path.to_owned())
+                        .or_default()
+                        .push("grown".into());
+                    let changed =
+                        json!({ "jsonrpc": "2.0", "method": "notifications/tools/list_changed" });
+                    let result = json!({ "jsonrpc": "2.0", "id": id, "result": {
+                        "content": [{ "type": "text", "text": "grew" }] } });
+                    Response::builder()
+                        .header("content-type", "text/event-stream")
+                        .body(Body::from(format!(
+                            "event: message\ndata: {changed}\n\nevent: message\ndata: {result}\n\n"
+                        )))
+                        .unwrap()
                 }
                 _ => json_answer(
                     json!({ "jsonrpc": "2.0", "id": id, "result": {
@@ -201,6 +246,26 @@ impl Rig {
             .await
     }
 
+    fn listed(&self, path: &str) -> usize {
+        self.seen
+            .lock()
+            .unwrap()
+            .listed
+            .get(path)
+            .copied()
+            .unwrap_or(0)
+    }
+
+    async fn tool_names(&self) -> Vec<String> {
+        let listed = self.rpc("tools/list", json!({})).await;
+        listed["result"]["tools"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{listed}"))
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_owned())
+            .collect()
+    }
+
     fn ran(&self, path_and_tool: &str) -> usize {
         self.seen
             .lock()
@@ -226,7 +291,8 @@ async fn rig() -> Rig {
             "slow": { "type": "http", "url": format!("{base}/slow/mcp"), "headers": { "X-Api-Key": "k" },
                       "timeout_ms": 300, "retry": { "max": 3, "base_ms": 10, "jitter": 0.0 } },
             "stuck": { "type": "http", "url": format!("{base}/stuck/mcp"), "headers": { "X-Api-Key": "k" },
-                       "timeout_ms": 2000 }
+                       "timeout_ms": 2000 },
+            "ttl": { "type": "http", "url": format!("{base}/ttl/mcp"), "headers": { "X-Api-Key": "k" } }
         } });
     let Core { dir, patchbay, ras } = core_with_fx(&catalog, &url).await;
     let (gateway_base, secret) = serve_gateway(
@@ -349,4 +415,161 @@ async fn a_lost_session_is_begun_again_and_the_call_replayed_once() {
     // A name no connector offers is not a call.
     let unknown = rig.call("slow__nothing").await;
     assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_warm_listing_asks_no_connector_and_answers_the_same() {
+    let rig = rig().await;
+    let first = rig.rpc("tools/list", json!({})).await;
+    assert_eq!(rig.listed("/fx/mcp"), 1);
+    assert_eq!(rig.listed("/slow/mcp"), 1);
+    // `ttl` renews its list every second (the first listing waits out `stuck`): left aside.
+    let steady = |listed: &Value| -> Vec<Value> {
+        listed["result"]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|t| !t["name"].as_str().unwrap().starts_with("ttl__"))
+            .cloned()
+            .collect()
+    };
+    for _ in 0..3 {
+        let again = rig.rpc("tools/list", json!({})).await;
+        assert_eq!(steady(&again), steady(&first));
+    }
+    assert_eq!(rig.listed("/fx/mcp"), 1, "answered from the lists kept");
+    assert_eq!(rig.listed("/slow/mcp"), 1, "answered from the lists kept");
+    // The names kept resolve a call without listing again.
+    let called = rig.call("fx__act").await;
+    assert_eq!(text_of(&called), "act ran at /fx/mcp", "{called}");
+    assert_eq!(rig.listed("/fx/mcp"), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_list_changed_streamed_with_an_answer_makes_the_next_listing_ask() {
+    let rig = rig().await;
+    let names = rig.tool_names().await;
+    assert!(!names.contains(&"fx__grown".to_owned()), "{names:?}");
+    let grew = rig.call("fx__grow").await;
+    assert_eq!(text_of(&grew), "grew", "{grew}");
+    let names = rig.tool_names().await;
+    assert!(names.contains(&"fx__grown".to_owned()), "{names:?}");
+    assert_eq!(rig.listed("/fx/mcp"), 2);
+    // Only the connector that said so was asked again.
+    assert_eq!(rig.listed("/slow/mcp"), 1);
+    let called = rig.call("fx__grown").await;
+    assert_eq!(text_of(&called), "grown ran at /fx/mcp", "{called}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connectors_ttl_ms_is_honoured_and_the_list_renewed_in_the_background() {
+    let rig = rig().await;
+    // The first listing waits out `stuck` (2 s), longer than `ttl`'s 1 s: begin from the
+    // first renewal.
+    let names = rig.tool_names().await;
+    assert!(names.contains(&"ttl__listed_1".to_owned()), "{names:?}");
+    for n in 2..=3 {
+        tokio::time::sleep(Duration::from_millis(1100)).await;
+        // Past its ttlMs: the kept list answers at once, the connector is asked in the
+        // background.
+        let kept = rig.tool_names().await;
+        assert!(kept.contains(&format!("ttl__listed_{}", n - 1)), "{kept:?}");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while rig.listed("/ttl/mcp") < n {
+            assert!(Instant::now() < deadline, "listed again in the background");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        // The next listing has the news, and within the new ttlMs asks nothing.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let names = rig.tool_names().await;
+            if names.contains(&format!("ttl__listed_{n}")) {
+                assert!(
+                    !names.contains(&format!("ttl__listed_{}", n - 1)),
+                    "{names:?}"
+                );
+                break;
+            }
+            assert!(Instant::now() < deadline, "{names:?}");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert_eq!(rig.listed("/ttl/mcp"), n);
+    }
+    // The other connectors (no ttlMs: the default minute) were not asked again.
+    assert_eq!(rig.listed("/fx/mcp"), 1);
+}
+
+impl Rig {
+    /// A 2026-07-28 request: no session, the revision in the header and in `_meta`.
+    async fn stateless(&self, method: &str, header: &str, meta_version: &str) -> (u16, Value) {
+        let answer = self
+            .http
+            .post(format!("{}/mcp", self.base))
+            .header("authorization", format!("Bearer {}", self.secret.expose()))
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", header)
+            .json(
+                &json!({ "jsonrpc": "2.0", "id": 7, "method": method, "params": { "_meta": {
+                "io.modelcontextprotocol/protocolVersion": meta_version,
+                "io.modelcontextprotocol/clientInfo": { "name": "test", "version": "0" },
+                "io.modelcontextprotocol/clientCapabilities": {} } } }),
+            )
+            .send()
+            .await
+            .unwrap();
+        (answer.status().as_u16(), answer.json().await.unwrap())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_2026_client_is_served_without_initialize_and_told_how_long_lists_hold() {
+    let rig = rig().await;
+    let v = "2026-07-28";
+    let (status, discovered) = rig.stateless("server/discover", v, v).await;
+    assert_eq!(status, 200, "{discovered}");
+    let result = &discovered["result"];
+    assert_eq!(result["supportedVersions"][0], v, "{discovered}");
+    assert!(
+        result["supportedVersions"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("2025-06-18")),
+        "{discovered}"
+    );
+    assert!(result["capabilities"]["tools"].is_object(), "{discovered}");
+    assert_eq!(
+        result["_meta"]["io.modelcontextprotocol/serverInfo"]["name"],
+        "patchbay"
+    );
+    let (status, listed) = rig.stateless("tools/list", v, v).await;
+    assert_eq!(status, 200, "{listed}");
+    let tools = listed["result"]["tools"].as_array().unwrap();
+    assert!(tools.iter().any(|t| t["name"] == "fx__act"), "{listed}");
+    assert_eq!(listed["result"]["cacheScope"], "private", "{listed}");
+    // `ttl` holds its list 1 s, the others a minute: the answer holds no longer than 1 s.
+    let ttl = listed["result"]["ttlMs"].as_u64().unwrap();
+    assert!(ttl <= 1000, "{listed}");
+    // The same lists as a 2025 client's (the caching hints aside).
+    let plain = rig.rpc("tools/list", json!({})).await;
+    assert_eq!(
+        plain["result"]["tools"].as_array().unwrap().len(),
+        tools.len()
+    );
+    assert!(plain["result"].get("ttlMs").is_none(), "{plain}");
+    let (status, called) = rig.stateless("tools/call", v, v).await;
+    assert_eq!(status, 200, "{called}");
+    assert_eq!(called["error"]["code"], -32602, "no name: {called}");
+    // Gone from 2026-07-28.
+    let (status, gone) = rig.stateless("initialize", v, v).await;
+    assert_eq!((status, &gone["error"]["code"]), (404, &json!(-32601)));
+    assert_eq!(gone["id"], 7);
+    // The header and `_meta` disagree; a revision not served.
+    let (status, mismatch) = rig.stateless("tools/list", v, "v999.0.0").await;
+    assert_eq!((status, &mismatch["error"]["code"]), (400, &json!(-32020)));
+    let (status, unsupported) = rig.stateless("tools/list", "v999.0.0", "v999.0.0").await;
+    assert_eq!(
+        (status, &unsupported["error"]["code"]),
+        (400, &json!(-32022))
+    );
+    assert_eq!(unsupported["error"]["data"]["requested"], "v999.0.0");
 }

@@ -551,3 +551,110 @@ async fn a_refused_connection_is_retried_per_the_connectors_retry() {
     assert_eq!(answer.status(), StatusCode::OK);
     assert_eq!(served.load(std::sync::atomic::Ordering::SeqCst), 1);
 }
+
+/// One raw HTTP/1.1 exchange with the gateway: the status line of its answer.
+async fn raw_status(base: &str, request: String) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let address = base.trim_start_matches("http://");
+    let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut answer = vec![0u8; 512];
+    let read = tokio::time::timeout(Duration::from_secs(10), stream.read(&mut answer))
+        .await
+        .expect("an answer within 10 s")
+        .unwrap();
+    let text = String::from_utf8_lossy(&answer[..read]).into_owned();
+    text.lines().next().unwrap_or_default().to_owned()
+}
+
+/// RFC 9112 §3.2: two Host headers, or an absolute-form target naming another host, get 400,
+/// with the secret or without; an absolute-form target naming the gateway itself is served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_hosts_or_an_absolute_target_for_another_host_are_a_400() {
+    let rig = rig().await;
+    let host = rig.base.trim_start_matches("http://").to_owned();
+    let secret = rig.secret.expose();
+    let body = json!({ "jsonrpc": "2.0", "id": 1, "method": "ping" }).to_string();
+    let request = |target: &str, hosts: &[&str]| {
+        let mut head = format!("POST {target} HTTP/1.1\r\n");
+        for h in hosts {
+            head.push_str(&format!("Host: {h}\r\n"));
+        }
+        format!(
+            "{head}Authorization: Bearer {secret}\r\nContent-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n\
+             Connection: close\r\n\r\n{body}",
+            body.len()
+        )
+    };
+    let two_hosts = raw_status(&rig.base, request("/mcp/fx", &[&host, "evil.example"])).await;
+    assert!(two_hosts.contains(" 400 "), "{two_hosts}");
+    let reversed = raw_status(&rig.base, request("/mcp/fx", &["evil.example", &host])).await;
+    assert!(reversed.contains(" 400 "), "{reversed}");
+    let elsewhere = raw_status(&rig.base, request("http://evil.example/mcp/fx", &[&host])).await;
+    assert!(elsewhere.contains(" 400 "), "{elsewhere}");
+    let itself = raw_status(
+        &rig.base,
+        request(&format!("http://{host}/mcp/fx"), &[&host]),
+    )
+    .await;
+    assert!(
+        !itself.contains(" 400 ") && !itself.contains(" 403 "),
+        "{itself}"
+    );
+    let plain = raw_status(&rig.base, request("/mcp/fx", &[&host])).await;
+    assert!(plain.contains(" 200 "), "{plain}");
+}
+
+/// A connection that never finishes its request's head is closed once `header_read_timeout`
+/// passes (no secret is needed to open one, so they must not pile up); a whole request on
+/// another connection meanwhile is served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_half_sent_head_is_closed_after_the_header_read_timeout() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let upstream = upstream().await;
+    let url = format!("{}/mcp", upstream.base);
+    let catalog = json!({ "mcpServers": { "fx": { "type": "http", "url": url } } });
+    let Core {
+        dir: _dir,
+        patchbay,
+        ras: _ras,
+    } = core_with_fx(&catalog, &url).await;
+    let (base, secret) = serve_gateway(
+        patchbay,
+        GatewayOptions {
+            header_read_timeout: Duration::from_millis(300),
+            record_health: false,
+            ..GatewayOptions::default()
+        },
+    )
+    .await;
+    let address = base.trim_start_matches("http://").to_owned();
+    let mut half = tokio::net::TcpStream::connect(&address).await.unwrap();
+    half.write_all(format!("POST /mcp/fx HTTP/1.1\r\nHost: {address}\r\nX-Slow: ").as_bytes())
+        .await
+        .unwrap();
+    // Served meanwhile.
+    let body = json!({ "jsonrpc": "2.0", "id": 1, "method": "ping" }).to_string();
+    let request = format!(
+        "POST /mcp/fx HTTP/1.1\r\nHost: {address}\r\nAuthorization: Bearer {}\r\n\
+         Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        secret.expose(),
+        body.len()
+    );
+    let status = raw_status(&base, request).await;
+    assert!(status.contains(" 200 "), "{status}");
+    // The half-sent one: closed by the gateway (EOF, or a 408 first), long before our 10 s.
+    let mut rest = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(10), half.read_to_end(&mut rest)).await;
+    let text = String::from_utf8_lossy(&rest);
+    assert!(
+        matches!(read, Ok(Ok(_))),
+        "the half-sent head was still held after 10 s: {read:?} {text}"
+    );
+    assert!(
+        text.is_empty() || text.starts_with("HTTP/1.1 408"),
+        "{text}"
+    );
+}

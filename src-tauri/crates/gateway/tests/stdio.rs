@@ -5,6 +5,10 @@
 //! handshake, its answer swallowed; a `tools/call` cut off is never sent again while a
 //! `tools/list` is; `timeout_ms` bounds a request; a refused connection is retried until the
 //! server listens; the lean bridge's handed-over credentials renew through its renew command.
+//! Both revisions: the 2025 servers here refuse `server/discover` as real ones do, and a
+//! 2026-07-28-only server (no `initialize`, no session) refuses any request whose headers are
+//! missing or differ from its `_meta`; its response stream cut short is resumed after the
+//! server's `retry` with `Last-Event-ID`.
 //! The credentials are the test's own ([`Credentials`]); the end-to-end test
 //! (tests/tests/connect.rs) runs the real ones.
 
@@ -24,6 +28,8 @@ struct Seen {
     method: String,
     headers: Vec<(String, String)>,
     body: Value,
+    /// When its head and body had arrived.
+    at: Instant,
 }
 
 impl Seen {
@@ -47,10 +53,14 @@ enum Answer {
     Accepted,
     /// This status with a JSON body.
     Status(u16, Value),
+    /// This status with a `WWW-Authenticate` challenge.
+    Challenge(u16, String),
     /// An SSE answer cut off before any message: the connection closes.
     CutOff,
     /// No answer at all (the connection stays open).
     Hang,
+    /// An SSE answer with exactly this body (ids, `retry`), then the connection closes.
+    Stream(String),
 }
 
 type Script = dyn Fn(&Seen, usize) -> Answer + Send + Sync;
@@ -128,6 +138,7 @@ async fn connection(stream: TcpStream, script: Arc<Script>, seen: Arc<Mutex<Vec<
             method,
             headers,
             body: serde_json::from_slice(&body).unwrap_or(Value::Null),
+            at: Instant::now(),
         };
         let before = {
             let mut seen = seen.lock().unwrap();
@@ -174,6 +185,16 @@ async fn connection(stream: TcpStream, script: Arc<Script>, seen: Arc<Mutex<Vec<
                 write.write_all(head.as_bytes()).await.unwrap();
                 write.write_all(body.as_bytes()).await.unwrap();
             }
+            Answer::Challenge(code, challenge) => {
+                let body = json!({ "error": "insufficient_scope" }).to_string();
+                let extra = [
+                    ("content-type", "application/json".to_owned()),
+                    ("www-authenticate", challenge),
+                ];
+                let head = head(&format!("{code} X"), &extra, Some(body.len()));
+                write.write_all(head.as_bytes()).await.unwrap();
+                write.write_all(body.as_bytes()).await.unwrap();
+            }
             Answer::CutOff => {
                 let extra = [("content-type", "text/event-stream".to_owned())];
                 let head = head("200 OK", &extra, None);
@@ -185,6 +206,13 @@ async fn connection(stream: TcpStream, script: Arc<Script>, seen: Arc<Mutex<Vec<
                 tokio::time::sleep(Duration::from_secs(3600)).await;
                 return;
             }
+            Answer::Stream(body) => {
+                let extra = [("content-type", "text/event-stream".to_owned())];
+                let head = head("200 OK", &extra, None);
+                write.write_all(head.as_bytes()).await.unwrap();
+                write.write_all(body.as_bytes()).await.unwrap();
+                return; // the stream ends with the connection
+            }
         }
     }
 }
@@ -193,12 +221,17 @@ fn result(request: &Seen, result: Value) -> Value {
     json!({ "jsonrpc": "2.0", "id": request.body["id"], "result": result })
 }
 
-/// A well-behaved answer: initialize opens session `sid`, notifications are accepted, the GET
-/// stream is not offered, everything else gets `{"ok": method}`.
+/// A well-behaved 2025 server's answer: `server/discover` (which 2025 does not have) is refused
+/// as a request outside a session, initialize opens session `sid`, notifications are accepted,
+/// the GET stream is not offered, everything else gets `{"ok": method}`.
 fn normal(request: &Seen, sid: &str) -> Answer {
     match (request.method.as_str(), request.rpc()) {
         ("GET", _) => Answer::Status(405, json!({})),
         ("DELETE", _) => Answer::Accepted,
+        (_, "server/discover") => Answer::Status(
+            400,
+            json!({ "jsonrpc": "2.0", "id": null, "error": { "code": -32000, "message": "Bad Request: Server not initialized" } }),
+        ),
         (_, "initialize") => Answer::Events(
             vec![result(
                 request,
@@ -218,6 +251,8 @@ struct TestCredentials {
     bearer: Mutex<String>,
     renewals: AtomicUsize,
     renewable: bool,
+    /// The scopes of the step-ups asked for.
+    step_ups: Mutex<Vec<String>>,
 }
 
 impl TestCredentials {
@@ -228,6 +263,7 @@ impl TestCredentials {
             bearer: Mutex::new("first".into()),
             renewals: AtomicUsize::new(0),
             renewable: true,
+            step_ups: Mutex::default(),
         }
     }
 }
@@ -259,6 +295,25 @@ impl Credentials for TestCredentials {
         *self.bearer.lock().unwrap() = "renewed".into();
         Ok(())
     }
+    async fn step_up(&self, scope: String) -> Result<(), String> {
+        *self.bearer.lock().unwrap() = format!("more-{scope}");
+        self.step_ups.lock().unwrap().push(scope);
+        Ok(())
+    }
+}
+
+/// A 2025 client's `initialize` (id 0).
+fn initialize() -> Value {
+    json!({
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": { "roots": {} },
+            "clientInfo": { "name": "test-client", "version": "1.0" }
+        }
+    })
 }
 
 /// Lines the bridge writes, as they come.
@@ -289,7 +344,7 @@ struct Bridge {
 }
 
 impl Bridge {
-    fn start(credentials: Arc<TestCredentials>) -> Bridge {
+    fn start<C: Credentials>(credentials: Arc<C>) -> Bridge {
         let (input, bridge_input) = tokio::io::duplex(1 << 16);
         let (tx, output) = mpsc::channel();
         let calls: Arc<Mutex<Vec<BridgedCall>>> = Arc::default();
@@ -332,7 +387,11 @@ impl Bridge {
 
     /// Sends a request and returns its answer (skipping anything else).
     async fn ask(&mut self, id: u64, method: &str) -> Value {
-        self.send(json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": {} }))
+        self.ask_with(id, method, json!({})).await
+    }
+
+    async fn ask_with(&mut self, id: u64, method: &str, params: Value) -> Value {
+        self.send(json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }))
             .await;
         loop {
             let line = self.next().await;
@@ -343,7 +402,13 @@ impl Bridge {
     }
 
     async fn handshake(&mut self) -> Value {
-        let answer = self.ask(0, "initialize").await;
+        self.send(initialize()).await;
+        let answer = loop {
+            let line = self.next().await;
+            if line["id"] == 0 {
+                break line;
+            }
+        };
         self.send(json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }))
             .await;
         answer
@@ -443,6 +508,7 @@ async fn a_lost_session_is_started_again_by_replaying_the_clients_handshake() {
     assert_eq!(
         posts,
         [
+            ("server/discover", None),
             ("initialize", None),
             ("notifications/initialized", Some("s1")),
             ("tools/list", Some("s1")),
@@ -457,10 +523,12 @@ async fn a_lost_session_is_started_again_by_replaying_the_clients_handshake() {
         inits[0].body, inits[1].body,
         "the client's own initialize, replayed"
     );
-    // The negotiated version goes on every request after initialize, and the DELETE ends s2.
+    // 2026-07-28 was asked first; the negotiated version goes on every request after
+    // initialize, and the DELETE ends s2.
+    assert_eq!(seen[0].header("mcp-protocol-version"), Some("2026-07-28"));
     assert!(seen
         .iter()
-        .filter(|s| s.rpc() != "initialize")
+        .filter(|s| !matches!(s.rpc(), "initialize" | "server/discover"))
         .all(|s| s.header("mcp-protocol-version") == Some("2025-06-18")));
     assert!(seen
         .iter()
@@ -533,9 +601,7 @@ async fn a_refused_connection_is_retried_until_the_server_listens() {
     let url = format!("http://127.0.0.1:{port}/mcp");
     let mut bridge = Bridge::start(Arc::new(TestCredentials::new(url)));
     // Nothing listens yet: the initialize is refused, then retried with a backoff.
-    bridge
-        .send(json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {} }))
-        .await;
+    bridge.send(initialize()).await;
     tokio::time::sleep(Duration::from_millis(600)).await;
     let listener = TcpListener::bind(("127.0.0.1", port)).await.unwrap();
     let server = Server::serve(listener, Arc::new(|r: &Seen, _| normal(r, "s1")));
@@ -575,23 +641,7 @@ async fn the_lean_bridge_renews_through_its_renew_command() {
     let renews = handoff(
         r#"read refused; if [ "$refused" = handed-over ]; then echo '{"bearer":"renewed-elsewhere"}'; else echo '{"error":"wrong bearer"}'; fi"#,
     );
-    let (input, bridge_input) = tokio::io::duplex(1 << 16);
-    let (tx, output) = mpsc::channel();
-    let credentials = Arc::new(stdio::Delegated::from(renews));
-    let done = tokio::spawn(stdio::run(
-        credentials,
-        None,
-        bridge_input,
-        Lines(tx, Vec::new()),
-    ));
-    let mut bridge = Bridge {
-        input,
-        output,
-        calls: Arc::default(),
-        done: tokio::spawn(async move {
-            done.await.unwrap().unwrap();
-        }),
-    };
+    let mut bridge = Bridge::start(Arc::new(stdio::Delegated::from(renews)));
     bridge.handshake().await;
     let listed = bridge.ask(1, "tools/list").await;
     assert_eq!(listed["result"]["ok"], "tools/list", "{listed}");
@@ -617,22 +667,7 @@ async fn the_lean_bridge_renews_through_its_renew_command() {
     let refuses = handoff(
         r#"read refused; echo '{"error":"demo refused Patchbay'"'"'s credential: authorize demo in Patchbay"}'"#,
     );
-    let (input, bridge_input) = tokio::io::duplex(1 << 16);
-    let (tx, output) = mpsc::channel();
-    let done = tokio::spawn(stdio::run(
-        Arc::new(stdio::Delegated::from(refuses)),
-        None,
-        bridge_input,
-        Lines(tx, Vec::new()),
-    ));
-    let mut bridge = Bridge {
-        input,
-        output,
-        calls: Arc::default(),
-        done: tokio::spawn(async move {
-            done.await.unwrap().unwrap();
-        }),
-    };
+    let mut bridge = Bridge::start(Arc::new(stdio::Delegated::from(refuses)));
     bridge.handshake().await;
     let refused = bridge.ask(1, "tools/list").await;
     assert_eq!(
@@ -641,4 +676,620 @@ async fn the_lean_bridge_renews_through_its_renew_command() {
         "{refused}"
     );
     bridge.finish().await;
+}
+
+const STATELESS: &str = "2026-07-28";
+
+/// A JSON-RPC error in a 400, as a 2026-07-28 server refuses a request it cannot take.
+fn refused(code: i64, message: &str, data: Value) -> Answer {
+    Answer::Status(
+        400,
+        json!({ "jsonrpc": "2.0", "id": null, "error": { "code": code, "message": message, "data": data } }),
+    )
+}
+
+/// Why a 2026-07-28 server refuses `request`, if it does: `MCP-Protocol-Version` missing or
+/// another revision, or not equal to the request's `_meta`; `Mcp-Method` not its method;
+/// `Mcp-Name` not the tool's; the client's info or capabilities missing from `_meta`.
+fn stateless_refusal(request: &Seen) -> Option<Answer> {
+    let Some(version) = request.header("mcp-protocol-version") else {
+        return Some(refused(
+            -32600,
+            "Missing MCP-Protocol-Version header",
+            json!(null),
+        ));
+    };
+    if version != STATELESS {
+        return Some(refused(
+            -32022,
+            "Unsupported protocol version",
+            json!({ "supported": [STATELESS] }),
+        ));
+    }
+    if request.method != "POST" {
+        return None;
+    }
+    let meta = &request.body["params"]["_meta"];
+    if meta["io.modelcontextprotocol/protocolVersion"] != version {
+        return Some(refused(
+            -32020,
+            "MCP-Protocol-Version does not match _meta",
+            json!(null),
+        ));
+    }
+    if request.header("mcp-method") != Some(request.rpc()) {
+        return Some(refused(
+            -32020,
+            "Mcp-Method does not match the body",
+            json!(null),
+        ));
+    }
+    if request.rpc() == "tools/call"
+        && request.header("mcp-name") != request.body["params"]["name"].as_str()
+    {
+        return Some(refused(
+            -32020,
+            "Mcp-Name does not match the body",
+            json!(null),
+        ));
+    }
+    if !meta["io.modelcontextprotocol/clientInfo"].is_object()
+        || !meta["io.modelcontextprotocol/clientCapabilities"].is_object()
+    {
+        return Some(refused(
+            -32600,
+            "_meta lacks the client's info",
+            json!(null),
+        ));
+    }
+    None
+}
+
+/// A server that speaks only 2026-07-28: no `initialize`, no session; `server/discover`, a
+/// `tools/list` with one tool whose `x-mcp-header` is invalid, and an `echo` tool whose `region`
+/// travels as `Mcp-Param-Region` (checked against the arguments).
+fn stateless(request: &Seen) -> Answer {
+    if let Some(refusal) = stateless_refusal(request) {
+        return refusal;
+    }
+    let complete = |mut value: Value| {
+        value["resultType"] = json!("complete");
+        Answer::Status(200, result(request, value))
+    };
+    match request.rpc() {
+        "server/discover" => complete(json!({
+            "supportedVersions": [STATELESS],
+            "capabilities": { "tools": {}, "resources": { "subscribe": true } },
+            "instructions": "Ask for the weather.",
+            "ttlMs": 60000,
+            "cacheScope": "public",
+            "_meta": { "io.modelcontextprotocol/serverInfo": { "name": "modern", "version": "2" } }
+        })),
+        "tools/list" => complete(json!({
+            "tools": [
+                {
+                    "name": "echo",
+                    "inputSchema": {
+                        "type": "object",
+                        "properties": { "region": { "type": "string", "x-mcp-header": "Region" } }
+                    }
+                },
+                {
+                    "name": "broken",
+                    "inputSchema": {
+                        "type": "object",
+                        "properties": { "where": { "type": "string", "x-mcp-header": "not a token" } }
+                    }
+                }
+            ],
+            "ttlMs": 30000,
+            "cacheScope": "private"
+        })),
+        "tools/call" => {
+            let region = &request.body["params"]["arguments"]["region"];
+            if request.header("mcp-param-region") != region.as_str() {
+                return refused(
+                    -32020,
+                    "Mcp-Param-Region does not match the arguments",
+                    json!(null),
+                );
+            }
+            complete(
+                json!({ "content": [{ "type": "text", "text": format!("echo {}", region.as_str().unwrap_or("")) }] }),
+            )
+        }
+        _ => refused(-32601, "Method not found", json!(null)),
+    }
+}
+
+#[tokio::test]
+async fn a_client_that_initializes_reaches_a_2026_07_28_only_server_with_headers_equal_to_meta() {
+    let server = Server::start(|request, _| stateless(request)).await;
+    let mut bridge = Bridge::start(Arc::new(TestCredentials::new(server.url())));
+    // The bridge answers initialize itself, from discovery, in the client's revision.
+    let initialized = bridge.handshake().await;
+    assert_eq!(
+        initialized["result"]["protocolVersion"], "2025-06-18",
+        "{initialized}"
+    );
+    assert_eq!(initialized["result"]["serverInfo"]["name"], "modern");
+    assert_eq!(
+        initialized["result"]["instructions"],
+        "Ask for the weather."
+    );
+    assert!(
+        initialized["result"]["capabilities"]["resources"]["subscribe"].is_null(),
+        "subscriptions do not translate, so they are not offered: {initialized}"
+    );
+
+    let listed = bridge.ask(1, "tools/list").await;
+    let names: Vec<&str> = listed["result"]["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{listed}"))
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert_eq!(
+        names,
+        ["echo"],
+        "the tool with an invalid x-mcp-header is left out"
+    );
+    assert_eq!(listed["result"]["ttlMs"], 30000, "{listed}");
+    let called = bridge
+        .ask_with(
+            2,
+            "tools/call",
+            json!({ "name": "echo", "arguments": { "region": "eu-west" } }),
+        )
+        .await;
+    assert_eq!(
+        called["result"]["content"][0]["text"], "echo eu-west",
+        "{called}"
+    );
+    let subscribed = bridge
+        .ask_with(3, "resources/subscribe", json!({ "uri": "file:///a" }))
+        .await;
+    assert_eq!(
+        subscribed["error"]["data"]["reason"], "untranslatable",
+        "{subscribed}"
+    );
+    let calls = bridge.finish().await;
+    assert_eq!(
+        calls
+            .iter()
+            .map(|c| (c.method.as_str(), c.ok))
+            .collect::<Vec<_>>(),
+        [
+            ("initialize", true),
+            ("tools/list", true),
+            ("tools/call", true),
+            ("resources/subscribe", false)
+        ]
+    );
+
+    let seen = server.seen();
+    let posts: Vec<&Seen> = seen.iter().filter(|s| s.method == "POST").collect();
+    assert_eq!(
+        posts.iter().map(|s| s.rpc()).collect::<Vec<_>>(),
+        ["server/discover", "tools/list", "tools/call"],
+        "no initialize, no notifications/initialized, nothing untranslatable"
+    );
+    for post in &posts {
+        let meta = &post.body["params"]["_meta"];
+        assert_eq!(post.header("mcp-protocol-version"), Some(STATELESS));
+        assert_eq!(meta["io.modelcontextprotocol/protocolVersion"], STATELESS);
+        assert_eq!(post.header("mcp-method"), Some(post.rpc()));
+        assert_eq!(
+            meta["io.modelcontextprotocol/clientInfo"]["name"],
+            "test-client"
+        );
+        assert_eq!(
+            meta["io.modelcontextprotocol/clientCapabilities"],
+            json!({ "roots": {} })
+        );
+        assert_eq!(post.header("mcp-session-id"), None);
+        assert_eq!(post.header("authorization"), Some("Bearer first"));
+    }
+    assert_eq!(posts[2].header("mcp-name"), Some("echo"));
+    assert_eq!(posts[2].header("mcp-param-region"), Some("eu-west"));
+}
+
+#[tokio::test]
+async fn a_response_stream_cut_short_is_resumed_after_retry_with_last_event_id() {
+    let answer = json!({ "jsonrpc": "2.0", "id": 2, "result": { "content": [{ "type": "text", "text": "done" }], "resultType": "complete" } });
+    let server = Server::start(move |request, _| {
+        if let Some(refusal) = stateless_refusal(request) {
+            return refusal;
+        }
+        match (request.method.as_str(), request.rpc()) {
+            // The priming event (an id, the retry, no data), then the stream ends.
+            ("POST", "tools/call") => Answer::Stream("id: e1\nretry: 500\ndata:\n\n".into()),
+            ("GET", _) if request.header("last-event-id") == Some("e1") => {
+                Answer::Stream(format!("id: e2\ndata: {answer}\n\n"))
+            }
+            ("GET", _) => Answer::Status(405, json!({})),
+            _ => stateless(request),
+        }
+    })
+    .await;
+    let mut bridge = Bridge::start(Arc::new(TestCredentials::new(server.url())));
+    bridge.handshake().await;
+    bridge.ask(1, "tools/list").await;
+    let called = bridge
+        .ask_with(
+            2,
+            "tools/call",
+            json!({ "name": "echo", "arguments": { "region": "x" } }),
+        )
+        .await;
+    assert_eq!(called["result"]["content"][0]["text"], "done", "{called}");
+    bridge.finish().await;
+
+    let seen = server.seen();
+    let call = seen.iter().find(|s| s.rpc() == "tools/call").unwrap();
+    let resumed: Vec<&Seen> = seen.iter().filter(|s| s.method == "GET").collect();
+    assert_eq!(resumed.len(), 1, "{resumed:?}");
+    assert_eq!(resumed[0].header("last-event-id"), Some("e1"));
+    let waited = resumed[0].at - call.at;
+    assert!(
+        waited >= Duration::from_millis(500),
+        "reconnected after {waited:?}, before the server's retry"
+    );
+    assert_eq!(
+        server.count("POST", "tools/call"),
+        1,
+        "resumed, never sent again"
+    );
+}
+
+#[tokio::test]
+async fn a_server_that_refuses_2026_07_28_gets_the_clients_own_initialize() {
+    // A 2025-11-25 server that knows the revision error: it names what it supports.
+    let server = Server::start(|request, _| match request.rpc() {
+        "server/discover" => Answer::Status(
+            200,
+            json!({ "jsonrpc": "2.0", "id": request.body["id"], "error": { "code": -32022, "message": "Unsupported protocol version", "data": { "supported": ["2025-11-25", "2025-06-18"] } } }),
+        ),
+        _ => normal(request, "s1"),
+    })
+    .await;
+    let mut bridge = Bridge::start(Arc::new(TestCredentials::new(server.url())));
+    let initialized = bridge.handshake().await;
+    assert_eq!(
+        initialized["result"]["serverInfo"]["name"], "fake",
+        "{initialized}"
+    );
+    let listed = bridge.ask(1, "tools/list").await;
+    assert_eq!(listed["result"]["ok"], "tools/list", "{listed}");
+    bridge.finish().await;
+    let seen = server.seen();
+    let posts: Vec<(&str, Option<&str>)> = seen
+        .iter()
+        .filter(|s| s.method == "POST")
+        .map(|s| (s.rpc(), s.header("mcp-session-id")))
+        .collect();
+    assert_eq!(
+        posts,
+        [
+            ("server/discover", None),
+            ("initialize", None),
+            ("notifications/initialized", Some("s1")),
+            ("tools/list", Some("s1")),
+        ]
+    );
+    let initialize = seen.iter().find(|s| s.rpc() == "initialize").unwrap();
+    assert_eq!(
+        initialize.body["params"]["clientInfo"]["name"],
+        "test-client"
+    );
+    assert!(
+        initialize.body["params"].get("_meta").is_none(),
+        "the client's own initialize, as it sent it: {:?}",
+        initialize.body
+    );
+}
+
+#[tokio::test]
+async fn a_client_that_sends_its_own_meta_is_passed_through_to_a_2026_07_28_server() {
+    let server = Server::start(|request, _| stateless(request)).await;
+    let mut bridge = Bridge::start(Arc::new(TestCredentials::new(server.url())));
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": STATELESS,
+        "io.modelcontextprotocol/clientInfo": { "name": "modern-client", "version": "3" },
+        "io.modelcontextprotocol/clientCapabilities": {}
+    });
+    let discovered = bridge
+        .ask_with(7, "server/discover", json!({ "_meta": meta }))
+        .await;
+    assert_eq!(
+        discovered["result"]["supportedVersions"],
+        json!([STATELESS]),
+        "{discovered}"
+    );
+    let listed = bridge
+        .ask_with(8, "tools/list", json!({ "_meta": meta }))
+        .await;
+    assert_eq!(listed["result"]["tools"][0]["name"], "echo", "{listed}");
+    bridge.finish().await;
+    let seen = server.seen();
+    assert_eq!(
+        seen.iter()
+            .map(|s| (s.rpc(), s.body["id"].clone()))
+            .collect::<Vec<_>>(),
+        [("server/discover", json!(7)), ("tools/list", json!(8))],
+        "the client's own requests, nothing of the bridge's"
+    );
+    assert!(seen.iter().all(
+        |s| s.body["params"]["_meta"]["io.modelcontextprotocol/clientInfo"]["name"]
+            == "modern-client"
+    ));
+}
+
+/// rmcp caches tools only from answers after a transport's first request: a 2026 client that
+/// opens with `tools/list` must still get `Mcp-Param-*` and lose its invalid tools.
+#[tokio::test]
+async fn a_client_that_opens_with_tools_list_gets_mcp_param_headers_and_loses_invalid_tools() {
+    let server = Server::start(|request, _| stateless(request)).await;
+    let mut bridge = Bridge::start(Arc::new(TestCredentials::new(server.url())));
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": STATELESS,
+        "io.modelcontextprotocol/clientInfo": { "name": "modern-client", "version": "3" },
+        "io.modelcontextprotocol/clientCapabilities": {}
+    });
+    let listed = bridge
+        .ask_with(1, "tools/list", json!({ "_meta": meta }))
+        .await;
+    let names: Vec<&str> = listed["result"]["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{listed}"))
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert_eq!(names, ["echo"], "the invalid x-mcp-header is left out");
+    let called = bridge
+        .ask_with(
+            2,
+            "tools/call",
+            json!({ "name": "echo", "arguments": { "region": "eu-west" }, "_meta": meta }),
+        )
+        .await;
+    assert_eq!(
+        called["result"]["content"][0]["text"], "echo eu-west",
+        "{called}"
+    );
+    bridge.finish().await;
+    let seen = server.seen();
+    let call = seen.iter().find(|s| s.rpc() == "tools/call").unwrap();
+    assert_eq!(call.header("mcp-param-region"), Some("eu-west"));
+    assert_eq!(
+        seen.iter()
+            .map(|s| (s.rpc(), s.body["params"]["_meta"].clone()))
+            .collect::<Vec<_>>(),
+        [
+            ("server/discover", meta.clone()),
+            ("tools/list", meta.clone()),
+            ("tools/call", meta)
+        ],
+        "the bridge's server/discover first, with the client's own _meta"
+    );
+}
+
+/// The same when the answers come as SSE, for a client that initializes (translated) and for
+/// one with its own `_meta` (passed through). rmcp skips its cache for an SSE answer when it sees
+/// the stream's end first, a race: each mode runs several times.
+#[tokio::test]
+async fn mcp_param_headers_and_the_invalid_tools_exclusion_hold_for_sse_answers_in_both_modes() {
+    for translated in [true, false].repeat(8) {
+        let server = Server::start(|request, _| match stateless(request) {
+            Answer::Status(200, body) => Answer::Events(vec![body], vec![]),
+            other => other,
+        })
+        .await;
+        let mut bridge = Bridge::start(Arc::new(TestCredentials::new(server.url())));
+        let meta = if translated {
+            bridge.handshake().await;
+            json!(null)
+        } else {
+            json!({
+                "io.modelcontextprotocol/protocolVersion": STATELESS,
+                "io.modelcontextprotocol/clientInfo": { "name": "modern-client", "version": "3" },
+                "io.modelcontextprotocol/clientCapabilities": {}
+            })
+        };
+        let params = |mut params: Value| {
+            if !translated {
+                params["_meta"] = meta.clone();
+            }
+            params
+        };
+        let listed = bridge.ask_with(1, "tools/list", params(json!({}))).await;
+        let names: Vec<&str> = listed["result"]["tools"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{listed}"))
+            .iter()
+            .filter_map(|t| t["name"].as_str())
+            .collect();
+        assert_eq!(names, ["echo"], "translated: {translated}");
+        let called = bridge
+            .ask_with(
+                2,
+                "tools/call",
+                params(json!({ "name": "echo", "arguments": { "region": "eu-west" } })),
+            )
+            .await;
+        assert_eq!(
+            called["result"]["content"][0]["text"], "echo eu-west",
+            "translated: {translated}: {called}"
+        );
+        bridge.finish().await;
+        let seen = server.seen();
+        let call = seen.iter().find(|s| s.rpc() == "tools/call").unwrap();
+        assert_eq!(call.header("mcp-param-region"), Some("eu-west"));
+    }
+}
+
+/// A `tools/list` stream that carries more than its answer reaches the client whole, in order.
+#[tokio::test]
+async fn a_tools_list_stream_with_a_notification_before_its_answer_reaches_the_client_whole() {
+    let server = Server::start(|request, _| match (stateless(request), request.rpc()) {
+        (Answer::Status(200, body), "tools/list") => Answer::Events(
+            vec![
+                json!({ "jsonrpc": "2.0", "method": "notifications/message", "params": { "level": "info", "data": "listing" } }),
+                body,
+            ],
+            vec![],
+        ),
+        (answer, _) => answer,
+    })
+    .await;
+    let mut bridge = Bridge::start(Arc::new(TestCredentials::new(server.url())));
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": STATELESS,
+        "io.modelcontextprotocol/clientInfo": { "name": "modern-client", "version": "3" },
+        "io.modelcontextprotocol/clientCapabilities": {}
+    });
+    bridge
+        .send(json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": { "_meta": meta } }))
+        .await;
+    let first = bridge.next().await;
+    assert_eq!(first["method"], "notifications/message", "{first}");
+    assert_eq!(first["params"]["data"], "listing");
+    let listed = bridge.next().await;
+    assert_eq!(listed["id"], 1, "{listed}");
+    assert_eq!(listed["result"]["tools"][0]["name"], "echo", "{listed}");
+    bridge.finish().await;
+}
+
+#[tokio::test]
+async fn a_403_insufficient_scope_steps_up_once_and_replays_even_a_tools_call() {
+    // Refused before acting: the call goes again with the stepped-up bearer. A server that
+    // refuses that too gets no second step-up for the same request.
+    let server = Server::start(|request, _| {
+        let bearer = request.header("authorization").unwrap_or("");
+        match request.rpc() {
+            "tools/call" if bearer != "Bearer more-mcp:write" => Answer::Challenge(
+                403,
+                r#"Bearer error="insufficient_scope", scope="mcp:write", resource_metadata="http://x/prm""#.into(),
+            ),
+            "prompts/get" => Answer::Challenge(
+                403,
+                r#"Bearer error="insufficient_scope", scope="mcp:admin""#.into(),
+            ),
+            _ => normal(request, "s1"),
+        }
+    })
+    .await;
+    let credentials = Arc::new(TestCredentials::new(server.url()));
+    let mut bridge = Bridge::start(credentials.clone());
+    bridge.handshake().await;
+    let called = bridge.ask(1, "tools/call").await;
+    assert_eq!(called["result"]["ok"], "tools/call", "{called}");
+    assert_eq!(*credentials.step_ups.lock().unwrap(), ["mcp:write"]);
+    assert_eq!(
+        server.count("POST", "tools/call"),
+        2,
+        "refused, then replayed once"
+    );
+    let refused = bridge.ask(2, "prompts/get").await;
+    assert_eq!(
+        refused["error"]["data"]["reason"], "needs_more_access",
+        "{refused}"
+    );
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("mcp:admin"),
+        "{refused}"
+    );
+    assert_eq!(
+        server.count("POST", "prompts/get"),
+        2,
+        "one step-up, one replay, no loop"
+    );
+    bridge.finish().await;
+}
+
+#[tokio::test]
+async fn the_lean_bridge_steps_up_through_its_renew_command_at_most_three_times() {
+    let server = Server::start(|request, _| match request.rpc() {
+        "tools/call" => Answer::Challenge(
+            403,
+            r#"Bearer error="insufficient_scope", scope="mcp:write""#.into(),
+        ),
+        _ => normal(request, "s1"),
+    })
+    .await;
+    let log = tempfile::NamedTempFile::new().unwrap();
+    let handoff = serde_json::from_value::<stdio::Handoff>(json!({
+        "connector": "demo",
+        "url": server.url(),
+        "timeout_ms": 20000,
+        "headers": [],
+        "bearer": "handed-over",
+        // The step-up's scope arrives on the second line; each run is logged.
+        "renew": ["sh", "-c", format!(
+            r#"read refused; read scope; echo "$scope" >> {}; echo '{{"bearer":"more"}}'"#,
+            log.path().display()
+        )],
+        "health_file": null
+    }))
+    .unwrap();
+    let mut bridge = Bridge::start(Arc::new(stdio::Delegated::from(handoff)));
+    bridge.handshake().await;
+    for id in 1..=4 {
+        let refused = bridge.ask(id, "tools/call").await;
+        assert_eq!(
+            refused["error"]["data"]["reason"], "needs_more_access",
+            "{refused}"
+        );
+        if id == 4 {
+            assert!(
+                refused["error"]["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains("after 3"),
+                "{refused}"
+            );
+        }
+    }
+    bridge.finish().await;
+    let runs = std::fs::read_to_string(log.path()).unwrap();
+    assert_eq!(runs.lines().collect::<Vec<_>>(), ["mcp:write"; 3]);
+}
+
+/// A batch (MCP has none since 2025-06-18) is answered with an Invalid Request, not left
+/// unanswered; a bridge whose transport never carried a message ends at once with its stdin
+/// (rmcp's close would wait on a worker that never started).
+#[tokio::test]
+async fn a_batch_is_answered_invalid_and_a_bridge_that_sent_nothing_ends_at_once() {
+    let server = Server::start(|request, _| normal(request, "s1")).await;
+    let mut bridge = Bridge::start(Arc::new(TestCredentials::new(server.url())));
+    bridge
+        .send(json!([{ "jsonrpc": "2.0", "id": 1, "method": "tools/list" }]))
+        .await;
+    let answer = bridge.next().await;
+    assert_eq!(answer["error"]["code"], -32600, "{answer}");
+    assert!(answer["id"].is_null(), "{answer}");
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("batch"),
+        "{answer}"
+    );
+    bridge.send(json!(7)).await;
+    let answer = bridge.next().await;
+    assert_eq!(answer["error"]["code"], -32600, "{answer}");
+    // An object that is no message: nothing to answer, and no message reaches the transport.
+    bridge.send(json!({ "hello": "world" })).await;
+    let started = Instant::now();
+    bridge.finish().await;
+    // Well inside the 5 s a goodbye may take: nothing was waited for.
+    assert!(
+        started.elapsed() < Duration::from_secs(4),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(server.count("POST", "tools/list"), 0);
 }

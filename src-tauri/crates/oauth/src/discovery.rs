@@ -160,35 +160,83 @@ fn skip_params(mut s: &str) -> Option<&str> {
     }
 }
 
-/// The unauthenticated request: POST an MCP `initialize`. `Some` with the Bearer challenge on
-/// 401 (an empty one when the header is absent or not Bearer), `None` on any other answer.
+/// The unauthenticated request: POST an MCP `initialize` (revision 2025); a server that refuses
+/// it with a 400 (a revision 2026-07-28 server, which has no `initialize`) is asked once more the
+/// stateless way (`tools/list` with the revision's headers and `_meta`). `Some` with the Bearer
+/// challenge on 401 (an empty one when the header is absent or not Bearer), `None` on any other
+/// answer.
 pub async fn probe(http: &Http, mcp_url: &str) -> Result<Option<Challenge>, OAuthError> {
-    let body = json!({
+    let client_info = json!({ "name": "patchbay", "version": env!("CARGO_PKG_VERSION") });
+    let initialize = json!({
         "jsonrpc": "2.0",
         "id": 1,
         "method": "initialize",
         "params": {
             "protocolVersion": "2025-06-18",
             "capabilities": {},
-            "clientInfo": { "name": "patchbay", "version": env!("CARGO_PKG_VERSION") }
+            "clientInfo": client_info
         }
     });
-    let request = http
+    match probe_with(http, mcp_url, &initialize, &[]).await? {
+        Probed::Challenged(c) => return Ok(Some(c)),
+        Probed::Other(status) if status != StatusCode::BAD_REQUEST => return Ok(None),
+        Probed::Other(_) => {}
+    }
+    let stateless = json!({
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/list",
+        "params": { "_meta": {
+            "io.modelcontextprotocol/protocolVersion": STATELESS_REVISION,
+            "io.modelcontextprotocol/clientInfo": client_info,
+            "io.modelcontextprotocol/clientCapabilities": {}
+        } }
+    });
+    let headers = [
+        ("MCP-Protocol-Version", STATELESS_REVISION),
+        ("Mcp-Method", "tools/list"),
+    ];
+    Ok(
+        match probe_with(http, mcp_url, &stateless, &headers).await? {
+            Probed::Challenged(c) => Some(c),
+            Probed::Other(_) => None,
+        },
+    )
+}
+
+/// The first MCP revision without `initialize`.
+const STATELESS_REVISION: &str = "2026-07-28";
+
+enum Probed {
+    Challenged(Challenge),
+    Other(StatusCode),
+}
+
+async fn probe_with(
+    http: &Http,
+    mcp_url: &str,
+    body: &Value,
+    headers: &[(&str, &str)],
+) -> Result<Probed, OAuthError> {
+    let mut request = http
         .client()
         .post(mcp_url)
         .header(
             reqwest::header::ACCEPT,
             "application/json, text/event-stream",
         )
-        .json(&body);
+        .json(body);
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
     let answer = match http.send(mcp_url, request).await {
         Ok(a) => a,
         // A streaming 200 larger than our cap still tells us no auth is needed.
-        Err(OAuthError::TooLarge { .. }) => return Ok(None),
+        Err(OAuthError::TooLarge { .. }) => return Ok(Probed::Other(StatusCode::OK)),
         Err(e) => return Err(e),
     };
     if answer.status != StatusCode::UNAUTHORIZED {
-        return Ok(None);
+        return Ok(Probed::Other(answer.status));
     }
     let challenge = answer
         .headers
@@ -197,7 +245,7 @@ pub async fn probe(http: &Http, mcp_url: &str) -> Result<Option<Challenge>, OAut
         .filter_map(|v| v.to_str().ok())
         .find_map(parse_www_authenticate)
         .unwrap_or_default();
-    Ok(Some(challenge))
+    Ok(Probed::Challenged(challenge))
 }
 
 fn parse_url(url: &str) -> Result<Url, OAuthError> {
@@ -324,7 +372,18 @@ pub async fn resource_metadata(
     let mut tried = Vec::new();
     for url in candidates {
         match fetch_json(http, &url).await {
-            Ok(v) => return Ok(parse_resource_metadata(&url, &v)),
+            Ok(v) => {
+                let metadata = parse_resource_metadata(&url, &v);
+                // Checked before anything in it is used, the authorization servers included.
+                return match metadata.resource.as_deref() {
+                    Some(resource) if resource_identifies(resource, mcp_url) => Ok(metadata),
+                    resource => Err(OAuthError::ResourceMismatch {
+                        metadata_url: url,
+                        resource: resource.map(str::to_string),
+                        server_url: mcp_url.to_string(),
+                    }),
+                };
+            }
             Err(e) if e.is_retryable() || matches!(e, OAuthError::Timeout { .. }) => return Err(e),
             Err(e) => tried.push(format!("{url} ({e})")),
         }
@@ -333,6 +392,28 @@ pub async fn resource_metadata(
         resource: mcp_url.to_string(),
         tried,
     })
+}
+
+/// Whether a protected-resource document's `resource` identifies the MCP server at `mcp_url`
+/// (RFC 9728 §3.3, MCP authorization): the same origin (scheme, host, port), and a path that is
+/// the server's own or a parent of it on a segment boundary (a document found at the root
+/// well-known location names the origin). Compared as parsed URLs, so case in the scheme and
+/// host, a default port and a trailing slash do not matter; a query or fragment never matches.
+pub fn resource_identifies(resource: &str, mcp_url: &str) -> bool {
+    let (Ok(resource), Ok(server)) = (Url::parse(resource), Url::parse(mcp_url)) else {
+        return false;
+    };
+    if resource.origin() != server.origin()
+        || !resource.username().is_empty()
+        || resource.password().is_some()
+        || resource.query().is_some()
+        || resource.fragment().is_some()
+    {
+        return false;
+    }
+    let parent = trimmed_path(&resource);
+    let path = trimmed_path(&server);
+    path == parent || path.starts_with(&format!("{parent}/"))
 }
 
 /// Reads a protected-resource metadata document fetched from `url`: the fields we use, with
@@ -421,8 +502,44 @@ pub async fn server_metadata(http: &Http, issuer: &str) -> Result<ServerMetadata
     })
 }
 
+/// The endpoints a revision 2025-03-26 server without any metadata implies: `/authorize`,
+/// `/token` and `/register` at its origin, PKCE S256 assumed (that revision requires it of
+/// every client, and there is no document that could say otherwise).
+pub fn default_endpoints(mcp_url: &str) -> Result<ServerMetadata, OAuthError> {
+    let url = parse_url(mcp_url)?;
+    Ok(ServerMetadata {
+        url: String::new(),
+        issuer: url.origin().ascii_serialization(),
+        authorization_endpoint: with_path(&url, "/authorize"),
+        token_endpoint: with_path(&url, "/token"),
+        registration_endpoint: Some(with_path(&url, "/register")),
+        code_challenge_methods_supported: Some(vec!["S256".into()]),
+        ..ServerMetadata::default()
+    })
+}
+
+/// The authorization server of a server that publishes no protected-resource metadata (MCP
+/// revision 2025-03-26): its origin's RFC 8414 metadata, else the default endpoints.
+async fn legacy_server(http: &Http, mcp_url: &str) -> Result<ServerMetadata, OAuthError> {
+    let origin = parse_url(mcp_url)?.origin().ascii_serialization();
+    match server_metadata(http, &origin).await {
+        Ok(m) => Ok(m),
+        Err(OAuthError::NoServerMetadata { tried, .. }) => {
+            tracing::info!(
+                server = mcp_url,
+                tried = tried.len(),
+                "no authorization-server metadata at the origin either; using the default endpoints"
+            );
+            default_endpoints(mcp_url)
+        }
+        Err(e) => Err(e),
+    }
+}
+
 /// The whole discovery for an MCP server. `metadata_override`: the catalog's
-/// `authServerMetadataUrl`, read instead of the well-known locations.
+/// `authServerMetadataUrl`, read instead of the well-known locations. A server with no
+/// protected-resource metadata anywhere is one of revision 2025-03-26 (see [`legacy_server`]).
+/// A document for another resource is never used, pinned server or not.
 pub async fn discover(
     http: &Http,
     mcp_url: &str,
@@ -431,11 +548,13 @@ pub async fn discover(
     let challenge = probe(http, mcp_url).await?;
     let resource = match resource_metadata(http, mcp_url, challenge.as_ref()).await {
         Ok(r) => Some(r),
+        Err(e @ OAuthError::ResourceMismatch { .. }) => return Err(e),
+        Err(OAuthError::NoResourceMetadata { .. }) => None,
         Err(e) if metadata_override.is_some() && !e.is_retryable() => None,
         Err(e) => return Err(e),
     };
-    let server = match metadata_override {
-        Some(url) => {
+    let server = match (metadata_override, &resource) {
+        (Some(url), _) => {
             // Pinned: the document must name one of the resource's servers, when it lists any.
             let m = server_metadata_at(http, url, None).await?;
             if let Some(r) = &resource {
@@ -453,8 +572,7 @@ pub async fn discover(
             }
             m
         }
-        None => {
-            let r = resource.as_ref().expect("set unless overridden");
+        (None, Some(r)) => {
             let issuer =
                 r.authorization_servers
                     .first()
@@ -464,6 +582,7 @@ pub async fn discover(
                     })?;
             server_metadata(http, issuer).await?
         }
+        (None, None) => legacy_server(http, mcp_url).await?,
     };
     Ok(Discovery {
         challenge,
@@ -515,6 +634,38 @@ mod tests {
         );
         // Unterminated quote: no panic.
         let _ = parse_www_authenticate(r#"Bearer scope="abc"#);
+    }
+
+    #[test]
+    fn a_resource_identifies_its_server_or_a_parent_path_on_the_same_origin() {
+        let server = "https://mcp.example.com/v1/mcp";
+        for same in [
+            "https://mcp.example.com/v1/mcp",
+            "https://mcp.example.com/v1/mcp/",
+            "HTTPS://MCP.example.com:443/v1/mcp",
+            "https://mcp.example.com/v1",
+            "https://mcp.example.com/",
+            "https://mcp.example.com",
+        ] {
+            assert!(resource_identifies(same, server), "{same}");
+        }
+        for other in [
+            "https://evil.example.com/mcp",
+            "https://mcp.example.com.evil.example/v1/mcp",
+            "http://mcp.example.com/v1/mcp",
+            "https://mcp.example.com:8443/v1/mcp",
+            "https://mcp.example.com/v1/mcp/deeper",
+            "https://mcp.example.com/v1/mc",
+            "https://mcp.example.com/v",
+            "https://mcp.example.com/other",
+            "https://mcp.example.com/v1/mcp?tenant=b",
+            "https://mcp.example.com/v1/mcp#f",
+            "https://user@mcp.example.com/v1/mcp",
+            "not a url",
+            "",
+        ] {
+            assert!(!resource_identifies(other, server), "{other}");
+        }
     }
 
     #[test]

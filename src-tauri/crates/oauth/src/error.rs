@@ -37,14 +37,24 @@ pub enum OAuthError {
         resource: String,
         tried: Vec<String>,
     },
+    /// RFC 9728 §3.3: the document is for another resource; its data must not be used (a hostile
+    /// server could otherwise have the user consent to a token another resource receives).
+    #[error("the protected-resource metadata at {metadata_url} is for {}, not for {server_url}; Patchbay will not authorize with it (RFC 9728 §3.3)", .resource.as_deref().map(|r| format!("{r:?}")).unwrap_or_else(|| "no resource (it has no \"resource\" member)".into()))]
+    ResourceMismatch {
+        metadata_url: String,
+        resource: Option<String>,
+        server_url: String,
+    },
     #[error("no usable authorization-server metadata for issuer {issuer}: {}", .tried.join("; "))]
     NoServerMetadata { issuer: String, tried: Vec<String> },
     #[error("the authorization server {issuer} does not list S256 in code_challenge_methods_supported; Patchbay requires PKCE with S256 and will not authorize without it")]
     NoS256 { issuer: String },
-    #[error("{server}: the authorization server {issuer} offers no dynamic client registration; add a clientId for \"{server}\" to the catalog's oauth block or to {clients_file}")]
+    #[error("{server}: the authorization server {issuer} offers no way to register Patchbay (no client metadata documents, no dynamic registration); enter a client id when `patchbay authorize {server}` asks for one in a terminal, or add a clientId for \"{server}\" to the catalog's oauth block or to {clients_file}")]
     NoClient {
         server: String,
         issuer: String,
+        /// The redirect URI the client must be registered with.
+        redirect_uri: String,
         clients_file: String,
     },
     #[error("{path}: {field}: {message}")]

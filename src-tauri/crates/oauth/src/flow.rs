@@ -10,6 +10,7 @@ use patchbay_catalog::{CredentialKey, OAuthConfig};
 use patchbay_vault::{ClientAuthMethod, PendingFlow, Registration, Secret, Vault};
 use url::Url;
 
+use crate::cimd::ClientMetadataUrl;
 use crate::client::{self, PreRegistered};
 use crate::discovery::{self, Challenge, ResourceMetadata, ServerMetadata};
 use crate::http::Http;
@@ -120,6 +121,29 @@ pub fn choose_scopes(
     (!scopes.is_empty()).then(|| scopes.join(" "))
 }
 
+/// The scopes of a step-up: a re-authorization because the server answered 403
+/// `insufficient_scope` (or a 401 naming a scope). The request asks for the union of what was
+/// asked for before and what the challenge names (SEP-2350), never the challenge alone, so
+/// access granted earlier is not dropped.
+#[derive(Debug, Clone, Copy)]
+pub struct StepUp<'a> {
+    /// The scopes the connector's grant asked for (space-separated), if it has one.
+    pub prior: Option<&'a str>,
+    /// The scopes the challenge named.
+    pub challenged: &'a str,
+}
+
+/// Space-separated scope lists joined, each scope once, in first-seen order.
+pub fn union_scopes<'a>(lists: impl IntoIterator<Item = &'a str>) -> Option<String> {
+    let mut seen = std::collections::HashSet::new();
+    let scopes: Vec<&str> = lists
+        .into_iter()
+        .flat_map(str::split_whitespace)
+        .filter(|s| seen.insert(*s))
+        .collect();
+    (!scopes.is_empty()).then(|| scopes.join(" "))
+}
+
 /// What the caller knows about the connector being authorized.
 pub struct FlowRequest<'a> {
     pub connector: &'a str,
@@ -134,6 +158,10 @@ pub struct FlowRequest<'a> {
     pub clients_file: &'a str,
     /// `${VAR}` resolution: vault first, then the environment.
     pub resolve: &'a (dyn Fn(&str) -> Option<String> + Sync),
+    /// Patchbay's client metadata document, for servers that take one instead of registering.
+    pub client_metadata: &'a ClientMetadataUrl,
+    /// Set for a step-up: ask for more than before.
+    pub step_up: Option<StepUp<'a>>,
     /// The receiver's port.
     pub port: u16,
     pub now: DateTime<Utc>,
@@ -176,6 +204,8 @@ impl std::fmt::Debug for Begun {
 enum ClientSource {
     Catalog,
     PreRegistered,
+    /// Patchbay's client metadata document: the client id is its URL, a public client.
+    MetadataDocument,
     Registered,
 }
 
@@ -253,6 +283,22 @@ pub async fn begin(http: &Http, vault: &Vault, req: &FlowRequest<'_>) -> Result<
         resource_md.as_ref(),
         Some(&server),
     );
+    let scopes = match req.step_up {
+        Some(step) => union_scopes(
+            [step.prior.or(scopes.as_deref()), Some(step.challenged)]
+                .into_iter()
+                .flatten(),
+        ),
+        None => scopes,
+    };
+
+    // A client metadata document comes before any registration, a stored one included.
+    let metadata_document_id = match server.client_id_metadata_document_supported {
+        true if catalog_client.is_none() && pre.is_none() => {
+            req.client_metadata.client_id(http, &redirect_uri).await
+        }
+        _ => None,
+    };
 
     // The client, in the spec's order.
     let (client_id, client_secret, source) = if let Some(id) = catalog_client {
@@ -277,6 +323,9 @@ pub async fn begin(http: &Http, vault: &Vault, req: &FlowRequest<'_>) -> Result<
             })
             .transpose()?;
         (p.client_id.clone(), secret, ClientSource::PreRegistered)
+    } else if let Some(id) = metadata_document_id {
+        tracing::info!(issuer = %server.issuer, client_id = %id, "using Patchbay's client metadata document");
+        (id, None, ClientSource::MetadataDocument)
     } else if let Some(reg) = vault.registration(&server.issuer, &redirect_uri)? {
         (reg.client_id, reg.client_secret, ClientSource::Registered)
     } else if let Some(endpoint) = &server.registration_endpoint {
@@ -306,6 +355,7 @@ pub async fn begin(http: &Http, vault: &Vault, req: &FlowRequest<'_>) -> Result<
         return Err(OAuthError::NoClient {
             server: req.connector.to_string(),
             issuer: server.issuer.clone(),
+            redirect_uri: redirect_uri.clone(),
             clients_file: req.clients_file.to_string(),
         });
     };
@@ -401,6 +451,15 @@ pub async fn begin(http: &Http, vault: &Vault, req: &FlowRequest<'_>) -> Result<
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_step_up_asks_for_the_union_each_scope_once() {
+        assert_eq!(
+            union_scopes(["mcp:basic offline_access", "mcp:write mcp:basic"]).as_deref(),
+            Some("mcp:basic offline_access mcp:write")
+        );
+        assert_eq!(union_scopes(["", " "]), None);
+    }
 
     #[test]
     fn debug_of_a_started_flow_and_of_a_callback_never_shows_the_state_or_the_code() {

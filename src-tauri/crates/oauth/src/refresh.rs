@@ -374,16 +374,24 @@ pub async fn refresh_once(
     })
 }
 
-/// Revokes one token at the server (RFC 7009), authenticated as the client that holds it. A 200
-/// is success; the server answers 200 for a token it no longer knows, too. `400
-/// unsupported_token_type` is taken as done: that token cannot be revoked and lapses by itself.
+/// What a revocation request came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Revocation {
+    /// The server revoked the token (or no longer knew it: RFC 7009 answers 200 for both).
+    Revoked,
+    /// `400 unsupported_token_type` (RFC 7009 §2.2.1): the server cannot revoke this kind of
+    /// token (oidc-provider's self-contained JWT access tokens); it stays valid until it expires.
+    NotRevocable,
+}
+
+/// Revokes one token at the server (RFC 7009), authenticated as the client that holds it.
 pub async fn revoke(
     http: &Http,
     revocation_endpoint: &str,
     client: RevokeClient<'_>,
     token: &Secret,
     token_type_hint: &str,
-) -> Result<(), OAuthError> {
+) -> Result<Revocation, OAuthError> {
     let form: Vec<(&str, String)> = vec![
         ("token", token.expose().to_string()),
         ("token_type_hint", token_type_hint.to_string()),
@@ -405,8 +413,10 @@ pub async fn revoke(
             .ok()
             .and_then(|v| text(&v, "error"))
             .is_some_and(|e| e == "unsupported_token_type");
-    if answer.status.is_success() || unsupported {
-        Ok(())
+    if answer.status.is_success() {
+        Ok(Revocation::Revoked)
+    } else if unsupported {
+        Ok(Revocation::NotRevocable)
     } else {
         Err(crate::discovery::status_error(&answer))
     }

@@ -229,7 +229,59 @@ fn lock_for_update(path: &Path, options: &UpdateOptions) -> Result<Option<FileLo
             create_private_dir(parent)?;
         }
     }
-    FileLock::acquire(&options.lock_path, options.lock_timeout).map(Some)
+    let lock = FileLock::acquire_own(&options.lock_path, options.lock_timeout)?;
+    // Under our lock no writer of ours has a temp file of `path` in flight: any there is what a
+    // killed writer left (a full copy of the file, secrets included).
+    sweep_stale_temps(path);
+    Ok(Some(lock))
+}
+
+/// Removes the temp files [`write_temp`] made for `path` and a killed writer left behind.
+pub(crate) fn sweep_stale_temps(path: &Path) {
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+        return;
+    };
+    let Ok(entries) = fs::read_dir(if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    }) else {
+        return;
+    };
+    let name = name.to_string_lossy();
+    for entry in entries.flatten() {
+        let file_name = entry.file_name();
+        if is_temp_of(&name, &file_name.to_string_lossy()) {
+            match fs::remove_file(entry.path()) {
+                Ok(()) => tracing::info!(
+                    "removed {}, a temp file a killed Patchbay writer left",
+                    entry.path().display()
+                ),
+                Err(e) => tracing::warn!("cannot remove {}: {e}", entry.path().display()),
+            }
+        }
+    }
+}
+
+/// Whether `candidate` is a temp file [`write_temp`] names for a file named `name`:
+/// `[.]<name>.patchbay.<pid>.<n>.tmp`.
+fn is_temp_of(name: &str, candidate: &str) -> bool {
+    let unhidden = candidate
+        .strip_prefix('.')
+        .filter(|_| !name.starts_with('.'));
+    let Some(rest) = unhidden
+        .unwrap_or(candidate)
+        .strip_prefix(name)
+        .and_then(|r| r.strip_prefix(".patchbay."))
+        .and_then(|r| r.strip_suffix(".tmp"))
+    else {
+        return false;
+    };
+    let mut numbers = rest.split('.');
+    let digits = |part: Option<&str>| {
+        part.is_some_and(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+    };
+    digits(numbers.next()) && digits(numbers.next()) && numbers.next().is_none()
 }
 
 /// One attempt's write: the runtime's lock taken (once, into `runtime_lock`), `bytes` written to
@@ -392,10 +444,73 @@ fn serialize(object: &Map<String, Value>) -> Vec<u8> {
 }
 
 fn read_bytes(path: &Path) -> Result<Option<Vec<u8>>, RuntimeError> {
-    match fs::read(path) {
-        Ok(bytes) => Ok(Some(bytes)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(io_error(path, "cannot read", e)),
+    read_bounded(path)
+}
+
+/// The most Patchbay reads of another program's file (Claude Code's `~/.claude.json`, the
+/// largest, is a few MiB after years of use).
+pub const READ_CAP: u64 = 64 << 20;
+
+/// Reads another program's file (a client's config, a runtime's store) without trusting what
+/// is at the path: a regular file only, checked on the opened handle (a FIFO would block the
+/// read for ever, `/dev/zero` would never end), opened without blocking, at most [`READ_CAP`]
+/// bytes. `Ok(None)` when it does not exist.
+pub fn read_bounded(path: &Path) -> Result<Option<Vec<u8>>, RuntimeError> {
+    use std::io::Read;
+    let mut options = OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        // A FIFO opened for reading waits for a writer unless opened non-blocking.
+        options.custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32);
+    }
+    let file = match options.open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(io_error(path, "cannot read", e)),
+    };
+    let meta = file
+        .metadata()
+        .map_err(|e| io_error(path, "cannot read", e))?;
+    if !meta.is_file() {
+        return Err(RuntimeError::Io {
+            path: path.to_path_buf(),
+            message: "cannot read: not a regular file (a directory, FIFO, socket or device)".into(),
+        });
+    }
+    if meta.len() > READ_CAP {
+        return Err(too_large(path));
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.take(READ_CAP + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| io_error(path, "cannot read", e))?;
+    if bytes.len() as u64 > READ_CAP {
+        return Err(too_large(path));
+    }
+    Ok(Some(bytes))
+}
+
+/// [`read_bounded`] as UTF-8 text.
+pub fn read_text_bounded(path: &Path) -> Result<Option<String>, RuntimeError> {
+    read_bounded(path)?
+        .map(|bytes| {
+            String::from_utf8(bytes).map_err(|e| RuntimeError::Malformed {
+                path: path.to_path_buf(),
+                message: format!("not UTF-8 text ({e})"),
+            })
+        })
+        .transpose()
+}
+
+fn too_large(path: &Path) -> RuntimeError {
+    RuntimeError::Io {
+        path: path.to_path_buf(),
+        message: format!(
+            "cannot read: larger than {} MiB, more than any config Patchbay reads",
+            READ_CAP >> 20
+        ),
     }
 }
 
@@ -420,7 +535,7 @@ fn sibling(path: &Path, suffix: &str, hidden: bool) -> PathBuf {
     path.with_file_name(format!("{dot}{name}{suffix}"))
 }
 
-fn write_temp(path: &Path, bytes: &[u8], mode: u32) -> Result<PathBuf, RuntimeError> {
+pub(crate) fn write_temp(path: &Path, bytes: &[u8], mode: u32) -> Result<PathBuf, RuntimeError> {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
     let tmp = sibling(
@@ -437,6 +552,9 @@ fn write_temp(path: &Path, bytes: &[u8], mode: u32) -> Result<PathBuf, RuntimeEr
     }
     let result = (|| {
         let mut file = options.open(&tmp)?;
+        file.write_all(bytes)?;
+        // The file's own mode only once the bytes are in: a kill before this leaves a copy
+        // nobody else can read (and the next write removes it: `sweep_stale_temps`).
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
@@ -444,7 +562,6 @@ fn write_temp(path: &Path, bytes: &[u8], mode: u32) -> Result<PathBuf, RuntimeEr
         }
         #[cfg(not(unix))]
         let _ = mode;
-        file.write_all(bytes)?;
         file.sync_all()
     })();
     match result {
@@ -574,6 +691,80 @@ mod tests {
             json!({"a": 9, "mcpOAuth": {"x": 1, "pb": 2, "cc": 3}, "new": true})
         );
         assert!(!apply_foreign(&mut now, &changes), "idempotent");
+    }
+
+    #[test]
+    fn a_killed_writers_temp_file_is_removed_by_the_next_write_and_nothing_else() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(".credentials.json");
+        fs::write(&path, "{}").unwrap();
+        let stale = dir.path().join(".credentials.json.patchbay.4242.7.tmp");
+        fs::write(&stale, "{\"secret\":1}").unwrap();
+        let keep = [
+            ".credentials.json.tmp.abcd1234", // Claude Code's own
+            ".credentials.json.patchbay.x.7.tmp",
+            ".credentials.json.patchbay-backup",
+            "other.json.patchbay.1.2.tmp",
+        ];
+        for name in keep {
+            fs::write(dir.path().join(name), "x").unwrap();
+        }
+        let options = UpdateOptions {
+            lock_path: lock_path_for(&path),
+            lock_timeout: Duration::from_secs(1),
+            runtime_lock: None,
+            create_if_missing: false,
+            mode: FileMode::Private,
+        };
+        update_json_object(&path, &options, &mut |o| {
+            o.insert("a".into(), Value::Bool(true));
+            Ok(true)
+        })
+        .unwrap();
+        assert!(!stale.exists(), "the killed writer's copy stayed");
+        for name in keep {
+            assert!(dir.path().join(name).exists(), "{name} was removed");
+        }
+        assert!(is_temp_of("mcp.json", ".mcp.json.patchbay.12.0.tmp"));
+        assert!(is_temp_of("config.toml", ".config.toml.patchbay.1.22.tmp"));
+        assert!(!is_temp_of("mcp.json", ".mcp.json.patchbay.12.tmp"));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_fifo_a_device_a_directory_and_a_huge_file_are_refused_not_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("mcp.json");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        // No writer: a blocking open would wait here for ever.
+        let e = read_bounded(&fifo).unwrap_err().to_string();
+        assert!(e.contains("not a regular file"), "{e}");
+        let zero = dir.path().join("zero.json");
+        std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+        let e = read_bounded(&zero).unwrap_err().to_string();
+        assert!(e.contains("not a regular file"), "{e}");
+        let e = read_bounded(dir.path()).unwrap_err().to_string();
+        assert!(e.contains("not a regular file"), "{e}");
+        let huge = dir.path().join("huge.json");
+        fs::File::create(&huge)
+            .unwrap()
+            .set_len(READ_CAP + 1)
+            .unwrap();
+        let e = read_bounded(&huge).unwrap_err().to_string();
+        assert!(e.contains("larger than 64 MiB"), "{e}");
+        assert_eq!(read_bounded(&dir.path().join("none")).unwrap(), None);
+        fs::write(dir.path().join("ok.json"), b"{}").unwrap();
+        assert_eq!(
+            read_bounded(&dir.path().join("ok.json")).unwrap(),
+            Some(b"{}".to_vec())
+        );
     }
 
     #[test]

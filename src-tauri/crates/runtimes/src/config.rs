@@ -410,10 +410,8 @@ pub struct CodexConfig {
 /// Read `$CODEX_HOME/config.toml`. A missing file is the default config with no servers.
 pub fn read_codex_config(paths: &RuntimePaths) -> Result<CodexConfig, RuntimeError> {
     let path = paths.codex_config();
-    let text = match std::fs::read_to_string(&path) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(CodexConfig::default()),
-        Err(e) => return Err(crate::atomic::io_error(&path, "cannot read", e)),
+    let Some(text) = crate::atomic::read_text_bounded(&path)? else {
+        return Ok(CodexConfig::default());
     };
     parse_codex_config(&text, &path)
 }

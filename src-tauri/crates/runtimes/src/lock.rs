@@ -5,8 +5,15 @@
 //! only. Claude Code 2.1.332 takes a lock of its own around its credential writes, which our Claude
 //! writers also take, inside this one ([`crate::claude_lock`]); older releases take none (they
 //! write by temp file and rename), so the writers in [`crate::atomic`] still re-read and re-merge
-//! before replacing the file. The lock file is never deleted: deleting a lock file lets two
-//! writers lock two different inodes.
+//! before replacing the file.
+//!
+//! A lock file of our own beside a user's file ([`FileLock::acquire_own`]) is removed on Unix
+//! when the lock is released, so no `*.patchbay.lock` stays beside a user's config: the holder
+//! unlinks it before it closes, and every writer that gets a lock checks that the file it locked
+//! is still the one at the path (else a holder released and removed it meanwhile, and it tries
+//! again). So two writers never hold two different inodes. Another program's lock file (Codex's
+//! refresh lock) is never removed: it does not check. Elsewhere the file stays (an open file
+//! cannot be removed there).
 
 use crate::RuntimeError;
 use std::fs::{File, OpenOptions};
@@ -25,21 +32,38 @@ const POLL: Duration = Duration::from_millis(10);
 pub struct FileLock {
     _file: File,
     path: PathBuf,
+    /// Removed on release (ours alone; see the module docs).
+    remove: bool,
 }
 
 impl FileLock {
     /// Take the exclusive lock on `path` (created if missing, mode 0600), polling a non-blocking
     /// attempt until `timeout`; past it, [`RuntimeError::Busy`].
     pub fn acquire(path: &Path, timeout: Duration) -> Result<FileLock, RuntimeError> {
-        let file = open_lock_file(path)?;
+        Self::take(path, timeout, false)
+    }
+
+    /// [`FileLock::acquire`] for a lock file only Patchbay uses: removed on release.
+    pub fn acquire_own(path: &Path, timeout: Duration) -> Result<FileLock, RuntimeError> {
+        Self::take(path, timeout, true)
+    }
+
+    fn take(path: &Path, timeout: Duration, remove: bool) -> Result<FileLock, RuntimeError> {
+        let mut file = open_lock_file(path)?;
         let deadline = Instant::now() + timeout;
         loop {
             match try_lock(&file) {
-                Ok(true) => {
+                Ok(true) if still_at(&file, path) => {
                     return Ok(FileLock {
                         _file: file,
                         path: path.to_path_buf(),
+                        remove,
                     })
+                }
+                // The holder removed it as it released it: lock the one at the path now.
+                Ok(true) => {
+                    file = open_lock_file(path)?;
+                    continue;
                 }
                 Ok(false) => {}
                 Err(e) => {
@@ -65,6 +89,31 @@ impl FileLock {
     pub fn path(&self) -> &Path {
         &self.path
     }
+}
+
+impl Drop for FileLock {
+    fn drop(&mut self) {
+        // Removed while still held (see the module docs); the descriptor closes after this.
+        #[cfg(unix)]
+        if self.remove {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// Whether `file` is the file at `path` (not one a holder removed before we locked it).
+#[cfg(unix)]
+fn still_at(file: &File, path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (file.metadata(), std::fs::metadata(path)) {
+        (Ok(ours), Ok(there)) => ours.dev() == there.dev() && ours.ino() == there.ino(),
+        _ => false,
+    }
+}
+
+#[cfg(not(unix))]
+fn still_at(_: &File, _: &Path) -> bool {
+    true
 }
 
 fn open_lock_file(path: &Path) -> Result<File, RuntimeError> {
@@ -101,5 +150,51 @@ fn try_lock(file: &File) -> std::io::Result<bool> {
         Ok(()) => Ok(true),
         Err(std::fs::TryLockError::WouldBlock) => Ok(false),
         Err(std::fs::TryLockError::Error(e)) => Err(e),
+    }
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn our_own_lock_file_goes_with_the_lock_and_anothers_stays() {
+        let dir = tempfile::tempdir().unwrap();
+        let own = dir.path().join("mcp.json.patchbay.lock");
+        let held = FileLock::acquire_own(&own, Duration::from_secs(1)).unwrap();
+        assert!(own.exists());
+        // Held: a second writer waits, then gives up.
+        assert!(matches!(
+            FileLock::acquire_own(&own, Duration::from_millis(30)),
+            Err(RuntimeError::Busy { .. })
+        ));
+        drop(held);
+        assert!(!own.exists(), "the lock file stayed beside the config");
+
+        let foreign = dir.path().join("codex.lock");
+        drop(FileLock::acquire(&foreign, Duration::from_secs(1)).unwrap());
+        assert!(foreign.exists());
+    }
+
+    #[test]
+    fn a_waiter_on_a_removed_lock_file_locks_the_new_one_never_both() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.patchbay.lock");
+        let first = FileLock::acquire_own(&path, Duration::from_secs(1)).unwrap();
+        let waiting = {
+            let path = path.clone();
+            std::thread::spawn(move || FileLock::acquire_own(&path, Duration::from_secs(5)))
+        };
+        // The waiter has opened the first holder's file and polls its lock.
+        std::thread::sleep(Duration::from_millis(50));
+        drop(first);
+        let second = waiting.join().unwrap().unwrap();
+        // Whoever comes now must wait for the second holder: they lock the same file.
+        assert!(matches!(
+            FileLock::acquire_own(&path, Duration::from_millis(30)),
+            Err(RuntimeError::Busy { .. })
+        ));
+        drop(second);
+        assert!(!path.exists());
     }
 }

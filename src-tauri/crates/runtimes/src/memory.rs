@@ -155,10 +155,8 @@ impl JsonFileRuntimeStore {
     }
 
     fn load(&self) -> Result<BTreeMap<CredentialKey, RuntimeCredential>, RuntimeError> {
-        let text = match std::fs::read_to_string(&self.path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
-            Err(e) => return Err(self.io(e)),
+        let Some(text) = crate::atomic::read_text_bounded(&self.path)? else {
+            return Ok(BTreeMap::new());
         };
         let malformed = |message: String| RuntimeError::Malformed {
             path: self.path.clone(),

@@ -260,16 +260,13 @@ fn round_trip_preserves_everything_else() {
     assert!(file["mcpOAuth"].get(NOTION).is_none());
     assert_eq!(file["claudeAiOauth"]["accessToken"], "user-at");
     assert_eq!(file["somethingNew"], json!(true));
-    // No temp files left behind (the lock file stays, by design).
+    // No temp files left behind, and no lock file: it goes with the lock.
     let mut names: Vec<String> = fs::read_dir(dir.path())
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     names.sort();
-    assert_eq!(
-        names,
-        vec![".credentials.json", ".credentials.json.patchbay.lock"]
-    );
+    assert_eq!(names, vec![".credentials.json"]);
 }
 
 #[test]

@@ -334,7 +334,7 @@ fn a_malformed_file_is_named_and_hides_no_other_server() {
     assert!(scan
         .errors
         .iter()
-        .all(|e| matches!(e, RuntimeError::Malformed { .. })));
+        .all(|e| matches!(e.error, RuntimeError::Malformed { .. })));
     // Gemini CLI and Windsurf still read.
     assert_eq!(
         scan.servers

@@ -1,4 +1,4 @@
-//! "Add to Cursor / VS Code / Claude Desktop / Windsurf" and the mcp-remote switch, on copies of
+//! "Add to CLIENT" for all seven clients and the mcp-remote switch, on copies of
 //! the realistic client files in tests/fixtures/clients/home: the entry written in each client's
 //! own shape, every other key (and VS Code's comments) kept, the backup made once, and the
 //! reader (`clients::read_all`) reading the entry back as Patchbay's.
@@ -39,6 +39,7 @@ fn home() -> (tempfile::TempDir, ClientPaths) {
 fn connect(connector: &str) -> Target {
     Target::Connect {
         command: "/opt/patchbay/bin/patchbay".into(),
+        global_args: Vec::new(),
         connector: connector.into(),
     }
 }
@@ -457,4 +458,210 @@ fn a_file_the_client_could_not_read_is_not_touched() {
     .unwrap_err();
     assert!(err.to_string().contains("not valid JSON"), "{err}");
     assert!(!backup_path(&file).exists());
+}
+
+/// Claude Code, Codex and Gemini CLI through the front door: each in its own format, read back
+/// as Patchbay's, the rest of the file kept (Codex's TOML comments and order too), a second add
+/// changes nothing, and a foreign entry of the same name is refused naming `--replace`.
+#[test]
+fn claude_code_codex_and_gemini_get_entries_in_their_own_formats() {
+    let (_dir, paths) = home();
+
+    // Claude Code: top-level (user-scope) mcpServers; a project-local "sentry" is no conflict.
+    let file = paths.claude_json.clone();
+    let before = lenient(&file);
+    let written = write::add(
+        Client::ClaudeCode,
+        &file,
+        "sentry",
+        &connect("sentry"),
+        Conflict::Refuse,
+    )
+    .unwrap();
+    assert_eq!(written.change, Change::Added);
+    let after = lenient(&file);
+    assert_eq!(
+        after["mcpServers"]["sentry"],
+        json!({ "type": "stdio", "command": "/opt/patchbay/bin/patchbay",
+                "args": ["connect", "sentry"], "env": {} })
+    );
+    assert_rest_kept(&before, &after, "mcpServers", "sentry");
+    let back = read_back(&paths, Client::ClaudeCode, "sentry");
+    assert_eq!(
+        patchbay_target(&back),
+        Some(PatchbayTarget::Connect("sentry".into()))
+    );
+    let err = write::add(
+        Client::ClaudeCode,
+        &file,
+        "memory",
+        &connect("memory"),
+        Conflict::Refuse,
+    )
+    .unwrap_err();
+    assert!(matches!(err, WriteError::Conflict { .. }), "{err}");
+    assert!(err.to_string().contains("--replace"), "{err}");
+    // Claude Code's own lock directory is not left behind either.
+    assert!(!file.with_file_name(".claude.json.lock").exists());
+
+    // Gemini CLI: `type: http` for the gateway (0.61 calls httpUrl deprecated).
+    let file = paths.gemini_user.clone();
+    write::add(
+        Client::GeminiCli,
+        &file,
+        "linear",
+        &gateway("linear"),
+        Conflict::Refuse,
+    )
+    .unwrap();
+    let after = lenient(&file);
+    assert_eq!(after["mcpServers"]["linear"]["type"], "http");
+    assert_eq!(
+        after["mcpServers"]["linear"]["url"],
+        "http://127.0.0.1:3119/mcp/linear"
+    );
+    assert!(std::fs::read_to_string(&file)
+        .unwrap()
+        .contains("// Gemini CLI reads this"));
+    let back = read_back(&paths, Client::GeminiCli, "linear");
+    assert_eq!(
+        patchbay_target(&back),
+        Some(PatchbayTarget::Gateway("linear".into()))
+    );
+
+    // Codex: a [mcp_servers.NAME] table; the session bus passed through its stripped env.
+    let file = paths.codex_config.clone();
+    let original = std::fs::read_to_string(&file).unwrap();
+    let target = Target::Connect {
+        command: "/opt/patchbay/bin/patchbay".into(),
+        global_args: vec!["--data-dir".into(), "/srv/patchbay data".into()],
+        connector: "notion".into(),
+    };
+    let written = write::add(Client::Codex, &file, "notion", &target, Conflict::Refuse).unwrap();
+    assert_eq!(written.change, Change::Added);
+    assert_eq!(written.backup, Some(backup_path(&file)));
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(text.starts_with(&original), "the rest moved:\n{text}");
+    let table: toml::Table = text.parse().unwrap();
+    let entry = &table["mcp_servers"]["notion"];
+    assert_eq!(
+        entry["command"].as_str(),
+        Some("/opt/patchbay/bin/patchbay")
+    );
+    assert_eq!(
+        entry["args"].as_array().unwrap().len(),
+        4,
+        "--data-dir DIR connect NAME: {entry}"
+    );
+    assert_eq!(
+        entry["env_vars"].as_array().unwrap()[0].as_str(),
+        Some("DBUS_SESSION_BUS_ADDRESS")
+    );
+    let back = read_back(&paths, Client::Codex, "notion");
+    assert_eq!(
+        patchbay_target(&back),
+        Some(PatchbayTarget::Connect("notion".into()))
+    );
+    let again = write::add(Client::Codex, &file, "notion", &target, Conflict::Refuse).unwrap();
+    assert_eq!(again.change, Change::Unchanged);
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), text);
+    let err = write::add(
+        Client::Codex,
+        &file,
+        "linear",
+        &connect("linear"),
+        Conflict::Refuse,
+    )
+    .unwrap_err();
+    assert!(matches!(err, WriteError::Conflict { .. }), "{err}");
+    let replaced = write::add(
+        Client::Codex,
+        &file,
+        "linear",
+        &gateway("linear"),
+        Conflict::Replace,
+    )
+    .unwrap();
+    assert_eq!(replaced.change, Change::Replaced);
+    let table: toml::Table = std::fs::read_to_string(&file).unwrap().parse().unwrap();
+    assert_eq!(
+        table["mcp_servers"]["linear"]["http_headers"]["X-Patchbay-Client"].as_str(),
+        Some("pbc_fixture_secret_0123")
+    );
+    assert!(table["mcp_servers"]["linear"]
+        .get("bearer_token_env_var")
+        .is_none());
+    // No lock file stays beside any of them.
+    for dir in [
+        paths.codex_config.parent().unwrap(),
+        paths.gemini_user.parent().unwrap(),
+    ] {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+            assert!(!name.ends_with(".lock"), "{name} left in {}", dir.display());
+        }
+    }
+}
+
+#[test]
+fn an_entry_with_patchbays_global_options_is_patchbays_own() {
+    let stdio = |args: &[&str]| ClientServer {
+        client: Client::Cursor,
+        scope: clients::ClientScope::User,
+        file: PathBuf::from("/x"),
+        name: "n".into(),
+        transport: ClientTransport::Stdio {
+            command: "/usr/local/bin/patchbay".into(),
+            args: args.iter().map(|a| a.to_string()).collect(),
+            env: Default::default(),
+        },
+        enabled: true,
+    };
+    for (args, want) in [
+        (&["connect", "fx"][..], Some("fx")),
+        (&["--data-dir", "/d", "connect", "fx"][..], Some("fx")),
+        (
+            &["--catalog=/c.json", "--data-dir", "/d", "connect", "fx"][..],
+            Some("fx"),
+        ),
+        (&["connect", "fx", "--header", "X: y"][..], Some("fx")),
+        (&["--verbose", "connect", "fx"][..], None),
+        (&["status"][..], None),
+        (&["connect"][..], None),
+        (&["--data-dir"][..], None),
+    ] {
+        assert_eq!(
+            patchbay_target(&stdio(args)),
+            want.map(|n| PatchbayTarget::Connect(n.into())),
+            "{args:?}"
+        );
+    }
+}
+
+/// A backup cut short by a kill (an older release wrote it in place) is not trusted: the next
+/// write replaces it with the whole file; a whole one is never touched.
+#[test]
+fn a_cut_short_backup_is_replaced_and_a_whole_one_kept() {
+    let (_dir, paths) = home();
+    let file = paths.cursor_user.clone();
+    let original = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(backup_path(&file), &original[..original.len() / 2]).unwrap();
+    let written = write::add(Client::Cursor, &file, "a", &connect("a"), Conflict::Refuse).unwrap();
+    assert_eq!(written.backup, Some(backup_path(&file)));
+    assert_eq!(
+        std::fs::read_to_string(backup_path(&file)).unwrap(),
+        original
+    );
+    let written = write::add(Client::Cursor, &file, "b", &connect("b"), Conflict::Refuse).unwrap();
+    assert_eq!(written.backup, None);
+    assert_eq!(
+        std::fs::read_to_string(backup_path(&file)).unwrap(),
+        original
+    );
+    let leftovers: Vec<String> = std::fs::read_dir(file.parent().unwrap())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".tmp") || n.ends_with(".lock"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
 }

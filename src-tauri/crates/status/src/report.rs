@@ -301,6 +301,10 @@ pub struct StatusReport {
     /// [`StatusReport::apply_usage`]; empty before).
     #[serde(default)]
     pub gallery: Vec<GalleryEntry>,
+    /// Each client config that could not be read or parsed, one line each naming the client and
+    /// the file (its servers are missing from `connectors`; the other clients' are listed).
+    #[serde(default)]
+    pub client_errors: Vec<String>,
 }
 
 const ONE_SHOT_NOTE: &str = "This server issued no refresh token: nothing can renew this credential, so it will need authorizing again each time it lapses.";
@@ -475,6 +479,7 @@ pub fn compute(catalog: &Catalog, signals: &LocalSignals) -> StatusReport {
         unclaimed,
         runtimes: Vec::new(),
         gallery: Vec::new(),
+        client_errors: Vec::new(),
     }
 }
 

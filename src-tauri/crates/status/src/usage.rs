@@ -97,6 +97,8 @@ pub struct Usage {
     pub client_only: BTreeSet<String>,
     /// Connector name → where its stored credential came from.
     pub credential_source: BTreeMap<String, CredentialSource>,
+    /// The client configs that could not be read (see [`StatusReport::client_errors`]).
+    pub client_errors: Vec<String>,
 }
 
 impl GalleryEntry {
@@ -134,6 +136,7 @@ impl StatusReport {
     /// An invalid entry is in use when its file is the user's (the default catalog's own
     /// mistakes are not the user's business).
     pub fn apply_usage(&mut self, catalog: &Catalog, usage: &Usage) {
+        self.client_errors = usage.client_errors.clone();
         let kinds: HashMap<PathBuf, SourceKind> = catalog
             .sources
             .iter()

@@ -155,6 +155,9 @@ pub(crate) fn open(path: &Path) -> Result<Connection, VaultError> {
             source,
         })?;
     }
+    if path.as_os_str() != ":memory:" && !path.exists() {
+        create_whole(path)?;
+    }
     refuse_emptied(path)?;
     create_private_file(path)?;
     let mut conn = Connection::open(path)?;
@@ -171,6 +174,45 @@ pub(crate) fn open(path: &Path) -> Result<Connection, VaultError> {
         e => VaultError::Migration(e),
     })?;
     Ok(conn)
+}
+
+/// A fresh database appears at `path` whole or not at all: it is made (WAL, migrated) under a
+/// name of this process's own beside it and linked into place only if nothing is there yet. Two
+/// processes starting on a new data dir at once would otherwise race: one's empty file, not yet
+/// written, would read to the other as a database someone emptied.
+fn create_whole(path: &Path) -> Result<(), VaultError> {
+    let io = |source| VaultError::Io {
+        path: path.display().to_string(),
+        source,
+    };
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    // This process's and this call's own: threads of one process may race too.
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let call = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    name.push(format!(".new-{}-{call}", std::process::id()));
+    let fresh = path.with_file_name(name);
+    let _ = std::fs::remove_file(&fresh);
+    let made = (|| {
+        create_private_file(&fresh)?;
+        let mut conn = Connection::open(&fresh)?;
+        conn.busy_timeout(BUSY_TIMEOUT)?;
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        migrations()
+            .to_latest(&mut conn)
+            .map_err(VaultError::Migration)?;
+        // Closing checkpoints the WAL into the file: what is linked is the whole database.
+        conn.close().map_err(|(_, e)| e)?;
+        match std::fs::hard_link(&fresh, path) {
+            Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => Err(io(e)),
+            _ => Ok(()),
+        }
+    })();
+    for leftover in ["", "-wal", "-shm"] {
+        let mut name = fresh.clone().into_os_string();
+        name.push(leftover);
+        let _ = std::fs::remove_file(name);
+    }
+    made
 }
 
 /// Open an existing database for reading only: nothing is created, migrated or written, so it
@@ -326,6 +368,34 @@ pub(crate) fn from_ms(ms: i64, what: &str) -> Result<DateTime<Utc>, VaultError> 
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn processes_opening_a_new_data_dir_at_once_all_get_the_one_database() {
+        // What `gateway serve` beside `gateway client add` on a fresh data dir did: the loser
+        // of the race read the winner's not-yet-written file as an emptied database.
+        for _ in 0..20 {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("patchbay.db");
+            let openers: Vec<_> = (0..6)
+                .map(|_| {
+                    let path = path.clone();
+                    std::thread::spawn(move || super::open(&path).map(drop))
+                })
+                .collect();
+            for opener in openers {
+                opener
+                    .join()
+                    .unwrap()
+                    .expect("every opener gets the database");
+            }
+            let names: Vec<_> = std::fs::read_dir(dir.path())
+                .unwrap()
+                .map(|e| e.unwrap().file_name().into_string().unwrap())
+                .filter(|n| n.contains(".new-"))
+                .collect();
+            assert!(names.is_empty(), "left behind: {names:?}");
+        }
+    }
+
     use super::*;
 
     #[cfg(unix)]

@@ -15,6 +15,7 @@ pub mod private;
 mod renewal;
 mod seal;
 pub mod secret;
+pub mod session_bus;
 pub mod store;
 mod vault;
 

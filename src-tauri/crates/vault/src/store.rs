@@ -48,10 +48,22 @@ fn map_keyring_error(e: keyring::Error) -> StoreError {
     match e {
         // Locked collection, no Secret Service, D-Bus down, prompt dismissed: try again later.
         keyring::Error::PlatformFailure(_) | keyring::Error::NoStorageAccess(_) => {
-            StoreError::Unreachable(e.to_string())
+            StoreError::Unreachable(format!("{e}{}", no_bus_hint()))
         }
         other => StoreError::Rejected(other.to_string()),
     }
+}
+
+/// Why the Secret Service cannot be reached when no session bus was found at all (see
+/// [`crate::session_bus`]): the usual cause under an MCP client's stripped environment.
+fn no_bus_hint() -> &'static str {
+    #[cfg(target_os = "linux")]
+    if std::env::var_os(crate::session_bus::ADDRESS_VARIABLE).is_none_or(|a| a.is_empty()) {
+        return "; no D-Bus session bus was found: DBUS_SESSION_BUS_ADDRESS is unset and no \
+                bus is at $XDG_RUNTIME_DIR/bus or /run/user/UID/bus (pass \
+                DBUS_SESSION_BUS_ADDRESS in the client's env for this server)";
+    }
+    ""
 }
 
 impl SecretStore for KeyringStore {

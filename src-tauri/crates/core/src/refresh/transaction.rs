@@ -293,6 +293,17 @@ impl Inner {
         let request = loaded.request();
         let mut retries = 0;
         let mut presented_again = loaded.interrupted;
+        if loaded.interrupted {
+            // The history shows why this token goes out again, whatever the answer.
+            self.record(
+                &loaded.row.credential_key,
+                RefreshClass::Ambiguous.id(),
+                None,
+                "an earlier refresh was cut off with its answer in flight (Patchbay stopped); presenting the refresh token once more".into(),
+                None,
+                0,
+            );
+        }
         loop {
             match refresh_corrected(&self.http, request, loaded.granted_scope()).await {
                 Err(f)
@@ -318,6 +329,16 @@ impl Inner {
                         connector,
                         "{}; presenting the refresh token once more",
                         f.summary
+                    );
+                    // The lost answer is a line of the history of its own: the next line (the
+                    // renewal, or the refusal) is about the token presented again.
+                    self.record(
+                        &loaded.row.credential_key,
+                        f.class.id(),
+                        f.http_status,
+                        format!("{}; presenting the refresh token once more", f.summary),
+                        f.detail.clone(),
+                        retries,
                     );
                     let delay = self.policy.retry.delay(0, random_unit());
                     (self.policy.retry.sleep)(delay).await;

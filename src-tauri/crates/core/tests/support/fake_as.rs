@@ -29,6 +29,17 @@ pub struct Config {
     /// PRM at /.well-known/oauth-protected-resource/mcp (true) or at the root (false).
     pub prm_at_path: bool,
     pub prm_scopes: Vec<String>,
+    /// The PRM's `resource` (`None`: the MCP URL, as it should be).
+    pub prm_resource: Option<String>,
+    /// No protected-resource metadata anywhere (a server of revision 2025-03-26).
+    pub no_prm: bool,
+    /// No authorization-server metadata either: the default endpoints only.
+    pub no_as_metadata: bool,
+    /// `client_id_metadata_document_supported`: an https client id is taken at its word.
+    pub cimd: bool,
+    /// The MCP endpoint speaks revision 2026-07-28 only: a request without its
+    /// `MCP-Protocol-Version` header gets 400, as the conformance framework's servers answer.
+    pub stateless_only: bool,
     /// The issuer's path ("" or "/tenant").
     pub issuer_path: String,
     /// Serve the metadata as OpenID configuration only.
@@ -58,6 +69,11 @@ impl Default for Config {
             challenge_scope: None,
             prm_at_path: true,
             prm_scopes: vec!["mcp:read".into(), "mcp:write".into()],
+            prm_resource: None,
+            no_prm: false,
+            no_as_metadata: false,
+            cimd: false,
+            stateless_only: false,
             issuer_path: String::new(),
             oidc_only: false,
             wrong_issuer: false,
@@ -103,6 +119,8 @@ struct State {
     registered: HashMap<String, Option<String>>,
     codes: HashMap<String, Grant>,
     counter: u64,
+    /// Documents served at a path (`serve_document`).
+    documents: HashMap<String, Value>,
 }
 
 #[derive(Clone)]
@@ -147,6 +165,15 @@ impl FakeAs {
     }
 
     /// Forget every dynamically registered client (the server lost its registrations).
+    /// Serves `document` as JSON at `path` (a GET), e.g. a client metadata document.
+    pub fn serve_document(&self, path: &str, document: Value) {
+        self.state
+            .lock()
+            .unwrap()
+            .documents
+            .insert(path.to_string(), document);
+    }
+
     pub fn forget_registrations(&self) {
         self.state.lock().unwrap().registered.clear();
     }
@@ -243,7 +270,7 @@ async fn handle(
         json_response(
             StatusCode::OK,
             json!({
-                "resource": format!("{base}/mcp"),
+                "resource": c.prm_resource.clone().unwrap_or_else(|| format!("{base}/mcp")),
                 "authorization_servers": [issuer],
                 "scopes_supported": c.prm_scopes,
             }),
@@ -269,13 +296,25 @@ async fn handle(
         if c.iss_advertised {
             m["authorization_response_iss_parameter_supported"] = json!(true);
         }
+        if c.cimd {
+            m["client_id_metadata_document_supported"] = json!(true);
+        }
         json_response(StatusCode::OK, m)
     };
     let ip = &c.issuer_path;
+    if let Some(document) = s.documents.get(&path).filter(|_| method == Method::GET) {
+        return json_response(StatusCode::OK, document.clone());
+    }
     match (method.as_str(), path.as_str()) {
+        ("POST", "/mcp") if c.stateless_only && !headers.contains_key("mcp-protocol-version") => {
+            json_response(
+                StatusCode::BAD_REQUEST,
+                json!({ "jsonrpc": "2.0", "id": 1, "error": { "code": -32600, "message": "Missing MCP-Protocol-Version header" } }),
+            )
+        }
         ("POST", "/mcp") => {
             let mut params = Vec::new();
-            if c.challenge_resource_metadata {
+            if c.challenge_resource_metadata && !c.no_prm {
                 params.push(format!("resource_metadata=\"{base}/custom/prm\""));
             }
             if let Some(scope) = &c.challenge_scope {
@@ -288,6 +327,10 @@ async fn handle(
                 .body(Body::empty())
                 .unwrap()
         }
+        ("GET", p) if c.no_prm && p.starts_with("/.well-known/oauth-protected-resource") => {
+            not_found()
+        }
+        ("GET", p) if c.no_as_metadata && p.starts_with("/.well-known/") => not_found(),
         ("GET", "/custom/prm") if c.challenge_resource_metadata => prm(),
         ("GET", "/.well-known/oauth-protected-resource/mcp") if c.prm_at_path => prm(),
         ("GET", "/.well-known/oauth-protected-resource") if !c.prm_at_path => prm(),
@@ -306,7 +349,9 @@ async fn handle(
         }
         ("GET", "/authorize") => {
             let client_id = query.get("client_id").cloned().unwrap_or_default();
-            let known = s.registered.contains_key(&client_id) || c.clients.contains_key(&client_id);
+            let known = s.registered.contains_key(&client_id)
+                || c.clients.contains_key(&client_id)
+                || (c.cimd && client_id.contains("://"));
             if !known {
                 return Response::builder()
                     .status(StatusCode::BAD_REQUEST)
@@ -395,6 +440,8 @@ async fn handle(
             };
             let expected = match s.registered.get(&client_id) {
                 Some(secret) => secret.clone(),
+                // A metadata-document client is a public one (token_endpoint_auth_method none).
+                None if c.cimd && client_id.contains("://") => None,
                 None => match c.clients.get(&client_id) {
                     Some(secret) if secret.is_empty() => None,
                     Some(secret) => Some(secret.clone()),

@@ -10,6 +10,7 @@
 
 use super::{health_hook_at, run_for, stdout_handle, CallHook, Credentials, StdioError};
 use crate::upstream::{with_bearer, Upstream, UpstreamError, UpstreamTransport};
+use patchbay_core::StepUpBudget;
 use patchbay_vault::Secret;
 use serde::{Deserialize, Serialize};
 use std::io::{BufRead, Write};
@@ -75,6 +76,9 @@ pub struct Delegated {
     headers: Vec<(String, Secret)>,
     bearer: RwLock<Option<Secret>>,
     renew: Vec<String>,
+    /// Step-ups run in the renew command's process, a new one each time: the session's bound
+    /// on them is kept here.
+    step_ups: StepUpBudget,
 }
 
 impl From<Handoff> for Delegated {
@@ -90,6 +94,7 @@ impl From<Handoff> for Delegated {
                 .collect(),
             bearer: RwLock::new(h.bearer.map(Secret::new)),
             renew: h.renew,
+            step_ups: StepUpBudget::default(),
         }
     }
 }
@@ -121,19 +126,44 @@ impl Credentials for Delegated {
     }
 
     async fn renew(&self, rejected: Option<Secret>) -> Result<(), String> {
+        self.run_renew_command(rejected, None).await
+    }
+
+    async fn step_up(&self, scope: String) -> Result<(), String> {
+        self.step_ups
+            .take(&self.connector, &scope)
+            .map_err(|e| e.to_string())?;
+        self.run_renew_command(None, Some(scope)).await
+    }
+}
+
+impl Delegated {
+    /// Runs the renew command off the async threads and keeps the bearer it answers with.
+    async fn run_renew_command(
+        &self,
+        rejected: Option<Secret>,
+        step_up_scope: Option<String>,
+    ) -> Result<(), String> {
         let command = self.renew.clone();
         let connector = self.connector.clone();
-        let renewed = tokio::task::spawn_blocking(move || run_renew(&command, rejected.as_ref()))
-            .await
-            .map_err(|e| format!("renewing {connector}'s credential crashed: {e}"))??;
+        let renewed = tokio::task::spawn_blocking(move || {
+            run_renew(&command, rejected.as_ref(), step_up_scope.as_deref())
+        })
+        .await
+        .map_err(|e| format!("renewing {connector}'s credential crashed: {e}"))??;
         *self.bearer.write().unwrap_or_else(|p| p.into_inner()) = Some(renewed);
         Ok(())
     }
 }
 
-/// Runs the renew command: the refused bearer on its stdin (one line, empty for none), one JSON
-/// line back: `{"bearer": ...}` or `{"error": "..."}`.
-fn run_renew(command: &[String], rejected: Option<&Secret>) -> Result<Secret, String> {
+/// Runs the renew command: the refused bearer on its stdin (one line, empty for none), then the
+/// scope of a step-up (one line, empty for none); one JSON line back: `{"bearer": ...}` or
+/// `{"error": "..."}`.
+fn run_renew(
+    command: &[String],
+    rejected: Option<&Secret>,
+    step_up_scope: Option<&str>,
+) -> Result<Secret, String> {
     let (program, args) = command
         .split_first()
         .ok_or("no renew command was handed over")?;
@@ -147,8 +177,10 @@ fn run_renew(command: &[String], rejected: Option<&Secret>) -> Result<Secret, St
     {
         let mut stdin = child.stdin.take().expect("piped");
         let line = rejected.map(Secret::expose).unwrap_or("");
-        // A child that exits without reading is answered by its stdout below.
-        let _ = writeln!(stdin, "{line}");
+        // A child that exits without reading is answered by its stdout below. A scope is one
+        // line of scope tokens: a line break in it cannot come from a valid challenge.
+        let scope = step_up_scope.unwrap_or("").replace(['\r', '\n'], " ");
+        let _ = writeln!(stdin, "{line}\n{scope}");
     }
     let output = child
         .wait_with_output()
@@ -166,8 +198,9 @@ fn run_renew(command: &[String], rejected: Option<&Secret>) -> Result<Secret, St
     }
 }
 
-/// The renew command's side, in the full `patchbay`: reads the refused bearer from `input`,
-/// renews through [`Upstream::on_unauthorized`] and writes the answer's one JSON line.
+/// The renew command's side, in the full `patchbay`: reads the refused bearer and a step-up's
+/// scope from `input`, renews through [`Upstream::on_unauthorized`] (or steps up through
+/// [`Upstream::on_insufficient_scope`]) and writes the answer's one JSON line.
 pub async fn renew_for_bridge(
     upstream: Result<Upstream, UpstreamError>,
     mut input: impl BufRead,
@@ -176,8 +209,14 @@ pub async fn renew_for_bridge(
     let mut line = String::new();
     input.read_line(&mut line)?;
     let rejected = Some(line.trim()).filter(|l| !l.is_empty()).map(Secret::new);
+    let mut scope = String::new();
+    input.read_line(&mut scope)?;
+    let scope = scope.trim();
     let answer = match upstream {
-        Ok(upstream) => match upstream.on_unauthorized(rejected.as_ref()).await {
+        Ok(upstream) => match match scope.is_empty() {
+            true => upstream.on_unauthorized(rejected.as_ref()).await,
+            false => upstream.on_insufficient_scope(scope).await,
+        } {
             Ok(bearer) => serde_json::json!({ "bearer": bearer.expose() }),
             Err(e) => serde_json::json!({ "error": e.to_string() }),
         },

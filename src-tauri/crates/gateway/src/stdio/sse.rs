@@ -6,6 +6,12 @@
 //! replaying the client's handshake (its answer swallowed); each request is bounded by the
 //! connector's timeout and recorded on the health board. A request in flight when the stream
 //! dropped is answered with an error (its answer would have come on the lost stream).
+//!
+//! The stream is read with the one SSE parser (`patchbay_check::sse`). The connection check's
+//! legacy SSE client (`patchbay_check::legacy_sse`) is an rmcp transport of typed messages for a
+//! single handshake; this bridge passes the client's raw messages through, renews and reopens,
+//! so it keeps its own session handling. Moving it onto that client is left for the bridge's port
+//! to rmcp 3.
 
 use super::{
     emit_to, read_client, BridgeIo, BridgedCall, CallHook, Credentials, Kind, Out, SseParser,
@@ -397,7 +403,8 @@ impl<C: Credentials> Bridge<C> {
             };
             for event in completed {
                 match event.kind.as_str() {
-                    "endpoint" => match base.join(event.data.trim()) {
+                    // (An event that only set an id or retry has no data: not the endpoint.)
+                    "endpoint" if !event.data.is_empty() => match base.join(event.data.trim()) {
                         Ok(url) => self.opened(url.to_string()),
                         Err(e) => tracing::warn!(
                             connector = self.name(),

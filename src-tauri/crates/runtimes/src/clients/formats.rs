@@ -11,12 +11,10 @@ use std::path::Path;
 
 /// Read one file; a missing file is `Ok(empty)`.
 pub fn read_file(file: &ConfigFile) -> Result<Vec<ClientServer>, RuntimeError> {
-    let text = match std::fs::read_to_string(&file.path) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(crate::atomic::io_error(&file.path, "cannot read", e)),
-    };
-    parse(file, &text)
+    match crate::atomic::read_text_bounded(&file.path)? {
+        Some(text) => parse(file, &text),
+        None => Ok(Vec::new()),
+    }
 }
 
 /// Parse one file's text (`file.path` names it in errors and in the servers).

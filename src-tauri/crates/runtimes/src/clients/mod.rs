@@ -344,7 +344,26 @@ pub fn default_project_dirs(paths: &ClientPaths, cwd: Option<&Path>) -> Vec<Path
 #[derive(Debug, Default)]
 pub struct ClientScan {
     pub servers: Vec<ClientServer>,
-    pub errors: Vec<RuntimeError>,
+    pub errors: Vec<ClientReadError>,
+}
+
+/// A client's config file that could not be read or parsed: its servers are missing from the
+/// scan (the other clients' are there).
+#[derive(Debug)]
+pub struct ClientReadError {
+    pub client: Client,
+    pub error: RuntimeError,
+}
+
+impl std::fmt::Display for ClientReadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}'s config could not be read: {}",
+            self.client.display_name(),
+            self.error
+        )
+    }
 }
 
 /// Read every client's files (see [`ClientPaths::files`]). Never writes.
@@ -358,7 +377,10 @@ pub fn read_all(paths: &ClientPaths, projects: &[PathBuf]) -> ClientScan {
         }
         match formats::read_file(&file) {
             Ok(found) => scan.servers.extend(found),
-            Err(error) => scan.errors.push(error),
+            Err(error) => scan.errors.push(ClientReadError {
+                client: file.client,
+                error,
+            }),
         }
     }
     scan

@@ -1,5 +1,6 @@
-//! Writing a Patchbay entry into a client's MCP config: "Add to Cursor / VS Code / Claude
-//! Desktop / Windsurf", and switching an `npx mcp-remote URL` entry over to Patchbay.
+//! Writing a Patchbay entry into a client's MCP config: "Add to Claude Code / Codex / Gemini CLI
+//! / Cursor / VS Code / Claude Desktop / Windsurf", and switching an `npx mcp-remote URL` entry
+//! over to Patchbay.
 //!
 //! An entry points either at `patchbay connect NAME` (stdio: the client launches Patchbay, which
 //! bridges to the connector with the vault's credential) or at the gateway (`url` plus the
@@ -11,7 +12,9 @@
 //!   comments and trailing commas of a JSONC file (VS Code's `mcp.json`), stay byte for byte.
 //!   The result is parsed again and compared before anything is written.
 //! - Written atomically under our lock with [`crate::atomic::update_text_file`] (temp file in the
-//!   same directory, fsync, rename, the file's own mode kept; a new file is 0600).
+//!   same directory, fsync, rename, the file's own mode kept; a new file is 0600). Claude Code's
+//!   `~/.claude.json` also under Claude Code's own write lock ([`crate::claude_lock`]). Codex's
+//!   `config.toml` is edited with `toml_edit` (comments, order and unknown keys kept).
 //! - Backup: before the first change Patchbay makes to an existing file, its content is copied to
 //!   `<file>.patchbay-backup` (0600: client configs hold literal API keys). It is never
 //!   overwritten: a backup that exists is the file as it was before Patchbay first touched it.
@@ -36,9 +39,14 @@ const LOCK_TIMEOUT: Duration = Duration::from_secs(10);
 /// Where the client's entry sends it.
 #[derive(Clone, PartialEq, Eq)]
 pub enum Target {
-    /// `COMMAND connect NAME`: `command` is the patchbay binary (an absolute path, or `patchbay`
-    /// when that is on PATH).
-    Connect { command: String, connector: String },
+    /// `COMMAND [GLOBAL_ARGS] connect NAME`: `command` is the patchbay binary (an absolute path,
+    /// or `patchbay` when that is on PATH); `global_args` what it needs to find the same files
+    /// (`--data-dir DIR` when Patchbay runs on another data directory than the default).
+    Connect {
+        command: String,
+        global_args: Vec<String>,
+        connector: String,
+    },
     /// The gateway's `/mcp/NAME` (or aggregate) URL with the client's secret header(s).
     Gateway {
         url: String,
@@ -50,9 +58,14 @@ pub enum Target {
 impl std::fmt::Debug for Target {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Target::Connect { command, connector } => f
+            Target::Connect {
+                command,
+                global_args,
+                connector,
+            } => f
                 .debug_struct("Connect")
                 .field("command", command)
+                .field("global_args", global_args)
                 .field("connector", connector)
                 .finish(),
             Target::Gateway { url, headers } => f
@@ -97,7 +110,7 @@ pub enum Change {
 pub enum WriteError {
     #[error(transparent)]
     Runtime(#[from] RuntimeError),
-    #[error("{file}: {client} already has a server named \"{name}\" that is not Patchbay's ({existing}); nothing was changed (replace it to point it at Patchbay)", client = .client.display_name(), file = .file.display())]
+    #[error("{file}: {client} already has a server named \"{name}\" that is not Patchbay's ({existing}); nothing was changed (`--replace`, or Replace in the window, points it at Patchbay)", client = .client.display_name(), file = .file.display())]
     Conflict {
         client: Client,
         file: PathBuf,
@@ -123,23 +136,26 @@ pub enum WriteError {
 
 /// The client's user config file (the one Add writes), with its path from `paths`.
 pub fn user_file(paths: &super::ClientPaths, client: Client) -> Result<PathBuf, WriteError> {
-    match client {
-        Client::Cursor => Ok(paths.cursor_user.clone()),
-        Client::VsCode => Ok(paths.vscode_user.clone()),
-        Client::ClaudeDesktop => Ok(paths.claude_desktop_config.clone()),
-        Client::Windsurf => Ok(paths.windsurf.clone()),
-        other => Err(WriteError::Unsupported {
-            client: other,
-            what: "this writer (Claude Code and Codex are added through `patchbay bridge add`)"
-                .into(),
-        }),
-    }
+    Ok(match client {
+        Client::ClaudeCode => paths.claude_json.clone(),
+        Client::Codex => paths.codex_config.clone(),
+        Client::GeminiCli => paths.gemini_user.clone(),
+        Client::Cursor => paths.cursor_user.clone(),
+        Client::VsCode => paths.vscode_user.clone(),
+        Client::ClaudeDesktop => paths.claude_desktop_config.clone(),
+        Client::Windsurf => paths.windsurf.clone(),
+    })
 }
 
-/// The key of the servers map in the client's file.
+/// What a stdio entry passes through from a client that strips the environment (Codex): the
+/// session bus the keychain is reached over, where `patchbay connect` finds it first.
+const CODEX_ENV_VARS: [&str; 2] = ["DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR"];
+
+/// The key of the servers map in the client's file (Codex: the `mcp_servers` table).
 fn section(client: Client) -> &'static str {
     match client {
         Client::VsCode => "servers",
+        Client::Codex => "mcp_servers",
         _ => "mcpServers",
     }
 }
@@ -155,16 +171,33 @@ fn section(client: Client) -> &'static str {
 ///   reach a loopback gateway: refused.
 /// - Windsurf (docs.windsurf.com/windsurf/cascade/mcp): stdio `command`, `args`; remote
 ///   `serverUrl` + `headers`.
+/// - Claude Code (code.claude.com/docs/en/mcp, user scope: top-level `mcpServers` of
+///   `~/.claude.json`): `type` `stdio` with `command`, `args`, `env`; `type` `http` with `url`,
+///   `headers` (what `claude mcp add-json --scope user` writes).
+/// - Gemini CLI (`~/.gemini/settings.json`): stdio `command`, `args`; remote `type` `http` with
+///   `url`, `headers` (0.61 calls `httpUrl` deprecated).
+/// - Codex (`[mcp_servers.NAME]` of `config.toml`): stdio `command`, `args` and `env_vars` (the
+///   session bus: Codex passes only a few variables); remote `url` + `http_headers`.
 pub fn entry_json(client: Client, target: &Target) -> Result<Value, WriteError> {
     match target {
-        Target::Connect { command, connector } => {
-            let args = json!(["connect", connector]);
+        Target::Connect {
+            command,
+            global_args,
+            connector,
+        } => {
+            let mut args: Vec<&str> = global_args.iter().map(String::as_str).collect();
+            args.extend(["connect", connector.as_str()]);
             Ok(match client {
                 Client::VsCode => json!({ "type": "stdio", "command": command, "args": args }),
-                Client::Cursor | Client::ClaudeDesktop | Client::Windsurf => {
+                Client::ClaudeCode => {
+                    json!({ "type": "stdio", "command": command, "args": args, "env": {} })
+                }
+                Client::Codex => {
+                    json!({ "command": command, "args": args, "env_vars": CODEX_ENV_VARS })
+                }
+                Client::Cursor | Client::ClaudeDesktop | Client::Windsurf | Client::GeminiCli => {
                     json!({ "command": command, "args": args })
                 }
-                other => return Err(unsupported_client(other)),
             })
         }
         Target::Gateway { url, headers } => {
@@ -174,7 +207,10 @@ pub fn entry_json(client: Client, target: &Target) -> Result<Value, WriteError> 
                 .collect();
             Ok(match client {
                 Client::Cursor => json!({ "url": url, "headers": headers }),
-                Client::VsCode => json!({ "type": "http", "url": url, "headers": headers }),
+                Client::VsCode | Client::ClaudeCode | Client::GeminiCli => {
+                    json!({ "type": "http", "url": url, "headers": headers })
+                }
+                Client::Codex => json!({ "url": url, "http_headers": headers }),
                 Client::Windsurf => json!({ "serverUrl": url, "headers": headers }),
                 Client::ClaudeDesktop => {
                     return Err(WriteError::Unsupported {
@@ -182,22 +218,14 @@ pub fn entry_json(client: Client, target: &Target) -> Result<Value, WriteError> 
                         what: "the gateway: its config launches commands only (use stdio, `patchbay connect`)".into(),
                     })
                 }
-                other => return Err(unsupported_client(other)),
             })
         }
     }
 }
 
-fn unsupported_client(client: Client) -> WriteError {
-    WriteError::Unsupported {
-        client,
-        what: "this writer".into(),
-    }
-}
-
 /// Which Patchbay connector an entry points at, when it is Patchbay's: a stdio entry running
-/// `patchbay connect NAME` (any path to a `patchbay` binary), or a remote entry on the gateway's
-/// loopback `/mcp/NAME`.
+/// `patchbay [--data-dir D] [--catalog C] connect NAME [ignored...]` (any path to a `patchbay`
+/// binary), or a remote entry on the gateway's loopback `/mcp/NAME`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PatchbayTarget {
     Connect(String),
@@ -219,12 +247,7 @@ pub fn patchbay_target(server: &ClientServer) -> Option<PatchbayTarget> {
             if super::command_basename(command) != "patchbay" {
                 return None;
             }
-            match args.as_slice() {
-                [connect, name] if connect == "connect" => {
-                    Some(PatchbayTarget::Connect(name.clone()))
-                }
-                _ => None,
-            }
+            connect_target(args).map(PatchbayTarget::Connect)
         }
         ClientTransport::Sse { url, .. } | ClientTransport::StreamableHttp { url, .. } => {
             gateway_connector(url).map(PatchbayTarget::Gateway)
@@ -232,20 +255,36 @@ pub fn patchbay_target(server: &ClientServer) -> Option<PatchbayTarget> {
     }
 }
 
-/// `NAME` of `http://127.0.0.1:PORT/mcp/NAME` (or `localhost`, `[::1]`).
-fn gateway_connector(url: &str) -> Option<String> {
-    let rest = url.trim().strip_prefix("http://")?;
-    let (authority, path) = rest.split_once('/')?;
-    let host = match authority.rsplit_once(':') {
-        Some((host, port)) if port.chars().all(|c| c.is_ascii_digit()) => host,
-        _ => authority,
-    };
-    if !matches!(host, "127.0.0.1" | "localhost" | "[::1]") {
-        return None;
+/// `NAME` of `patchbay`'s arguments `[--data-dir D] [--catalog C] connect NAME [...]` (each global
+/// option also as `--opt=V`); what follows NAME is mcp-remote's options, which connect ignores.
+fn connect_target(args: &[String]) -> Option<String> {
+    const GLOBAL_WITH_VALUE: [&str; 2] = ["--data-dir", "--catalog"];
+    let mut rest = args.iter();
+    loop {
+        let arg = rest.next()?;
+        if arg == "connect" {
+            let name = rest.next()?;
+            return (!name.starts_with('-') && !name.is_empty()).then(|| name.clone());
+        }
+        if GLOBAL_WITH_VALUE.contains(&arg.as_str()) {
+            rest.next()?;
+        } else if !GLOBAL_WITH_VALUE
+            .iter()
+            .any(|flag| arg.starts_with(&format!("{flag}=")))
+        {
+            return None;
+        }
     }
-    let name = path.strip_prefix("mcp/")?;
-    let name = name.strip_suffix('/').unwrap_or(name);
-    (!name.is_empty() && !name.contains(['/', '?', '#'])).then(|| name.to_string())
+}
+
+/// `NAME` of a gateway URL `http://127.0.0.1:PORT/mcp/NAME` (or `localhost`, `[::1]`), on any
+/// port: "Add to" writes whichever port it was given. The shape is the one rule of
+/// [`patchbay_catalog::own_gateway`].
+fn gateway_connector(url: &str) -> Option<String> {
+    match patchbay_catalog::own_gateway::gateway_url(url)?.endpoint {
+        patchbay_catalog::own_gateway::GatewayEndpoint::Connector(name) => Some(name),
+        patchbay_catalog::own_gateway::GatewayEndpoint::Aggregate => None,
+    }
 }
 
 /// The secrets Patchbay's gateway entries in `file` already send (`Authorization: Bearer X` or
@@ -376,6 +415,19 @@ enum Existing<'a> {
     Other,
 }
 
+impl<'a> Existing<'a> {
+    /// The user-scope entry `name` when the file has one (`present`), as the reader read it
+    /// from `servers` (a project-local entry of Claude Code's of that name is another entry).
+    fn of(present: bool, servers: &'a [ClientServer], name: &str) -> Option<Existing<'a>> {
+        present.then(|| {
+            servers
+                .iter()
+                .find(|s| s.name == name && s.scope == ClientScope::User)
+                .map_or(Existing::Other, Existing::Parsed)
+        })
+    }
+}
+
 impl Existing<'_> {
     fn describe(&self) -> String {
         match self {
@@ -409,24 +461,18 @@ fn write_entry(
     value: &Value,
     check: &mut Check<'_>,
 ) -> Result<Written, WriteError> {
+    if client == Client::Codex {
+        return write_codex_entry(file, name, value, check);
+    }
     let section = section(client);
-    let options = UpdateOptions {
-        lock_path: lock_path_for(file),
-        lock_timeout: LOCK_TIMEOUT,
-        runtime_lock: None,
-        create_if_missing: true,
-        mode: FileMode::PreserveOrPrivate,
-    };
-    // What the closure found, kept outside it: update_text_file only speaks RuntimeError.
-    let mut refused: Option<WriteError> = None;
-    let mut change = Change::Unchanged;
-    let mut backup: Option<PathBuf> = None;
+    let options = update_options(client, file);
+    let mut outcome = EditOutcome::new();
     let replaced = update_text_file(file, &options, &mut |text| {
-        refused = None;
+        outcome.refused = None;
         let Some(text) = text else {
-            change = Change::Added;
+            outcome.change = Change::Added;
             if let Err(e) = check(None) {
-                refused = Some(e);
+                outcome.refused = Some(e);
                 return Ok(None);
             }
             return edit::set_member("", section, name, value)
@@ -441,20 +487,16 @@ fn write_entry(
             .get(section)
             .and_then(Value::as_object)
             .and_then(|s| s.get(name));
-        let existing = match (raw, servers.iter().find(|s| s.name == name)) {
-            (None, _) => None,
-            (Some(_), Some(server)) => Some(Existing::Parsed(server)),
-            (Some(_), None) => Some(Existing::Other),
-        };
+        let existing = Existing::of(raw.is_some(), &servers, name);
         if let Err(e) = check(existing.as_ref()) {
-            refused = Some(e);
+            outcome.refused = Some(e);
             return Ok(None);
         }
         if raw == Some(value) {
-            change = Change::Unchanged;
+            outcome.change = Change::Unchanged;
             return Ok(None);
         }
-        change = if raw.is_some() {
+        outcome.change = if raw.is_some() {
             Change::Replaced
         } else {
             Change::Added
@@ -462,24 +504,183 @@ fn write_entry(
         let new_text =
             edit::set_member(text, section, name, value).map_err(|m| malformed(file, m))?;
         verify(file, &before, &new_text, section, name, value)?;
-        if make_backup(file, text)? {
-            backup = Some(backup_path(file));
+        if make_backup(client, file, text)? {
+            outcome.backup = Some(backup_path(file));
         }
         Ok(Some(new_text))
     })?;
-    if let Some(error) = refused {
-        return Err(error);
+    outcome.written(client, file, name, replaced)
+}
+
+/// What an edit found, kept outside `update_text_file`'s closure (which speaks only
+/// RuntimeError), and the [`Written`] it makes.
+struct EditOutcome {
+    refused: Option<WriteError>,
+    change: Change,
+    backup: Option<PathBuf>,
+}
+
+impl EditOutcome {
+    fn new() -> EditOutcome {
+        EditOutcome {
+            refused: None,
+            change: Change::Unchanged,
+            backup: None,
+        }
     }
-    if !replaced {
-        change = Change::Unchanged;
+
+    /// `replaced`: whether the file was written at all.
+    fn written(
+        self,
+        client: Client,
+        file: &Path,
+        name: &str,
+        replaced: bool,
+    ) -> Result<Written, WriteError> {
+        if let Some(error) = self.refused {
+            return Err(error);
+        }
+        Ok(Written {
+            client,
+            file: file.to_path_buf(),
+            name: name.to_string(),
+            change: if replaced {
+                self.change
+            } else {
+                Change::Unchanged
+            },
+            backup: self.backup,
+        })
     }
-    Ok(Written {
-        client,
-        file: file.to_path_buf(),
-        name: name.to_string(),
-        change,
-        backup,
-    })
+}
+
+/// Our lock, and Claude Code's own around its `~/.claude.json` (it rewrites that file often).
+fn update_options(client: Client, file: &Path) -> UpdateOptions {
+    UpdateOptions {
+        lock_path: lock_path_for(file),
+        lock_timeout: LOCK_TIMEOUT,
+        runtime_lock: (client == Client::ClaudeCode)
+            .then(|| crate::claude_lock::claude_config_lock_path(file)),
+        create_if_missing: true,
+        mode: FileMode::PreserveOrPrivate,
+    }
+}
+
+/// [`write_entry`] for Codex's `config.toml`: `[mcp_servers.NAME]` set to `value` (a JSON object
+/// of strings, string arrays and string maps) with `toml_edit`, the rest of the document as it
+/// was; the result read back as Codex reads it must hold the entry and every other server as
+/// before.
+fn write_codex_entry(
+    file: &Path,
+    name: &str,
+    value: &Value,
+    check: &mut Check<'_>,
+) -> Result<Written, WriteError> {
+    let client = Client::Codex;
+    let table = toml_table(value).map_err(|m| WriteError::Runtime(malformed(file, m)))?;
+    let mut outcome = EditOutcome::new();
+    let replaced = update_text_file(file, &update_options(client, file), &mut |text| {
+        outcome.refused = None;
+        let original = text.unwrap_or("");
+        let before = formats::parse(&config_file(client, file), original)?;
+        let mut doc: toml_edit::DocumentMut = original
+            .parse()
+            .map_err(|e| malformed(file, format!("not valid TOML: {e}")))?;
+        let existing_raw = doc
+            .get("mcp_servers")
+            .and_then(|s| s.as_table_like())
+            .and_then(|s| s.get(name))
+            .map(|item| item.to_string());
+        let existing = Existing::of(existing_raw.is_some(), &before, name);
+        if let Err(e) = check(existing.as_ref()) {
+            outcome.refused = Some(e);
+            return Ok(None);
+        }
+        let servers = doc
+            .entry("mcp_servers")
+            .or_insert_with(|| {
+                let mut t = toml_edit::Table::new();
+                t.set_implicit(true);
+                toml_edit::Item::Table(t)
+            })
+            .as_table_like_mut()
+            .ok_or_else(|| malformed(file, "mcp_servers is not a table".into()))?;
+        let same = servers
+            .get(name)
+            .and_then(|item| item.as_table_like())
+            .is_some_and(|t| toml_table_equals(t, &table));
+        if same {
+            outcome.change = Change::Unchanged;
+            return Ok(None);
+        }
+        outcome.change = if existing_raw.is_some() {
+            Change::Replaced
+        } else {
+            Change::Added
+        };
+        servers.insert(name, toml_edit::Item::Table(table.clone()));
+        let new_text = doc.to_string();
+        let after = formats::parse(&config_file(client, file), &new_text)?;
+        let others = |list: &[ClientServer]| -> Vec<ClientServer> {
+            list.iter().filter(|s| s.name != name).cloned().collect()
+        };
+        if others(&after) != others(&before) || !after.iter().any(|s| s.name == name) {
+            return Err(malformed(
+                file,
+                "editing the file would change more than the one entry; nothing was written".into(),
+            ));
+        }
+        if text.is_some() && make_backup(client, file, original)? {
+            outcome.backup = Some(backup_path(file));
+        }
+        Ok(Some(new_text))
+    })?;
+    outcome.written(client, file, name, replaced)
+}
+
+/// A TOML table from a JSON object of strings, string arrays and string maps (inline tables).
+fn toml_table(value: &Value) -> Result<toml_edit::Table, String> {
+    let object = value.as_object().ok_or("an entry must be an object")?;
+    let mut table = toml_edit::Table::new();
+    for (key, value) in object {
+        let item = match value {
+            Value::String(s) => toml_edit::value(s.as_str()),
+            Value::Array(items) => {
+                let mut array = toml_edit::Array::new();
+                for item in items {
+                    array.push(item.as_str().ok_or("array items must be strings")?);
+                }
+                toml_edit::value(array)
+            }
+            Value::Object(map) => {
+                let mut inline = toml_edit::InlineTable::new();
+                for (k, v) in map {
+                    inline.insert(k, v.as_str().ok_or("map values must be strings")?.into());
+                }
+                toml_edit::value(inline)
+            }
+            _ => return Err(format!("{key}: only strings, arrays and maps are written")),
+        };
+        table.insert(key, item);
+    }
+    Ok(table)
+}
+
+/// Whether the existing table says what `wanted` says (formatting aside).
+fn toml_table_equals(existing: &dyn toml_edit::TableLike, wanted: &toml_edit::Table) -> bool {
+    let plain = |item: &toml_edit::Item| -> Option<toml::Value> {
+        let text = match item {
+            toml_edit::Item::Value(v) => format!("v = {}", v.clone().decorated("", "")),
+            _ => return None,
+        };
+        text.parse::<toml::Table>().ok()?.remove("v")
+    };
+    existing.len() == wanted.len()
+        && wanted.iter().all(|(key, item)| {
+            existing
+                .get(key)
+                .is_some_and(|have| plain(have).is_some() && plain(have) == plain(item))
+        })
 }
 
 fn parse_lenient(file: &Path, text: &str) -> Result<Map<String, Value>, RuntimeError> {
@@ -534,33 +735,34 @@ fn verify(
     Ok(())
 }
 
-/// Copy `text` to the backup unless one exists. Whether one was made.
-fn make_backup(file: &Path, text: &str) -> Result<bool, RuntimeError> {
-    use std::io::Write;
+/// Copy `text` to the backup unless a whole one exists. Whether one was made. Written like the
+/// config (a temp file, fsync, rename), so a kill leaves no half backup; one that is there but
+/// does not read as the client's config (a kill of an older release cut it short) is replaced.
+fn make_backup(client: Client, file: &Path, text: &str) -> Result<bool, RuntimeError> {
     let path = backup_path(file);
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
-    }
-    let mut out = match options.open(&path) {
-        Ok(out) => out,
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Ok(false),
-        Err(e) => {
-            return Err(crate::atomic::io_error(
-                &path,
-                "cannot create the backup",
-                e,
-            ))
+    match std::fs::read_to_string(&path) {
+        Ok(existing) if formats::parse(&config_file(client, &path), &existing).is_ok() => {
+            return Ok(false)
         }
-    };
-    let written = out.write_all(text.as_bytes()).and_then(|()| out.sync_all());
-    if let Err(e) = written {
-        // A half-written backup would never be replaced: remove it, write nothing.
-        let _ = std::fs::remove_file(&path);
+        Ok(_) => tracing::warn!(
+            "{} is not a whole copy of the file; it is written again",
+            path.display()
+        ),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        // Not UTF-8 (a cut in a character): as broken as any other.
+        Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {}
+        Err(e) => return Err(crate::atomic::io_error(&path, "cannot read the backup", e)),
+    }
+    // Under the config's lock: a temp backup a killed writer left is stale.
+    crate::atomic::sweep_stale_temps(&path);
+    let tmp = crate::atomic::write_temp(&path, text.as_bytes(), 0o600)?;
+    if let Err(e) = std::fs::rename(&tmp, &path) {
+        let _ = std::fs::remove_file(&tmp);
         return Err(crate::atomic::io_error(&path, "cannot write the backup", e));
+    }
+    if let Some(dir) = path.parent() {
+        // The rename itself made durable, as for the config.
+        let _ = std::fs::File::open(dir).and_then(|d| d.sync_all());
     }
     Ok(true)
 }
