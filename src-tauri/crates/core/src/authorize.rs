@@ -153,7 +153,24 @@ struct Inner {
     bridges: Mutex<Option<Arc<crate::Bridges>>>,
     /// Step-up authorizations started per connector.
     step_ups: StepUpBudget,
+    /// The flows this Authorizer started, per connector, so `wait_for` can tell a flow whose
+    /// state was spent elsewhere (another Patchbay's receiver, a forged callback at another
+    /// port) from one still waiting on its browser.
+    own_flows: Mutex<HashMap<String, Vec<OwnFlow>>>,
+    /// The states whose callback this Authorizer is finishing now (taken from the vault, the
+    /// code exchange under way): gone from the vault but not spent elsewhere.
+    finishing: Mutex<std::collections::HashSet<String>>,
 }
+
+/// A flow this Authorizer started. No `Debug`: the state finishes the flow.
+struct OwnFlow {
+    state: String,
+    credential_key: patchbay_catalog::CredentialKey,
+    started_at: DateTime<Utc>,
+}
+
+/// How often `wait_for` looks whether its flows are still pending in the (shared) vault.
+const SPENT_CHECK_INTERVAL: Duration = Duration::from_millis(500);
 
 impl Authorizer {
     pub fn new(patchbay: Arc<Patchbay>, options: AuthorizerOptions) -> Authorizer {
@@ -173,6 +190,8 @@ impl Authorizer {
                 changed: watch::channel(0).0,
                 bridges: Mutex::new(None),
                 step_ups: StepUpBudget::default(),
+                own_flows: Mutex::new(HashMap::new()),
+                finishing: Mutex::new(std::collections::HashSet::new()),
             }),
         }
     }
@@ -233,7 +252,7 @@ impl Authorizer {
         let request = flow::FlowRequest {
             connector: name,
             server_url: &server_url,
-            credential_key,
+            credential_key: credential_key.clone(),
             catalog: entry.oauth.as_ref(),
             pre_registered: clients.get(name),
             clients_file: &clients_file,
@@ -246,6 +265,14 @@ impl Authorizer {
         };
         let begun = flow::begin(&inner.http, patchbay.vault(), &request).await?;
         lock(&inner.outcomes).remove(name);
+        lock(&inner.own_flows)
+            .entry(name.to_string())
+            .or_default()
+            .push(OwnFlow {
+                state: begun.state.clone(),
+                credential_key,
+                started_at: request.now,
+            });
 
         let mut notice = None;
         let completion = match begun.completion {
@@ -344,8 +371,13 @@ impl Authorizer {
                     message,
                 });
             }
-            match tokio::time::timeout_at(deadline, rx.changed()).await {
+            if let Some(ended) = self.inner.ended_elsewhere(connector) {
+                return ended;
+            }
+            let tick = (tokio::time::Instant::now() + SPENT_CHECK_INTERVAL).min(deadline);
+            match tokio::time::timeout_at(tick, rx.changed()).await {
                 Ok(Ok(())) => continue,
+                Err(_) if tick < deadline => continue,
                 Ok(Err(_)) | Err(_) => {
                     return Err(CoreError::WaitTimedOut {
                         connector: connector.to_string(),
@@ -574,6 +606,11 @@ impl Inner {
             Some(state) => vault.pending_flow(state, now)?.map(|f| f.connector),
             None => None,
         };
+        let finishing = params
+            .state
+            .clone()
+            .filter(|_| connector.is_some())
+            .map(|state| Finishing::new(&self.finishing, state));
         let result = token::complete(&self.http, vault, params, now).await;
         // Runtime bridges (issue 4): the new credential goes where the runtimes read it. Best
         // effort: the authorization itself succeeded either way.
@@ -589,6 +626,12 @@ impl Inner {
             }
         }
         if let Some(connector) = connector {
+            if let Some(done) = &finishing {
+                // Finished here, well or not: no longer a flow that could end elsewhere.
+                if let Some(flows) = lock(&self.own_flows).get_mut(&connector) {
+                    flows.retain(|f| f.state != done.state);
+                }
+            }
             // A refused redirect (no code, a missing or wrong `iss`) leaves the flow pending in the
             // vault, so a paste of the right address can still finish it; but whoever waits on
             // the browser is told now: that browser will not come back a second time.
@@ -596,7 +639,55 @@ impl Inner {
             lock(&self.outcomes).insert(connector, recorded);
             self.changed.send_modify(|n| *n += 1);
         }
+        drop(finishing);
         result.map_err(CoreError::from)
+    }
+
+    /// For `wait_for`: the end of a wait on `connector` whose flows (those this Authorizer
+    /// started) all left the vault without a callback here, or `None` while one is still pending
+    /// or being finished here. Another Patchbay finished or spent them: a receiver at another
+    /// port got the browser (the credential is newer than the flow: done), or a forged callback
+    /// there used the state (this browser can no longer finish it: said now, not after the
+    /// wait). Forgets the flows it reports on.
+    fn ended_elsewhere(&self, connector: &str) -> Option<Result<(), CoreError>> {
+        let vault = self.patchbay.vault();
+        let now = self.patchbay.now();
+        let mut own = lock(&self.own_flows);
+        let flows = own.get(connector).filter(|f| !f.is_empty())?;
+        let finishing = lock(&self.finishing);
+        for flow in flows {
+            if finishing.contains(&flow.state) {
+                return None;
+            }
+            match vault.pending_flow(&flow.state, now) {
+                Ok(Some(_)) => return None,
+                Ok(None) => {}
+                // The vault cannot say: keep waiting, the wait's own bound still holds.
+                Err(_) => return None,
+            }
+        }
+        drop(finishing);
+        let first_started = flows.iter().map(|f| f.started_at).min()?;
+        let stored_since = flows.iter().any(|f| {
+            vault
+                .credential_row(&f.credential_key)
+                .ok()
+                .flatten()
+                .is_some_and(|row| row.updated_at >= first_started)
+        });
+        own.remove(connector);
+        Some(if stored_since {
+            tracing::info!(
+                connector,
+                "the authorization finished in another Patchbay process"
+            );
+            Ok(())
+        } else {
+            Err(CoreError::AuthorizationFailed {
+                connector: connector.to_string(),
+                message: "its state was used by another Patchbay process (a callback that reached another port, or another `authorize` run), so the browser can no longer finish this one; start the authorization again".into(),
+            })
+        })
     }
 
     async fn stop_receiver_if_idle(&self) {
@@ -621,6 +712,25 @@ impl Inner {
                 r.shutdown().await;
             }
         }
+    }
+}
+
+/// Marks a state as being finished here for as long as it lives.
+struct Finishing<'a> {
+    set: &'a Mutex<std::collections::HashSet<String>>,
+    state: String,
+}
+
+impl<'a> Finishing<'a> {
+    fn new(set: &'a Mutex<std::collections::HashSet<String>>, state: String) -> Finishing<'a> {
+        lock(set).insert(state.clone());
+        Finishing { set, state }
+    }
+}
+
+impl Drop for Finishing<'_> {
+    fn drop(&mut self) {
+        lock(self.set).remove(&self.state);
     }
 }
 

@@ -1219,3 +1219,72 @@ async fn a_2026_07_28_server_is_probed_the_stateless_way_for_its_challenge() {
     assert_eq!(probes[1].json.as_ref().unwrap()["method"], "tools/list");
     assert_eq!(r.fake.requests("/authorize")[0].query["scope"], "mcp:basic");
 }
+
+/// The `state` parameter of an authorize URL or a redirect.
+fn state_of(url: &str) -> String {
+    url::Url::parse(url)
+        .unwrap()
+        .query_pairs()
+        .find(|(k, _)| k == "state")
+        .unwrap()
+        .1
+        .into_owned()
+}
+
+/// Two Patchbay processes over one vault, each with its receiver: `a` on one port, `b` (with a
+/// flow of its own, so its receiver listens) on another.
+async fn two_receivers(r: &Rig) -> (Authorizer, patchbay_core::Started, Authorizer, u16) {
+    let a = with_receiver(r, free_port());
+    let started = a.start("fx", StartOptions::default()).await.unwrap();
+    let port_b = free_port();
+    let b = with_receiver(r, port_b);
+    b.start("fx", StartOptions::default()).await.unwrap();
+    assert!(a.receiver_running().await && b.receiver_running().await);
+    (a, started, b, port_b)
+}
+
+#[tokio::test]
+async fn a_flow_whose_state_another_receiver_spent_ends_the_wait_with_the_reason() {
+    // Issue 23: a forged code sent to the other port spends this flow's state there; the wait
+    // here ended only when killed, even after this browser finished consent.
+    let r = rig(Config::default()).await;
+    let (a, started, _b, port_b) = two_receivers(&r).await;
+    let forged = reqwest::get(format!(
+        "http://127.0.0.1:{port_b}/callback?code=forged&state={}",
+        state_of(&started.authorize_url)
+    ))
+    .await
+    .unwrap();
+    assert_eq!(forged.status(), 400, "the forged code is refused there");
+    let waited = Instant::now();
+    let err = a.wait_for("fx", Duration::from_secs(30)).await.unwrap_err();
+    assert!(
+        waited.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        waited.elapsed()
+    );
+    assert!(
+        matches!(&err, CoreError::AuthorizationFailed { message, .. } if message.contains("another Patchbay")),
+        "{err}"
+    );
+    assert_eq!(r.state(), ConnectorState::NeedsAuthorization);
+}
+
+#[tokio::test]
+async fn a_flow_whose_browser_finished_at_another_port_ends_the_wait_done() {
+    let r = rig(Config::default()).await;
+    let (a, started, _b, port_b) = two_receivers(&r).await;
+    let location = consent(&started.authorize_url).await;
+    let mut elsewhere = url::Url::parse(&location).unwrap();
+    elsewhere.set_port(Some(port_b)).unwrap();
+    let page = reqwest::get(elsewhere.as_str()).await.unwrap();
+    assert_eq!(page.status(), 200, "the other receiver finishes it");
+    let waited = Instant::now();
+    a.wait_for("fx", Duration::from_secs(30)).await.unwrap();
+    assert!(
+        waited.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        waited.elapsed()
+    );
+    assert_eq!(r.state(), ConnectorState::Ready);
+}
