@@ -282,17 +282,45 @@ impl Serving {
     }
 
     pub fn start_on(sandbox: &Sandbox, catalog: &Path, port: u16) -> Serving {
+        Serving::spawn(sandbox, catalog, port, None)
+    }
+
+    /// As [`Serving::start`], the gateway's open-file limit (`ulimit -n`) set to `open_files`
+    /// first: what a process is often given, for tests that make it run short of descriptors.
+    pub fn start_with_open_files(sandbox: &Sandbox, catalog: &Path, open_files: u32) -> Serving {
+        Serving::spawn(sandbox, catalog, free_port(), Some(open_files))
+    }
+
+    fn spawn(sandbox: &Sandbox, catalog: &Path, port: u16, open_files: Option<u32>) -> Serving {
         let logs = tempfile::tempdir().unwrap();
         let file = |name: &str| std::fs::File::create(logs.path().join(name)).unwrap();
-        let child = sandbox
-            .command()
+        let mut gateway = sandbox.command();
+        gateway
             .args(["gateway", "serve", "--port", &port.to_string(), "--catalog"])
             .arg(catalog)
             .env("RUST_LOG", "patchbay_gateway=info")
             .stdout(file("stdout"))
-            .stderr(file("stderr"))
-            .spawn()
-            .expect("spawn patchbay gateway serve");
+            .stderr(file("stderr"));
+        if let Some(limit) = open_files {
+            // The shell sets the limit, then becomes the gateway (same environment).
+            let mut limited = Command::new("sh");
+            limited
+                .arg("-c")
+                .arg(format!("ulimit -n {limit} && exec \"$0\" \"$@\""))
+                .arg(gateway.get_program())
+                .args(gateway.get_args())
+                .stdin(Stdio::null())
+                .stdout(file("stdout"))
+                .stderr(file("stderr"));
+            for (key, value) in gateway.get_envs() {
+                match value {
+                    Some(value) => limited.env(key, value),
+                    None => limited.env_remove(key),
+                };
+            }
+            gateway = limited;
+        }
+        let child = gateway.spawn().expect("spawn patchbay gateway serve");
         let mut serving = Serving { child, port, logs };
         let deadline = Instant::now() + STARTUP;
         while !listening(port) {

@@ -382,3 +382,94 @@ fn calls_keep_working_when_the_server_restarts_mid_session() {
         .text("patchbay gateway serve", gateway.output())
         .assert_clean();
 }
+
+/// This process's soft limit on open files (`Max open files` in /proc/self/limits).
+fn open_files_limit() -> u64 {
+    let limits = std::fs::read_to_string("/proc/self/limits").unwrap();
+    let line = limits
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .unwrap();
+    line.split_whitespace().nth(3).unwrap().parse().unwrap()
+}
+
+/// Issue 23: 2,000 connections that never finish their request's head (no secret is needed to
+/// open one) against a gateway given 1,024 descriptors. Before, it accepted until it ran out,
+/// and a real request waited for the header-read timeout to free some (11 s); now the oldest
+/// waiting connection is closed to make room and every real request is answered within 1 s.
+#[test]
+fn half_sent_heads_do_not_starve_the_clients_that_hold_a_secret() {
+    use std::io::Write;
+    let sandbox = Sandbox::new(false);
+    let catalog = sandbox.write("catalog.json", r#"{ "mcpServers": {} }"#);
+    let gateway = Serving::start_with_open_files(&sandbox, &catalog, 1024);
+    let port = gateway.port;
+    let headers = add_client(&sandbox, "real", port, &[]);
+    let secret = headers["Authorization"].as_str().unwrap().to_owned();
+    assert!(
+        open_files_limit() >= 2_500,
+        "this test holds 2,000 connections: raise `ulimit -n` (it is {})",
+        open_files_limit()
+    );
+
+    // Sixteen attackers open 2,000 at once while the real client asks: a gateway out of descriptors
+    // stops accepting, and the real client's connection waits in the queue behind them.
+    let attacking = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let attackers: Vec<_> = (0..16)
+        .map(|_| {
+            let (attacking, stop) = (attacking.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let mut held = Vec::with_capacity(125);
+                for _ in 0..125 {
+                    let Ok(mut half) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
+                        continue;
+                    };
+                    let _ = half.write_all(
+                        format!("POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nX-Slow: ")
+                            .as_bytes(),
+                    );
+                    held.push(half);
+                    attacking.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                }
+                while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+            })
+        })
+        .collect();
+    let started = std::time::Instant::now();
+    while attacking.load(std::sync::atomic::Ordering::SeqCst) < 1_100 {
+        assert!(started.elapsed() < std::time::Duration::from_secs(60));
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+
+    let mut took = Vec::with_capacity(100);
+    for _ in 0..100 {
+        let asked = std::time::Instant::now();
+        let (status, answer) = raw(port, "/mcp", &[("Authorization", &secret)]);
+        took.push(asked.elapsed());
+        assert_eq!(status, 200, "{answer}\n{}", gateway.output());
+    }
+    took.sort();
+    let (p50, p99) = (took[49], took[98]);
+    println!(
+        "half-sent heads held: {} of 2,000 when the first real request went, {} after {:?}; real requests meanwhile: p50 {p50:?}, p99 {p99:?}, max {:?}",
+        1_100,
+        attacking.load(std::sync::atomic::Ordering::SeqCst),
+        started.elapsed(),
+        took[99]
+    );
+    // Every one, not the 99th: out of descriptors, one request waits the whole header-read
+    // timeout, then the timeouts free a thousand at once and the rest flow again.
+    assert!(
+        took[99] < std::time::Duration::from_secs(1),
+        "a real client waited {:?} (p99 {p99:?})\n{}",
+        took[99],
+        gateway.output()
+    );
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    for attacker in attackers {
+        attacker.join().unwrap();
+    }
+}

@@ -7,6 +7,7 @@
 pub mod aggregate;
 pub mod client_entries;
 pub mod clients;
+mod connections;
 pub mod names;
 pub mod proxy;
 pub mod server;

@@ -75,6 +75,9 @@ pub struct GatewayOptions {
     /// closed, so half-sent heads (no secret is needed to send one) cannot hold the gateway's
     /// descriptors from its clients.
     pub header_read_timeout: Duration,
+    /// How many connections may wait for their first request's head at once; past it the one
+    /// that waited longest is closed (see `connections`).
+    pub max_unproven_connections: usize,
 }
 
 impl Default for GatewayOptions {
@@ -87,6 +90,9 @@ impl Default for GatewayOptions {
             resolve_ttl: Duration::from_secs(5),
             record_health: true,
             header_read_timeout: Duration::from_secs(10),
+            // Far below the 1,024 descriptors a process often gets, far above what the clients
+            // of one desktop open at once.
+            max_unproven_connections: 256,
         }
     }
 }
@@ -201,14 +207,13 @@ impl Gateway {
         options: GatewayOptions,
     ) -> Result<Gateway, GatewayError> {
         let v4: SocketAddr = (Ipv4Addr::LOCALHOST, options.port).into();
-        let first = tokio::net::TcpListener::bind(v4)
-            .await
+        let first = crate::connections::listen(v4)
             .map_err(|source| GatewayError::Bind { addr: v4, source })?;
         let port = first.local_addr().map(|a| a.port()).unwrap_or(options.port);
         upstreams.patchbay().own_gateway().add_port(port);
         let mut listeners = vec![first];
         let v6: SocketAddr = (Ipv6Addr::LOCALHOST, port).into();
-        match tokio::net::TcpListener::bind(v6).await {
+        match crate::connections::listen(v6) {
             Ok(l) => listeners.push(l),
             // No IPv6 on this machine (or [::1] taken): 127.0.0.1 serves alone.
             Err(e) => tracing::info!("the gateway listens on 127.0.0.1 only: [::1]:{port}: {e}"),
@@ -263,52 +268,23 @@ impl Gateway {
     /// Serve until `shutdown` resolves. Open streams are cut then (an SSE stream never ends on
     /// its own, so waiting for them would never end either).
     pub async fn serve(self, shutdown: impl std::future::Future<Output = ()> + Send) {
-        let header_read_timeout = self.state.options.header_read_timeout;
+        let limits = crate::connections::ConnectionLimits {
+            header_read_timeout: self.state.options.header_read_timeout,
+            max_unproven: self.state.options.max_unproven_connections,
+        };
         let app = router(self.state);
+        let unproven = Arc::default();
         let mut servers = tokio::task::JoinSet::new();
         for listener in self.listeners {
-            servers.spawn(accept(listener, app.clone(), header_read_timeout));
+            servers.spawn(crate::connections::accept(
+                listener,
+                app.clone(),
+                limits,
+                Arc::clone(&unproven),
+            ));
         }
         shutdown.await;
         servers.abort_all();
-    }
-}
-
-/// Serves each connection `listener` accepts with hyper (HTTP/1.1, upgrades kept), its head
-/// bounded by `header_read_timeout` (what `axum::serve` cannot set).
-async fn accept(
-    listener: tokio::net::TcpListener,
-    app: axum::Router,
-    header_read_timeout: Duration,
-) {
-    let mut connections = tokio::task::JoinSet::new();
-    loop {
-        let tcp = match listener.accept().await {
-            Ok((tcp, _)) => tcp,
-            Err(e) => {
-                // Out of descriptors, most likely: wait for some to close instead of spinning.
-                tracing::warn!("the gateway cannot accept a connection: {e}");
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                continue;
-            }
-        };
-        // Small JSON-RPC messages: do not wait to fill a segment.
-        let _ = tcp.set_nodelay(true);
-        let service = hyper_util::service::TowerToHyperService::new(app.clone());
-        connections.spawn(async move {
-            let mut http = hyper::server::conn::http1::Builder::new();
-            http.timer(hyper_util::rt::TokioTimer::new())
-                .header_read_timeout(header_read_timeout);
-            let served = http
-                .serve_connection(hyper_util::rt::TokioIo::new(tcp), service)
-                .with_upgrades()
-                .await;
-            if let Err(e) = served {
-                tracing::debug!("a gateway connection ended: {e}");
-            }
-        });
-        // Reap the finished ones so the set does not grow with every connection ever served.
-        while connections.try_join_next().is_some() {}
     }
 }
 
@@ -325,53 +301,69 @@ fn router(state: Arc<GatewayState>) -> axum::Router {
         .with_state(state)
 }
 
-/// Host, Origin and the client secret, in that order; the client found rides along.
-async fn gates(State(state): State<Arc<GatewayState>>, mut req: Request, next: Next) -> Response {
+/// Host, Origin and the client secret, in that order; the client found rides along. A refused
+/// request's answer closes its connection: only a client with a secret keeps one open.
+async fn gates(State(state): State<Arc<GatewayState>>, req: Request, next: Next) -> Response {
+    match admit(&state, req) {
+        Ok(req) => next.run(req).await,
+        Err(mut refused) => {
+            refused.headers_mut().insert(
+                header::CONNECTION,
+                header::HeaderValue::from_static("close"),
+            );
+            refused
+        }
+    }
+}
+
+/// The gates themselves: the request, with its client, or the answer that refuses it.
+#[allow(clippy::result_large_err)]
+fn admit(state: &GatewayState, mut req: Request) -> Result<Request, Response> {
     let headers = req.headers();
     if came_back(headers, &state.hop) {
         // Said once: each hop of a loop would say it again.
         if !state.loop_said.swap(true, Ordering::Relaxed) {
             tracing::warn!(path = req.uri().path(), "{LOOP_MESSAGE}");
         }
-        return loop_detected();
+        return Err(loop_detected());
     }
     if let Some(why) = ambiguous_target(&req) {
-        return refuse(StatusCode::BAD_REQUEST, why);
+        return Err(refuse(StatusCode::BAD_REQUEST, why));
     }
     if !host_allowed(headers, state.port) {
-        return refuse(
+        return Err(refuse(
             StatusCode::FORBIDDEN,
             "the Host header does not name the Patchbay gateway on loopback",
-        );
+        ));
     }
     if let Some(origin) = headers.get(header::ORIGIN) {
         if !origin_allowed(origin.to_str().unwrap_or("")) {
-            return refuse(
+            return Err(refuse(
                 StatusCode::FORBIDDEN,
                 "requests from web pages are not accepted (the Origin is not loopback)",
-            );
+            ));
         }
     }
     let Some(secret) = presented_secret(headers) else {
-        return unauthorized("no Patchbay gateway client secret: send `Authorization: Bearer <secret>` from `patchbay gateway client add LABEL`");
+        return Err(unauthorized("no Patchbay gateway client secret: send `Authorization: Bearer <secret>` from `patchbay gateway client add LABEL`"));
     };
     let client: ClientRecord = match state.clients.authenticate(&secret) {
         Ok(Some(client)) => client,
         Ok(None) => {
-            return unauthorized(
+            return Err(unauthorized(
                 "unknown or revoked Patchbay gateway client secret; mint one with `patchbay gateway client add LABEL`",
-            )
+            ))
         }
         Err(e) => {
             tracing::error!("cannot read the gateway's clients: {e}");
-            return refuse(
+            return Err(refuse(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "the gateway cannot read its clients file",
-            );
+            ));
         }
     };
     req.extensions_mut().insert(client);
-    next.run(req).await
+    Ok(req)
 }
 
 /// 128 random bits, hex: the id this gateway marks its upstream requests with.

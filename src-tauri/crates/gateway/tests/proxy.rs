@@ -658,3 +658,52 @@ async fn a_half_sent_head_is_closed_after_the_header_read_timeout() {
         "{text}"
     );
 }
+
+/// A request the gates refuse closes its connection (`Connection: close`, then EOF): without a
+/// secret a client cannot keep connections open; with one, keep-alive holds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_request_closes_its_connection_and_a_served_one_keeps_it() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let rig = rig().await;
+    let address = rig.base.trim_start_matches("http://").to_owned();
+    let body = json!({ "jsonrpc": "2.0", "id": 1, "method": "ping" }).to_string();
+    let ask = |auth: &str| {
+        format!(
+            "POST /mcp/fx HTTP/1.1\r\nHost: {address}\r\n{auth}Content-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        )
+    };
+    // What the connection says within 2 s: the text read, and whether it ended.
+    async fn read_for(tcp: &mut tokio::net::TcpStream) -> (String, bool) {
+        let mut text = Vec::new();
+        let mut buf = [0u8; 4096];
+        loop {
+            match tokio::time::timeout(Duration::from_secs(2), tcp.read(&mut buf)).await {
+                Ok(Ok(0)) => return (String::from_utf8_lossy(&text).into_owned(), true),
+                Ok(Ok(n)) => text.extend_from_slice(&buf[..n]),
+                Ok(Err(_)) => return (String::from_utf8_lossy(&text).into_owned(), true),
+                Err(_) => return (String::from_utf8_lossy(&text).into_owned(), false),
+            }
+        }
+    }
+    let mut refused = tokio::net::TcpStream::connect(&address).await.unwrap();
+    refused.write_all(ask("").as_bytes()).await.unwrap();
+    let (text, ended) = read_for(&mut refused).await;
+    assert!(text.starts_with("HTTP/1.1 401"), "{text}");
+    assert!(
+        text.to_ascii_lowercase().contains("connection: close"),
+        "{text}"
+    );
+    assert!(ended, "the refused connection was closed");
+
+    let secret = format!("Authorization: Bearer {}\r\n", rig.secret.expose());
+    let mut served = tokio::net::TcpStream::connect(&address).await.unwrap();
+    served.write_all(ask(&secret).as_bytes()).await.unwrap();
+    let (text, ended) = read_for(&mut served).await;
+    assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+    assert!(
+        !ended,
+        "a served connection stays open for the next request"
+    );
+}

@@ -1,0 +1,230 @@
+//! The gateway's connections: each one the listeners accept is served by hyper (HTTP/1.1,
+//! upgrades kept), with two bounds on what a client without the secret can hold.
+//!
+//! - A request's head must arrive within `header_read_timeout` (what `axum::serve` cannot set).
+//! - At most `max_unproven` connections may be waiting for their first request's head at once;
+//!   past it the one that has waited longest is closed to make room, once it has waited a
+//!   quarter of a second; out of descriptors, every one that has waited that long goes. A real
+//!   client sends its head with its connection, so it leaves that set within milliseconds and
+//!   is never the one closed; 2,000 half-sent heads (no secret is needed to send one) cycle
+//!   through it instead of holding the gateway's descriptors until each one's timeout.
+//!
+//! The cap is on the gateway as a whole, not per peer address: every peer of a loopback server
+//! is 127.0.0.1 or ::1, so a per-address cap would be this one cap with another name. Once a
+//! request's head is in, the gates decide: a refused request's answer carries
+//! `Connection: close` (see `server::gates`), so a connection stays open only for a client that
+//! holds a secret.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::sync::Notify;
+
+/// The bounds of [`accept`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ConnectionLimits {
+    pub header_read_timeout: Duration,
+    pub max_unproven: usize,
+}
+
+/// A connection is closed to make room only after it has waited this long for its head: a real
+/// client's head follows its connection within milliseconds, even on a busy machine, so one that
+/// was accepted in the middle of a burst of half-sent heads is not taken for one of them.
+const MIN_WAIT: Duration = Duration::from_millis(250);
+
+/// Connections accepted that have not sent a whole request head yet, oldest first; shared by
+/// every listener of one gateway.
+#[derive(Default)]
+pub(crate) struct Unproven {
+    next_id: u64,
+    waiting: BTreeMap<u64, Waiting>,
+    /// How many were closed to make room (said in the log at powers of two, not each time).
+    evicted: u64,
+}
+
+struct Waiting {
+    since: Instant,
+    close: Arc<Notify>,
+}
+
+impl Unproven {
+    /// Registers a new connection; returns its id and what closes it. While that makes more
+    /// than `max` waiting, the oldest that has waited [`MIN_WAIT`] is told to close.
+    fn admit(&mut self, max: usize, now: Instant) -> (u64, Arc<Notify>) {
+        let id = self.next_id;
+        self.next_id += 1;
+        let close = Arc::new(Notify::new());
+        self.waiting.insert(
+            id,
+            Waiting {
+                since: now,
+                close: close.clone(),
+            },
+        );
+        self.close_oldest(max.max(1), now);
+        (id, close)
+    }
+
+    /// The gateway ran out of descriptors: every connection that has waited [`MIN_WAIT`] goes
+    /// (one waiting that long is not a client about to send its head). How many went.
+    fn make_room(&mut self, now: Instant) -> usize {
+        let before = self.evicted;
+        self.close_oldest(0, now);
+        (self.evicted - before) as usize
+    }
+
+    /// Closes the oldest while more than `keep` wait, as long as they have waited [`MIN_WAIT`].
+    fn close_oldest(&mut self, keep: usize, now: Instant) {
+        while self.waiting.len() > keep {
+            let Some(entry) = self.waiting.first_entry() else {
+                break;
+            };
+            if now.saturating_duration_since(entry.get().since) < MIN_WAIT {
+                break;
+            }
+            // A permit is kept if the task is not waiting yet: it closes when it gets there.
+            entry.remove().close.notify_one();
+            self.evicted += 1;
+            if self.evicted.is_power_of_two() {
+                tracing::warn!(
+                    closed = self.evicted,
+                    "the gateway closed connections that sent no request head, to make room (a client that opens connections without using them)"
+                );
+            }
+        }
+    }
+
+    /// The connection `id` sent a request head (or ended): no longer a candidate for closing.
+    fn proven(&mut self, id: u64) {
+        self.waiting.remove(&id);
+    }
+}
+
+fn lock(unproven: &Mutex<Unproven>) -> std::sync::MutexGuard<'_, Unproven> {
+    unproven.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// How many connections the kernel queues for `accept` (the default, 128, overflows when many
+/// clients connect at once while the gateway is busy, and an overflow costs a client a 1 s SYN
+/// retransmission; the kernel caps it at `net.core.somaxconn`).
+const ACCEPT_BACKLOG: u32 = 1024;
+
+/// A listener on `addr` with [`ACCEPT_BACKLOG`].
+pub(crate) fn listen(addr: std::net::SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
+    let socket = match addr {
+        std::net::SocketAddr::V4(_) => tokio::net::TcpSocket::new_v4()?,
+        std::net::SocketAddr::V6(_) => tokio::net::TcpSocket::new_v6()?,
+    };
+    // As `TcpListener::bind`: a restarted gateway gets its port back at once.
+    #[cfg(unix)]
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(ACCEPT_BACKLOG)
+}
+
+/// Serves each connection `listener` accepts with `app`, under `limits`, until aborted.
+pub(crate) async fn accept(
+    listener: tokio::net::TcpListener,
+    app: axum::Router,
+    limits: ConnectionLimits,
+    unproven: Arc<Mutex<Unproven>>,
+) {
+    let mut connections = tokio::task::JoinSet::new();
+    loop {
+        let tcp = match listener.accept().await {
+            Ok((tcp, _)) => tcp,
+            Err(e) => {
+                // Out of descriptors, most likely: close the connections that only wait, then
+                // give them a moment to close instead of spinning.
+                let closed = lock(&unproven).make_room(Instant::now());
+                tracing::warn!(closed, "the gateway cannot accept a connection: {e}");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        // Small JSON-RPC messages: do not wait to fill a segment.
+        let _ = tcp.set_nodelay(true);
+        let (id, close) = lock(&unproven).admit(limits.max_unproven, Instant::now());
+        let app = hyper_util::service::TowerToHyperService::new(app.clone());
+        let marks = unproven.clone();
+        let service = hyper::service::service_fn(move |req| {
+            lock(&marks).proven(id);
+            hyper::service::Service::call(&app, req)
+        });
+        let unproven = unproven.clone();
+        connections.spawn(async move {
+            let mut http = hyper::server::conn::http1::Builder::new();
+            http.timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(limits.header_read_timeout);
+            let served = http
+                .serve_connection(hyper_util::rt::TokioIo::new(tcp), service)
+                .with_upgrades();
+            tokio::select! {
+                served = served => {
+                    if let Err(e) = served {
+                        tracing::debug!("a gateway connection ended: {e}");
+                    }
+                }
+                // Dropping the connection closes it.
+                () = close.notified() => {}
+            }
+            lock(&unproven).proven(id);
+        });
+        // Reap the finished ones so the set does not grow with every connection ever served.
+        while connections.try_join_next().is_some() {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn told(close: &Notify) -> bool {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            tokio::time::timeout(Duration::from_millis(20), close.notified())
+                .await
+                .is_ok()
+        })
+    }
+
+    #[test]
+    fn past_the_cap_the_oldest_that_waited_long_enough_is_closed() {
+        let t0 = Instant::now();
+        let later = t0 + MIN_WAIT;
+        let mut unproven = Unproven::default();
+        let (first, close_first) = unproven.admit(2, t0);
+        let (_second, close_second) = unproven.admit(2, t0);
+        // The first sent its head: it is not a candidate any more.
+        unproven.proven(first);
+        let (_third, close_third) = unproven.admit(2, t0);
+        // Over the cap, but nobody has waited long enough: a burst does not close a real client
+        // accepted in its middle.
+        let (_fourth, _) = unproven.admit(2, t0);
+        assert_eq!(unproven.waiting.len(), 3);
+        assert_eq!(unproven.evicted, 0);
+        // Once they have waited, the next one accepted closes the oldest down to the cap.
+        let (_fifth, close_fifth) = unproven.admit(2, later);
+        assert_eq!(unproven.waiting.len(), 2);
+        assert_eq!(unproven.evicted, 2);
+        assert!(told(&close_second) && told(&close_third));
+        assert!(
+            !told(&close_first),
+            "a connection that sent its head is never closed"
+        );
+        assert!(!told(&close_fifth));
+    }
+
+    #[test]
+    fn out_of_descriptors_every_connection_that_waited_goes() {
+        let t0 = Instant::now();
+        let mut unproven = Unproven::default();
+        let (_, old) = unproven.admit(100, t0);
+        let (_, young) = unproven.admit(100, t0 + MIN_WAIT);
+        assert_eq!(unproven.make_room(t0 + MIN_WAIT), 1);
+        assert!(told(&old) && !told(&young));
+    }
+}
