@@ -148,6 +148,7 @@ impl AppState {
 
 fn setup(app: &mut tauri::App) -> Result<(), Box<dyn std::error::Error>> {
     window::gtk_started();
+    patchbay_core::bridges::sweep_left_behind();
     let paths = Paths::resolve(None)?;
     // The clients' configs (Claude Code, Cursor, ...) decide what is in use, with the catalog.
     let mut core = Patchbay::open(paths.clone())?;

@@ -197,6 +197,8 @@ enum UnclaimedCommand {
 fn main() -> ExitCode {
     adopt_session_bus();
     let cli = Cli::parse();
+    // What a killed run left beside the runtimes' and clients' files goes first (issue 23).
+    patchbay_core::bridges::sweep_left_behind();
     match run(cli) {
         Ok(code) => code,
         Err(error) => {

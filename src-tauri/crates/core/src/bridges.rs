@@ -81,6 +81,13 @@ pub struct Bridges {
     reconciler: Arc<Reconciler>,
 }
 
+/// Removes what killed Patchbay writers left beside the runtimes' and clients' files (temp
+/// copies with credentials in them, a Claude Code lock of ours); run once at start. How many
+/// went. See `patchbay_runtimes::left_behind`.
+pub fn sweep_left_behind() -> usize {
+    patchbay_runtimes::left_behind::sweep_from_env()
+}
+
 impl Bridges {
     /// Runtime paths from the process environment (`HOME`, `CLAUDE_CONFIG_DIR`, `CODEX_HOME`).
     pub fn new(patchbay: Arc<Patchbay>) -> Bridges {

@@ -86,7 +86,7 @@ pub fn update_json_object(
     options: &UpdateOptions,
     mutate: &mut Mutation<'_>,
 ) -> Result<bool, RuntimeError> {
-    let Some(_lock) = lock_for_update(path, options)? else {
+    let Some(lock) = lock_for_update(path, options)? else {
         return Ok(false);
     };
     // Declared after ours: released before it.
@@ -106,7 +106,7 @@ pub fn update_json_object(
         if !changed && !repaired {
             return Ok(false);
         }
-        let (tmp, now) = stage(path, options, &mut runtime_lock, &serialize(&object))?;
+        let (tmp, now) = stage(path, options, &lock, &mut runtime_lock, &serialize(&object))?;
         if now != seen {
             let _ = fs::remove_file(&tmp);
             seen = now;
@@ -159,7 +159,7 @@ pub fn update_text_file(
     options: &UpdateOptions,
     mutate: &mut TextMutation<'_>,
 ) -> Result<bool, RuntimeError> {
-    let Some(_lock) = lock_for_update(path, options)? else {
+    let Some(lock) = lock_for_update(path, options)? else {
         return Ok(false);
     };
     let mut runtime_lock: Option<ClaudeWriteLock> = None;
@@ -180,7 +180,7 @@ pub fn update_text_file(
         let Some(new_text) = mutate(text)? else {
             return Ok(false);
         };
-        let (tmp, now) = stage(path, options, &mut runtime_lock, new_text.as_bytes())?;
+        let (tmp, now) = stage(path, options, &lock, &mut runtime_lock, new_text.as_bytes())?;
         if now != expected {
             let _ = fs::remove_file(&tmp);
             source = now.clone();
@@ -236,31 +236,43 @@ fn lock_for_update(path: &Path, options: &UpdateOptions) -> Result<Option<FileLo
     Ok(Some(lock))
 }
 
-/// Removes the temp files [`write_temp`] made for `path` and a killed writer left behind.
-pub(crate) fn sweep_stale_temps(path: &Path) {
+/// Removes the temp files [`write_temp`] made for `path` and a killed writer left behind. The
+/// caller holds `path`'s lock of ours (no writer of ours has one in flight). How many went.
+pub(crate) fn sweep_stale_temps(path: &Path) -> usize {
+    let mut removed = 0;
+    for temp in stale_temps(path) {
+        match fs::remove_file(&temp) {
+            Ok(()) => {
+                removed += 1;
+                tracing::info!(
+                    "removed {}, a temp file a killed Patchbay writer left",
+                    temp.display()
+                )
+            }
+            Err(e) => tracing::warn!("cannot remove {}: {e}", temp.display()),
+        }
+    }
+    removed
+}
+
+/// The temp files [`write_temp`] names for `path` that are there now.
+pub(crate) fn stale_temps(path: &Path) -> Vec<PathBuf> {
     let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
-        return;
+        return Vec::new();
     };
     let Ok(entries) = fs::read_dir(if dir.as_os_str().is_empty() {
         Path::new(".")
     } else {
         dir
     }) else {
-        return;
+        return Vec::new();
     };
     let name = name.to_string_lossy();
-    for entry in entries.flatten() {
-        let file_name = entry.file_name();
-        if is_temp_of(&name, &file_name.to_string_lossy()) {
-            match fs::remove_file(entry.path()) {
-                Ok(()) => tracing::info!(
-                    "removed {}, a temp file a killed Patchbay writer left",
-                    entry.path().display()
-                ),
-                Err(e) => tracing::warn!("cannot remove {}: {e}", entry.path().display()),
-            }
-        }
-    }
+    entries
+        .flatten()
+        .filter(|entry| is_temp_of(&name, &entry.file_name().to_string_lossy()))
+        .map(|entry| entry.path())
+        .collect()
 }
 
 /// Whether `candidate` is a temp file [`write_temp`] names for a file named `name`:
@@ -291,13 +303,18 @@ fn is_temp_of(name: &str, candidate: &str) -> bool {
 fn stage(
     path: &Path,
     options: &UpdateOptions,
+    ours: &FileLock,
     runtime_lock: &mut Option<ClaudeWriteLock>,
     bytes: &[u8],
 ) -> Result<(PathBuf, Option<Vec<u8>>), RuntimeError> {
     if let (None, Some(dir)) = (&*runtime_lock, &options.runtime_lock) {
         // Only a write takes the runtime's lock. What the runtime wrote while we waited for it,
         // the re-read below sees (and the caller starts again from it).
-        *runtime_lock = Some(ClaudeWriteLock::acquire(dir, options.lock_timeout)?);
+        *runtime_lock = Some(ClaudeWriteLock::acquire_under(
+            dir,
+            options.lock_timeout,
+            ours,
+        )?);
     }
     let mode = match options.mode {
         FileMode::Private => 0o600,

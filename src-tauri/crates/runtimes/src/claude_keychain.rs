@@ -240,7 +240,7 @@ impl ClaudeKeychainStore {
         if let Some(dir) = self.lock.parent() {
             create_private_dir(dir)?;
         }
-        let _lock = FileLock::acquire(&self.lock, self.lock_timeout)?;
+        let ours = FileLock::acquire(&self.lock, self.lock_timeout)?;
         // Declared after ours: released before it.
         let mut claude_lock: Option<ClaudeWriteLock> = None;
         let mut seen = self.item.get()?;
@@ -256,9 +256,10 @@ impl ClaudeKeychainStore {
             if claude_lock.is_none() {
                 // In the directory created above (our lock file's, beside the credentials). What
                 // Claude Code wrote while we waited for it, the re-read below sees.
-                claude_lock = Some(ClaudeWriteLock::acquire(
+                claude_lock = Some(ClaudeWriteLock::acquire_under(
                     &self.claude_lock_path(),
                     self.lock_timeout,
+                    &ours,
                 )?);
             }
             // Compact, as Claude Code writes it (JSON.stringify).

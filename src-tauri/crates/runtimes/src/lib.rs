@@ -12,6 +12,7 @@ pub mod clients;
 pub mod codex;
 pub mod config;
 pub mod heal;
+pub mod left_behind;
 pub mod lock;
 pub mod mcp_remote;
 pub mod memory;

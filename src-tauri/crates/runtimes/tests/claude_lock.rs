@@ -373,3 +373,57 @@ fn the_keychain_store_is_busy_when_claude_code_holds_its_lock_too_long() {
     assert_eq!(item.sets(), 0);
     assert!(store.read_all().unwrap().is_empty(), "reads do not wait");
 }
+
+/// Issue 23: a Patchbay writer killed while it held Claude Code's lock left the directory, and
+/// the next sync waited until its timeout (the lock looked fresh for 15 s). A writer under the
+/// same flock of ours knows its maker is gone and takes it over at once; a lock someone else
+/// made, or one made under another flock, is still waited on.
+#[test]
+fn a_lock_a_killed_writer_of_ours_left_is_taken_over_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let lock = claude_write_lock_path(dir.path());
+    let ours = dir.path().join(".credentials.json.patchbay.lock");
+    {
+        let guard = FileLock::acquire(&ours, Duration::from_secs(1)).unwrap();
+        let held = ClaudeWriteLock::acquire_under(&lock, Duration::from_secs(1), &guard).unwrap();
+        // Killed while holding both: no release of Claude Code's lock; the flock goes with the
+        // process.
+        std::mem::forget(held);
+    }
+    assert!(lock.is_dir(), "left behind");
+    let guard = FileLock::acquire(&ours, Duration::from_secs(1)).unwrap();
+    let taken = std::time::Instant::now();
+    let held = ClaudeWriteLock::acquire_under(&lock, Duration::from_secs(5), &guard).unwrap();
+    assert!(
+        taken.elapsed() < Duration::from_secs(1),
+        "taken over, not waited out: {:?}",
+        taken.elapsed()
+    );
+    drop(held);
+    assert!(!lock.exists());
+    let notes: Vec<_> = fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains("patchbay-owner"))
+        .collect();
+    assert!(notes.is_empty(), "the note goes with the lock: {notes:?}");
+
+    // Claude Code's own lock (no note of ours) is never taken over while fresh.
+    fs::create_dir(&lock).unwrap();
+    let err = ClaudeWriteLock::acquire_under(&lock, Duration::from_millis(200), &guard);
+    assert!(matches!(err, Err(RuntimeError::Busy { .. })), "{err:?}");
+    fs::remove_dir(&lock).unwrap();
+
+    // One left under another flock (another writer of ours that may still be alive) neither.
+    let other = dir.path().join("other.patchbay.lock");
+    {
+        let other_guard = FileLock::acquire(&other, Duration::from_secs(1)).unwrap();
+        let held =
+            ClaudeWriteLock::acquire_under(&lock, Duration::from_secs(1), &other_guard).unwrap();
+        std::mem::forget(held);
+    }
+    let err = ClaudeWriteLock::acquire_under(&lock, Duration::from_millis(200), &guard);
+    assert!(matches!(err, Err(RuntimeError::Busy { .. })), "{err:?}");
+    assert!(lock.is_dir());
+}
