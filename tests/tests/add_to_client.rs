@@ -871,3 +871,165 @@ fn unreadable_client_configs_are_named_and_the_rest_still_listed() {
         "{text}"
     );
 }
+
+/// Issue 23's matrix: each way a config can be unreadable (a FIFO, `/dev/zero` behind a link,
+/// 50 MB, nesting 10,000 deep, mode 000) for each client whose config Patchbay reads most
+/// (Cursor, VS Code, Gemini CLI, Codex, Claude Code): `status` answers within 2 s, names that
+/// client's problem in `client_errors`, and still lists every other client's servers. Mode 000
+/// stops nobody running as root, so there `status` runs as `nobody` (setpriv).
+#[cfg(unix)]
+#[test]
+fn every_unreadable_config_of_every_client_is_named_within_two_seconds() {
+    use std::os::unix::fs::PermissionsExt;
+    let h = Home::new();
+    let root = std::process::Command::new("id")
+        .arg("-u")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+        .unwrap_or(false);
+    let clients = [
+        ("Cursor", ".cursor/mcp.json"),
+        ("VS Code", ".config/Code/User/mcp.json"),
+        ("Gemini CLI", ".gemini/settings.json"),
+        ("Codex", ".codex/config.toml"),
+        ("Claude Code", ".claude.json"),
+    ];
+    let whole = h.status();
+    // Every (client, server name) the report lists.
+    let listings = |report: &Value| -> std::collections::BTreeSet<(String, String)> {
+        names(report)
+            .iter()
+            .flat_map(|name| found_in(report, name))
+            .collect()
+    };
+    // How `found_in` names a client.
+    let client_id = |name: &str| {
+        match name {
+            "Cursor" => "cursor",
+            "VS Code" => "vs_code",
+            "Gemini CLI" => "gemini_cli",
+            "Codex" => "codex",
+            _ => "claude_code",
+        }
+        .to_owned()
+    };
+    type Break = fn(&Path);
+    let variants: [(&str, Break); 5] = [
+        ("a FIFO", |p| {
+            assert!(std::process::Command::new("mkfifo")
+                .arg(p)
+                .status()
+                .unwrap()
+                .success())
+        }),
+        ("/dev/zero", |p| {
+            std::os::unix::fs::symlink("/dev/zero", p).unwrap()
+        }),
+        ("50 MB", |p| {
+            std::fs::write(p, vec![b'x'; 50 * 1024 * 1024]).unwrap()
+        }),
+        ("10,000 deep", |p| {
+            let toml = p.extension().is_some_and(|e| e == "toml");
+            let deep = if toml {
+                format!("a = {}{}", "[".repeat(10_000), "]".repeat(10_000))
+            } else {
+                format!("{}{}", "[".repeat(10_000), "]".repeat(10_000))
+            };
+            std::fs::write(p, deep).unwrap()
+        }),
+        ("mode 000", |p| {
+            std::fs::write(p, "{}").unwrap();
+            std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o000)).unwrap();
+        }),
+    ];
+    if root {
+        // `nobody` reads the home and writes a data directory of its own.
+        std::fs::set_permissions(h.sandbox.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        assert!(std::process::Command::new("chown")
+            .args(["-R", "65534:65534"])
+            .arg(&h.home)
+            .status()
+            .unwrap()
+            .success());
+    }
+    let mut slowest = std::time::Duration::ZERO;
+    for (variant, break_it) in variants {
+        for (client, file) in clients {
+            let path = h.home.join(file);
+            let kept = h.sandbox.path().join("kept-config");
+            std::fs::rename(&path, &kept).unwrap();
+            break_it(&path);
+            let unprivileged = root && variant == "mode 000";
+            let mut command = if unprivileged {
+                // Found on this process's PATH: the child's PATH is empty.
+                let setpriv = std::env::split_paths(&std::env::var_os("PATH").unwrap())
+                    .map(|dir| dir.join("setpriv"))
+                    .find(|p| p.is_file())
+                    .expect("setpriv (util-linux) runs `status` as nobody");
+                let mut c = std::process::Command::new(setpriv);
+                c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+                    .arg(patchbay_bin());
+                c
+            } else {
+                std::process::Command::new(patchbay_bin())
+            };
+            let data = h.home.join(".patchbay-data");
+            command
+                .env_clear()
+                .env("PATH", &h.empty_path)
+                .env("HOME", &h.home)
+                .env("XDG_CONFIG_HOME", h.home.join(".config"))
+                .env("PATCHBAY_DATA_DIR", &data)
+                .env(
+                    "DBUS_SESSION_BUS_ADDRESS",
+                    format!("unix:path={}/no-such-bus", h.home.display()),
+                )
+                .current_dir(&h.home)
+                .args(["status", "--json"])
+                .stdin(std::process::Stdio::null());
+            if root {
+                std::fs::create_dir_all(&data).unwrap();
+                std::process::Command::new("chown")
+                    .args(["-R", "65534:65534"])
+                    .arg(&data)
+                    .status()
+                    .unwrap();
+            }
+            let started = std::time::Instant::now();
+            let out = command.output().unwrap();
+            let took = started.elapsed();
+            slowest = slowest.max(took);
+            let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+                panic!(
+                    "{variant} as {client}'s config: {e}\n{}",
+                    String::from_utf8_lossy(&out.stderr)
+                )
+            });
+            let errors: Vec<&str> = report["client_errors"]
+                .as_array()
+                .map(|a| a.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            assert!(
+                errors
+                    .iter()
+                    .any(|e| e.starts_with(&format!("{client}'s config could not be read"))),
+                "{variant} as {client}'s config is not named: {errors:#?}"
+            );
+            assert!(
+                took < std::time::Duration::from_secs(2),
+                "{variant} as {client}'s config: {took:?}"
+            );
+            // Every server another client lists is still listed (under whatever name).
+            let listed = listings(&report);
+            for (by, server) in listings(&whole) {
+                assert!(
+                    by == client_id(client) || listed.contains(&(by.clone(), server.clone())),
+                    "{variant} as {client}'s config: {by}'s {server} is gone ({listed:?})"
+                );
+            }
+            std::fs::remove_file(&path).unwrap();
+            std::fs::rename(&kept, &path).unwrap();
+        }
+    }
+    println!("25 unreadable configs, each named; the slowest status took {slowest:?}");
+}

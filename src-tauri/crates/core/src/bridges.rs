@@ -764,13 +764,13 @@ fn with_codex_server(
     name: &str,
     url: &str,
 ) -> (Result<Added, CoreError>, Option<String>) {
-    let mut doc: toml_edit::DocumentMut = match text.parse() {
+    let mut doc = match patchbay_runtimes::toml_text::parse_document(text) {
         Ok(doc) => doc,
-        Err(e) => {
+        Err(message) => {
             return (
                 Err(CoreError::BadFile {
                     path: config.to_path_buf(),
-                    message: format!("not valid TOML: {e}"),
+                    message,
                 }),
                 None,
             )

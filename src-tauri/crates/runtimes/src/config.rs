@@ -418,9 +418,7 @@ pub fn read_codex_config(paths: &RuntimePaths) -> Result<CodexConfig, RuntimeErr
 
 /// Parse Codex's `config.toml` text (`path` names it in errors).
 pub fn parse_codex_config(text: &str, path: &Path) -> Result<CodexConfig, RuntimeError> {
-    let table: toml::Table = text
-        .parse()
-        .map_err(|e: toml::de::Error| malformed(path, format!("not valid TOML: {e}")))?;
+    let table = crate::toml_text::parse_table(text).map_err(|e| malformed(path, e))?;
     let store_mode = match table.get("mcp_oauth_credentials_store") {
         None => CodexStoreMode::Auto,
         Some(toml::Value::String(mode)) => match mode.as_str() {

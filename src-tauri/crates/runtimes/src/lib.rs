@@ -18,6 +18,7 @@ pub mod mcp_remote;
 pub mod memory;
 pub mod reconcile;
 pub mod store;
+pub mod toml_text;
 pub mod watch;
 
 pub use store::{Runtime, RuntimeCredential, RuntimeError, RuntimeStore, WriteOutcome};

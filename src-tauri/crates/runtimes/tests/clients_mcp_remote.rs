@@ -158,3 +158,41 @@ fn a_missing_store_is_empty_and_a_bad_file_hides_nothing_else() {
         "{message}"
     );
 }
+
+/// Issue 23: a FIFO among the token files hung the import, and the good entries beside it were
+/// never read. Now it is an error naming that file, at once, and the others are read.
+#[cfg(unix)]
+#[test]
+fn a_fifo_among_the_token_files_is_named_and_the_rest_read() {
+    let dir = tempfile::tempdir().unwrap();
+    for entry in std::fs::read_dir(store()).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), dir.path().join(entry.file_name())).unwrap();
+    }
+    let fifo = dir
+        .path()
+        .join("ac165a861bb70742d28d2a76e6a99c47_tokens.json");
+    std::fs::remove_file(&fifo).unwrap();
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let (tx, rx) = std::sync::mpsc::channel();
+    let path = dir.path().to_path_buf();
+    std::thread::spawn(move || {
+        let _ = tx.send(mcp_remote::read_mcp_remote(&path, &candidates()));
+    });
+    let scan = rx
+        .recv_timeout(std::time::Duration::from_secs(2))
+        .expect("the read returns instead of waiting on the FIFO")
+        .unwrap();
+    assert_eq!(scan.credentials.len(), 2, "the good entries are read");
+    assert_eq!(scan.errors.len(), 1);
+    let message = scan.errors[0].to_string();
+    assert!(
+        message.contains("ac165a861bb70742d28d2a76e6a99c47_tokens.json")
+            && message.contains("not a regular file"),
+        "{message}"
+    );
+}

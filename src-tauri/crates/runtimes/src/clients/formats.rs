@@ -28,18 +28,25 @@ pub fn parse(file: &ConfigFile, text: &str) -> Result<Vec<ClientServer>, Runtime
             // (`strip-json-comments` in its settings loader). Cursor and Windsurf are VS Code forks
             // whose leniency is not documented: reading a file they would refuse costs nothing.
             let lenient = !matches!(client, Client::ClaudeCode | Client::ClaudeDesktop);
-            let cleaned;
-            let json = if lenient {
-                cleaned = jsonc::blank_comments_and_trailing_commas(text);
-                cleaned.as_str()
-            } else {
-                text
+            // Strict first (most files have no comment), then blanked when lenient and the text
+            // could be an object at all: a file of junk is refused without a pass over it.
+            let root: Value = match serde_json::from_str(text) {
+                Ok(root) => root,
+                Err(_) if text.trim().is_empty() => {
+                    return Ok(Vec::new()); // an empty file (editors create one) configures nothing
+                }
+                Err(e) if !lenient || jsonc::first_significant_byte(text) != Some(b'{') => {
+                    if lenient && jsonc::first_significant_byte(text).is_none() {
+                        return Ok(Vec::new()); // comments only
+                    }
+                    return Err(malformed(&file.path, format!("not valid JSON: {e}")));
+                }
+                Err(_) => {
+                    let cleaned = jsonc::blank_comments_and_trailing_commas(text);
+                    serde_json::from_str(&cleaned)
+                        .map_err(|e| malformed(&file.path, format!("not valid JSON: {e}")))?
+                }
             };
-            if json.trim().is_empty() {
-                return Ok(Vec::new()); // an empty file (editors create one) configures nothing
-            }
-            let root: Value = serde_json::from_str(json)
-                .map_err(|e| malformed(&file.path, format!("not valid JSON: {e}")))?;
             let Value::Object(root) = root else {
                 return Err(malformed(
                     &file.path,
@@ -340,9 +347,7 @@ impl Reader<'_> {
 /// `Authorization: Bearer ${T}`), which mean the same thing.
 fn parse_codex(file: &ConfigFile, text: &str) -> Result<Vec<ClientServer>, RuntimeError> {
     let path = &file.path;
-    let table: toml::Table = text
-        .parse()
-        .map_err(|e: toml::de::Error| malformed(path, format!("not valid TOML: {e}")))?;
+    let table = crate::toml_text::parse_table(text).map_err(|e| malformed(path, e))?;
     let Some(section) = table.get("mcp_servers") else {
         return Ok(Vec::new());
     };

@@ -3,6 +3,32 @@
 //! blanked out byte for byte, so serde_json's line and column in an error still point into the
 //! file as written.
 
+/// The first byte of `text` that is not whitespace or inside a comment; `None` when there is
+/// none. Tells at once whether a file can be a JSON object at all.
+pub fn first_significant_byte(text: &str) -> Option<u8> {
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        match (bytes[i], bytes.get(i + 1)) {
+            (b' ' | b'\t' | b'\n' | b'\r', _) => i += 1,
+            (b'/', Some(b'/')) => {
+                while i < bytes.len() && bytes[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            (b'/', Some(b'*')) => {
+                i += 2;
+                while i < bytes.len() && !(bytes[i] == b'*' && bytes.get(i + 1) == Some(&b'/')) {
+                    i += 1;
+                }
+                i += 2;
+            }
+            (b, _) => return Some(b),
+        }
+    }
+    None
+}
+
 /// `text` with `//` and `/* */` comments outside strings, and commas right before `}` or `]`,
 /// replaced by spaces (newlines kept). An unclosed block comment blanks to the end; serde_json
 /// then reports what is missing.
@@ -84,6 +110,9 @@ mod tests {
     #[test]
     fn comments_and_trailing_commas_go_strings_stay() {
         let text = "{\n  // a comment with \"quotes\"\n  \"a\": \"http://x//y\", /* block\n é */ \"b\": [1, 2,],\n  \"c\": \"/* not */\",\n}";
+        assert_eq!(first_significant_byte("  // a\n /* b */ {}"), Some(b'{'));
+        assert_eq!(first_significant_byte("xx"), Some(b'x'));
+        assert_eq!(first_significant_byte(" // only\n/* */ "), None);
         let cleaned = blank_comments_and_trailing_commas(text);
         assert_eq!(cleaned.len(), text.len());
         let value: serde_json::Value = serde_json::from_str(&cleaned).unwrap();

@@ -583,9 +583,7 @@ fn write_codex_entry(
         outcome.refused = None;
         let original = text.unwrap_or("");
         let before = formats::parse(&config_file(client, file), original)?;
-        let mut doc: toml_edit::DocumentMut = original
-            .parse()
-            .map_err(|e| malformed(file, format!("not valid TOML: {e}")))?;
+        let mut doc = crate::toml_text::parse_document(original).map_err(|e| malformed(file, e))?;
         let existing_raw = doc
             .get("mcp_servers")
             .and_then(|s| s.as_table_like())
