@@ -343,6 +343,17 @@ impl Serving {
         format!("{}{}", read("stdout"), read("stderr"))
     }
 
+    /// The gateway's resident memory now (VmRSS), in KiB.
+    pub fn rss_kib(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.split_whitespace().next())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no VmRSS in {status}"))
+    }
+
     /// The aggregate endpoint.
     pub fn aggregate_url(&self) -> String {
         format!("http://127.0.0.1:{}/mcp", self.port)

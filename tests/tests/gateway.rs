@@ -412,6 +412,7 @@ fn half_sent_heads_do_not_starve_the_clients_that_hold_a_secret() {
         open_files_limit()
     );
 
+    let rss_before = gateway.rss_kib();
     // Sixteen attackers open 2,000 at once while the real client asks: a gateway out of descriptors
     // stops accepting, and the real client's connection waits in the queue behind them.
     let attacking = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
@@ -454,6 +455,11 @@ fn half_sent_heads_do_not_starve_the_clients_that_hold_a_secret() {
     took.sort();
     let (p50, p99) = (took[49], took[98]);
     println!(
+        "gateway RSS: {} MiB before, {} MiB with the half-sent heads held",
+        rss_before / 1024,
+        gateway.rss_kib() / 1024
+    );
+    println!(
         "half-sent heads held: {} of 2,000 when the first real request went, {} after {:?}; real requests meanwhile: p50 {p50:?}, p99 {p99:?}, max {:?}",
         1_100,
         attacking.load(std::sync::atomic::Ordering::SeqCst),
@@ -472,4 +478,110 @@ fn half_sent_heads_do_not_starve_the_clients_that_hold_a_secret() {
     for attacker in attackers {
         attacker.join().unwrap();
     }
+}
+
+/// A server that begins a session for every request: `Mcp-Session-Id: s-N` and an empty result,
+/// whatever it is sent (the body read and dropped). Returns its port.
+fn session_server() -> u16 {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let next = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        for stream in listener.incoming().flatten() {
+            let next = next.clone();
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut stream = stream;
+                loop {
+                    let mut length = 0usize;
+                    let mut line = String::new();
+                    loop {
+                        line.clear();
+                        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                            return;
+                        }
+                        if line == "\r\n" {
+                            break;
+                        }
+                        if let Some((k, v)) = line.split_once(':') {
+                            if k.eq_ignore_ascii_case("content-length") {
+                                length = v.trim().parse().unwrap_or(0);
+                            }
+                        }
+                    }
+                    let mut body = vec![0; length];
+                    if reader.read_exact(&mut body).is_err() {
+                        return;
+                    }
+                    let n = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    let answer = r#"{"jsonrpc":"2.0","id":1,"result":{}}"#;
+                    let head = format!(
+                        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nMcp-Session-Id: s-{n}\r\nContent-Length: {}\r\n\r\n{answer}",
+                        answer.len()
+                    );
+                    if stream.write_all(head.as_bytes()).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    port
+}
+
+/// Issue 23: each session kept its client's `initialize` for replay, whole: 300 sessions begun
+/// with 2 MB bodies took the gateway from 66 to 662 MiB. Now one that large is not kept (and a
+/// kept one is copied out of the connection's buffer), and 300 such sessions add under 50 MiB.
+#[test]
+fn sessions_begun_with_huge_initialize_bodies_do_not_grow_the_gateway() {
+    let sandbox = Sandbox::new(false);
+    let upstream = session_server();
+    let catalog = sandbox.write(
+        "catalog.json",
+        &json!({ "mcpServers": { "big": {
+            "type": "http", "url": format!("http://127.0.0.1:{upstream}/mcp"),
+            "headers": { "X-Api-Key": "k" } } } })
+        .to_string(),
+    );
+    let gateway = Serving::start(&sandbox, &catalog);
+    let port = gateway.port;
+    let secret = add_client(&sandbox, "big", port, &[])["Authorization"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let padding = "x".repeat(2 * 1024 * 1024);
+    let initialize = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"protocolVersion":"2025-06-18","capabilities":{{}},"clientInfo":{{"name":"big","version":"0"}},"padding":"{padding}"}}}}"#
+    );
+    // One first, so the figure compares a gateway that has served this route.
+    let (status, answer) = raw_http(
+        port,
+        "POST",
+        "/mcp/big",
+        &[("Authorization", &secret)],
+        &initialize,
+    );
+    assert_eq!(status, 200, "{answer}\n{}", gateway.output());
+    let before = gateway.rss_kib();
+    for _ in 0..300 {
+        let (status, answer) = raw_http(
+            port,
+            "POST",
+            "/mcp/big",
+            &[("Authorization", &secret)],
+            &initialize,
+        );
+        assert_eq!(status, 200, "{answer}");
+        assert!(answer.contains("mcp-session-id: s-"), "{answer}");
+    }
+    let after = gateway.rss_kib();
+    let grown = after.saturating_sub(before);
+    println!(
+        "300 sessions begun with 2 MiB initialize bodies: gateway RSS {} -> {} MiB (+{} MiB)",
+        before / 1024,
+        after / 1024,
+        grown / 1024
+    );
+    assert!(grown < 50 * 1024, "grew {} MiB", grown / 1024);
 }

@@ -25,6 +25,25 @@ use tokio::sync::Notify;
 pub(crate) struct ConnectionLimits {
     pub header_read_timeout: Duration,
     pub max_unproven: usize,
+    /// However young, no more than this many wait: half the descriptors the process may open
+    /// ([`ceiling_for`]), so a burst faster than [`MIN_WAIT`] cannot run the gateway out of them
+    /// (then `accept` fails, the kernel's queue fills, and a real client's connection attempt
+    /// is dropped and retried a second later).
+    pub ceiling: usize,
+}
+
+/// [`ConnectionLimits::ceiling`] for `max_unproven`: half this process's open-file limit, at
+/// least `max_unproven`.
+pub(crate) fn ceiling_for(max_unproven: usize) -> usize {
+    #[cfg(unix)]
+    let limit = rustix::process::getrlimit(rustix::process::Resource::Nofile)
+        .current
+        .unwrap_or(u64::MAX);
+    #[cfg(not(unix))]
+    let limit = (max_unproven as u64).saturating_mul(8);
+    usize::try_from(limit / 2)
+        .unwrap_or(usize::MAX)
+        .clamp(max_unproven.max(1), 1 << 16)
 }
 
 /// A connection is closed to make room only after it has waited this long for its head: a real
@@ -50,7 +69,7 @@ struct Waiting {
 impl Unproven {
     /// Registers a new connection; returns its id and what closes it. While that makes more
     /// than `max` waiting, the oldest that has waited [`MIN_WAIT`] is told to close.
-    fn admit(&mut self, max: usize, now: Instant) -> (u64, Arc<Notify>) {
+    fn admit(&mut self, max: usize, ceiling: usize, now: Instant) -> (u64, Arc<Notify>) {
         let id = self.next_id;
         self.next_id += 1;
         let close = Arc::new(Notify::new());
@@ -62,6 +81,9 @@ impl Unproven {
             },
         );
         self.close_oldest(max.max(1), now);
+        while self.waiting.len() > ceiling.max(1) {
+            self.close_first();
+        }
         (id, close)
     }
 
@@ -76,21 +98,30 @@ impl Unproven {
     /// Closes the oldest while more than `keep` wait, as long as they have waited [`MIN_WAIT`].
     fn close_oldest(&mut self, keep: usize, now: Instant) {
         while self.waiting.len() > keep {
-            let Some(entry) = self.waiting.first_entry() else {
-                break;
-            };
-            if now.saturating_duration_since(entry.get().since) < MIN_WAIT {
+            let waited_enough = self
+                .waiting
+                .first_key_value()
+                .is_some_and(|(_, w)| now.saturating_duration_since(w.since) >= MIN_WAIT);
+            if !waited_enough {
                 break;
             }
-            // A permit is kept if the task is not waiting yet: it closes when it gets there.
-            entry.remove().close.notify_one();
-            self.evicted += 1;
-            if self.evicted.is_power_of_two() {
-                tracing::warn!(
-                    closed = self.evicted,
-                    "the gateway closed connections that sent no request head, to make room (a client that opens connections without using them)"
-                );
-            }
+            self.close_first();
+        }
+    }
+
+    /// Closes the connection that has waited longest.
+    fn close_first(&mut self) {
+        let Some((_, oldest)) = self.waiting.pop_first() else {
+            return;
+        };
+        // A permit is kept if the task is not waiting yet: it closes when it gets there.
+        oldest.close.notify_one();
+        self.evicted += 1;
+        if self.evicted.is_power_of_two() {
+            tracing::warn!(
+                closed = self.evicted,
+                "the gateway closed connections that sent no request head, to make room (a client that opens connections without using them)"
+            );
         }
     }
 
@@ -144,7 +175,8 @@ pub(crate) async fn accept(
         };
         // Small JSON-RPC messages: do not wait to fill a segment.
         let _ = tcp.set_nodelay(true);
-        let (id, close) = lock(&unproven).admit(limits.max_unproven, Instant::now());
+        let (id, close) =
+            lock(&unproven).admit(limits.max_unproven, limits.ceiling, Instant::now());
         let app = hyper_util::service::TowerToHyperService::new(app.clone());
         let marks = unproven.clone();
         let service = hyper::service::service_fn(move |req| {
@@ -196,18 +228,18 @@ mod tests {
         let t0 = Instant::now();
         let later = t0 + MIN_WAIT;
         let mut unproven = Unproven::default();
-        let (first, close_first) = unproven.admit(2, t0);
-        let (_second, close_second) = unproven.admit(2, t0);
+        let (first, close_first) = unproven.admit(2, 100, t0);
+        let (_second, close_second) = unproven.admit(2, 100, t0);
         // The first sent its head: it is not a candidate any more.
         unproven.proven(first);
-        let (_third, close_third) = unproven.admit(2, t0);
+        let (_third, close_third) = unproven.admit(2, 100, t0);
         // Over the cap, but nobody has waited long enough: a burst does not close a real client
         // accepted in its middle.
-        let (_fourth, _) = unproven.admit(2, t0);
+        let (_fourth, _) = unproven.admit(2, 100, t0);
         assert_eq!(unproven.waiting.len(), 3);
         assert_eq!(unproven.evicted, 0);
         // Once they have waited, the next one accepted closes the oldest down to the cap.
-        let (_fifth, close_fifth) = unproven.admit(2, later);
+        let (_fifth, close_fifth) = unproven.admit(2, 100, later);
         assert_eq!(unproven.waiting.len(), 2);
         assert_eq!(unproven.evicted, 2);
         assert!(told(&close_second) && told(&close_third));
@@ -219,11 +251,24 @@ mod tests {
     }
 
     #[test]
+    fn past_the_ceiling_the_oldest_goes_however_young() {
+        let t0 = Instant::now();
+        let mut unproven = Unproven::default();
+        let (_, first) = unproven.admit(2, 3, t0);
+        for _ in 0..3 {
+            unproven.admit(2, 3, t0);
+        }
+        assert_eq!(unproven.waiting.len(), 3);
+        assert!(told(&first));
+        assert!(ceiling_for(256) >= 256);
+    }
+
+    #[test]
     fn out_of_descriptors_every_connection_that_waited_goes() {
         let t0 = Instant::now();
         let mut unproven = Unproven::default();
-        let (_, old) = unproven.admit(100, t0);
-        let (_, young) = unproven.admit(100, t0 + MIN_WAIT);
+        let (_, old) = unproven.admit(100, 100, t0);
+        let (_, young) = unproven.admit(100, 100, t0 + MIN_WAIT);
         assert_eq!(unproven.make_room(t0 + MIN_WAIT), 1);
         assert!(told(&old) && !told(&young));
     }

@@ -271,6 +271,7 @@ impl Gateway {
         let limits = crate::connections::ConnectionLimits {
             header_read_timeout: self.state.options.header_read_timeout,
             max_unproven: self.state.options.max_unproven_connections,
+            ceiling: crate::connections::ceiling_for(self.state.options.max_unproven_connections),
         };
         let app = router(self.state);
         let unproven = Arc::default();

@@ -80,7 +80,9 @@ impl Sessions {
         map.insert(
             (connector.to_owned(), id.to_owned()),
             Session {
-                initialize,
+                // A copy of its own: the body may be a slice of a connection's read buffer, which
+                // a kept slice would keep whole.
+                initialize: Bytes::copy_from_slice(&initialize),
                 headers,
                 upstream: id.to_owned(),
                 last_used: now,
