@@ -17,6 +17,7 @@ pub mod load;
 pub mod own_gateway;
 pub mod placeholder;
 pub mod text;
+pub mod url_key;
 
 pub use credential_key::{credential_key, CredentialKey};
 pub use document::{
@@ -34,6 +35,7 @@ pub use load::{
     BUILT_IN_PATH,
 };
 pub use placeholder::{expand, placeholders, MalformedPlaceholder, Placeholder, VariableUse};
+pub use url_key::{same_url, url_key};
 
 /// The JSON schema every catalog file is validated against (AIR's schema plus Patchbay's extensions).
 pub const SCHEMA: &str = include_str!("../../../../catalog/mcp.schema.json");

@@ -353,7 +353,7 @@ pub fn switch_candidates(patchbay: &Patchbay) -> Result<Vec<SwitchCandidate>, Co
 /// The connector in use whose URL (its `${VAR}`s expanded) is `url`, ignoring one trailing `/`
 /// and the case of the scheme and host. The first in catalog order.
 pub fn connector_with_url(patchbay: &Patchbay, url: &str) -> Result<Option<String>, CoreError> {
-    let wanted = normalize_url(url);
+    let wanted = patchbay_catalog::url_key(url);
     let in_use = patchbay.in_use();
     let resolve = |n: &str| patchbay.resolve_variable(n);
     Ok(patchbay
@@ -365,25 +365,9 @@ pub fn connector_with_url(patchbay: &Patchbay, url: &str) -> Result<Option<Strin
             other => other
                 .url()
                 .and_then(|u| expand(u, &resolve).ok())
-                .is_some_and(|u| normalize_url(&u) == wanted),
+                .is_some_and(|u| patchbay_catalog::url_key(&u) == wanted),
         })
         .map(|e| e.name.as_str().to_owned()))
-}
-
-fn normalize_url(url: &str) -> String {
-    let url = url.trim();
-    let url = url.strip_suffix('/').unwrap_or(url);
-    match url.split_once("://") {
-        Some((scheme, rest)) => {
-            let (host, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
-            format!(
-                "{}://{}{path}",
-                scheme.to_ascii_lowercase(),
-                host.to_ascii_lowercase()
-            )
-        }
-        None => url.to_owned(),
-    }
 }
 
 #[cfg(test)]
@@ -473,10 +457,13 @@ mod tests {
     #[test]
     fn urls_compare_like_the_gateway_compares_them() {
         assert_eq!(
-            normalize_url("HTTP://LocalHost:35557/MCP/"),
+            patchbay_catalog::url_key("HTTP://LocalHost:35557/MCP/"),
             "http://localhost:35557/MCP"
         );
-        assert_eq!(normalize_url(" https://a.example "), "https://a.example");
+        assert_eq!(
+            patchbay_catalog::url_key(" https://a.example "),
+            "https://a.example"
+        );
     }
 
     #[cfg(unix)]

@@ -71,7 +71,7 @@ impl ImportTarget {
     /// Adds the mcp-remote invocations among `clients` that bridge this target's URL.
     pub fn with_mcp_remote_from(mut self, clients: &[ClientServer]) -> ImportTarget {
         for options in clients.iter().filter_map(ClientServer::mcp_remote_options) {
-            if same_url(&options.server_url, &self.server_url)
+            if patchbay_catalog::same_url(&options.server_url, &self.server_url)
                 && !self.mcp_remote.contains(&options)
             {
                 self.mcp_remote.push(options);
@@ -223,15 +223,6 @@ impl Found {
     }
 }
 
-/// `a` and `b` name the same endpoint: equal after trimming, one trailing `/` forgiven.
-fn same_url(a: &str, b: &str) -> bool {
-    let loose = |u: &str| {
-        let u = u.trim();
-        u.strip_suffix('/').unwrap_or(u).to_string()
-    };
-    !a.trim().is_empty() && loose(a) == loose(b)
-}
-
 /// The targets of the catalog's remote OAuth-capable entries (`${VAR}`s resolved as the
 /// catalog's keys are), each with the mcp-remote invocations `clients` configure for it.
 /// Entries whose URL or key cannot be computed now are left out, and so are entries the user
@@ -272,7 +263,7 @@ fn find_tokens(
         targets
             .iter()
             .enumerate()
-            .filter(|(_, t)| same_url(url, &t.server_url))
+            .filter(|(_, t)| patchbay_catalog::same_url(url, &t.server_url))
             .map(|(i, _)| i)
             .collect()
     };
@@ -700,6 +691,7 @@ pub async fn import_from_this_machine(patchbay: &Patchbay) -> Result<ImportRepor
 #[cfg(test)]
 mod tests {
     use super::*;
+    use patchbay_catalog::same_url;
 
     #[test]
     fn urls_match_with_one_trailing_slash_forgiven() {

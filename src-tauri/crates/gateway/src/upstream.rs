@@ -130,7 +130,7 @@ impl Upstreams {
         let looks_like_url =
             name_or_url.starts_with("http://") || name_or_url.starts_with("https://");
         let entry = if looks_like_url {
-            let wanted = normalize_url(name_or_url);
+            let wanted = patchbay_catalog::url_key(name_or_url);
             let resolve = |n: &str| self.patchbay.resolve_variable(n);
             catalog
                 .servers()
@@ -139,7 +139,7 @@ impl Upstreams {
                     e.transport
                         .url()
                         .and_then(|u| expand(u, &resolve).ok())
-                        .is_some_and(|u| normalize_url(&u) == wanted)
+                        .is_some_and(|u| patchbay_catalog::url_key(&u) == wanted)
                 })
                 .ok_or_else(|| UpstreamError::NoSuchUrl(name_or_url.to_owned()))?
         } else {
@@ -531,17 +531,6 @@ pub(crate) fn insufficient_scope(response: &reqwest::Response) -> Option<String>
         .filter(|s| !s.trim().is_empty())
 }
 
-/// A URL for comparison: scheme and host lowercased, no trailing `/`, no fragment.
-fn normalize_url(url: &str) -> String {
-    match url::Url::parse(url) {
-        Ok(mut u) => {
-            u.set_fragment(None);
-            u.as_str().trim_end_matches('/').to_owned()
-        }
-        Err(_) => url.trim().trim_end_matches('/').to_owned(),
-    }
-}
-
 /// `headers` (an entry's own), then `Authorization: Bearer` when there is a bearer and the entry
 /// sends no `Authorization` of its own (the entry's wins).
 pub(crate) fn with_bearer(
@@ -562,17 +551,17 @@ pub(crate) fn with_bearer(
 
 #[cfg(test)]
 mod tests {
-    use super::normalize_url;
+    use patchbay_catalog::url_key;
 
     #[test]
     fn urls_compare_without_trailing_slash_or_case_of_host() {
         assert_eq!(
-            normalize_url("HTTPS://Mcp.Example.com/mcp/"),
-            normalize_url("https://mcp.example.com/mcp")
+            url_key("HTTPS://Mcp.Example.com/mcp/"),
+            url_key("https://mcp.example.com/mcp")
         );
         assert_ne!(
-            normalize_url("https://mcp.example.com/mcp"),
-            normalize_url("https://mcp.example.com/sse")
+            url_key("https://mcp.example.com/mcp"),
+            url_key("https://mcp.example.com/sse")
         );
     }
 }

@@ -507,9 +507,10 @@ pub struct Bridge {
 }
 
 /// Match runtime servers to catalog entries by URL: exact after trimming whitespace, or else
-/// equal but for one trailing `/` on either side. The slash is forgiven only for matching:
-/// the key is always computed from the runtime's own URL exactly as configured, because a
-/// trailing slash changes Claude Code's key. The catalog URL's `${VAR:-default}` placeholders
+/// the same endpoint ([`patchbay_catalog::same_url`]: case of scheme and host, a default port,
+/// a fragment, one trailing `/`). The difference is forgiven only for matching: the key is
+/// always computed from the runtime's own URL exactly as configured, because a trailing slash
+/// changes Claude Code's key. The catalog URL's `${VAR:-default}` placeholders
 /// take their defaults. Each runtime server is bridged to at most one entry: exact matches
 /// first, then loose ones; among several, only the entry with the runtime's own server name
 /// (none when no entry has it).
@@ -525,7 +526,6 @@ pub fn match_catalog<'a>(
             Some((entry.name.as_str().to_string(), url.trim().to_string()))
         })
         .collect();
-    let loose = |url: &str| url.strip_suffix('/').unwrap_or(url).to_string();
     servers
         .iter()
         .filter_map(|server| {
@@ -535,7 +535,7 @@ pub fn match_catalog<'a>(
             if same.is_empty() {
                 same = entries
                     .iter()
-                    .filter(|(_, u)| loose(u) == loose(url))
+                    .filter(|(_, u)| patchbay_catalog::same_url(u, url))
                     .collect();
             }
             // Several catalog entries on one URL (two accounts of one service): only the one

@@ -401,8 +401,9 @@ pub fn command_basename(command: &str) -> String {
 
 /// What makes two entries the same server.
 ///
-/// - Remote: the URL, whitespace trimmed and one trailing `/` forgiven (as
-///   [`crate::config::match_catalog`] matches); the transport (SSE or streamable HTTP) and headers
+/// - Remote: the URL's [`patchbay_catalog::url_key`] (as [`crate::config::match_catalog`]
+///   matches: case of scheme and host, a default port, a fragment, one trailing `/` do not
+///   count); the transport (SSE or streamable HTTP) and headers
 ///   do not count.
 /// - stdio that runs mcp-remote (`npx [-y] mcp-remote URL ...`): the remote URL it bridges, so
 ///   Claude Desktop's bridged entry is the same server as Cursor's direct one.
@@ -418,8 +419,7 @@ pub enum ServerIdentity {
 
 impl ServerIdentity {
     pub fn of_url(url: &str) -> ServerIdentity {
-        let url = url.trim();
-        ServerIdentity::Url(url.strip_suffix('/').unwrap_or(url).to_string())
+        ServerIdentity::Url(patchbay_catalog::url_key(url))
     }
 
     pub fn of_command(command: &str, args: &[String]) -> ServerIdentity {
