@@ -14,6 +14,7 @@ pub mod client_config;
 pub mod deeplink;
 pub mod due;
 pub mod error;
+pub mod expansion;
 pub mod import;
 pub mod notify;
 pub mod patchbay;

@@ -173,23 +173,13 @@ impl Upstreams {
             Transport::Sse { url, headers } => (url, headers, UpstreamTransport::Sse),
         };
         let resolve = |n: &str| self.patchbay.resolve_variable(n);
-        let mut missing: Vec<String> = Vec::new();
-        let mut expand_into = |text: &str| match expand(text, &resolve) {
-            Ok(v) => v,
-            Err(names) => {
-                for n in names {
-                    if !missing.contains(&n) {
-                        missing.push(n);
-                    }
-                }
-                String::new()
-            }
-        };
-        let url = expand_into(url);
+        let mut expansion = patchbay_core::expansion::Expansion::new(&self.patchbay);
+        let url = expansion.expand(url);
         let headers: Vec<(String, Secret)> = headers
             .iter()
-            .map(|(k, v)| (k.clone(), Secret::new(expand_into(v))))
+            .map(|(k, v)| (k.clone(), Secret::new(expansion.expand(v))))
             .collect();
+        let missing = expansion.missing().to_vec();
         if !missing.is_empty() {
             // A value the vault holds but its keychain would not open is not missing: say so.
             if let Some(Err(e)) = missing.first().map(|n| self.patchbay.vault().variable(n)) {

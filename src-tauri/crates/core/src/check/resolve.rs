@@ -21,27 +21,8 @@ impl Checker {
         catalog: &Catalog,
         entry: &ServerEntry,
     ) -> Result<CheckTarget, Skip> {
-        let mut missing: Vec<String> = Vec::new();
-        let mut resolved: Vec<Secret> = Vec::new();
-        let resolve = |name: &str| self.patchbay.resolve_variable(name);
-        let mut expand_all = |text: &str| -> String {
-            for p in patchbay_catalog::placeholders(text) {
-                if let Some(v) = resolve(&p.name) {
-                    resolved.push(Secret::new(v));
-                }
-            }
-            match expand(text, &resolve) {
-                Ok(v) => v,
-                Err(names) => {
-                    for n in names {
-                        if !missing.contains(&n) {
-                            missing.push(n);
-                        }
-                    }
-                    String::new()
-                }
-            }
-        };
+        let mut expansion = crate::expansion::Expansion::new(&self.patchbay);
+        let mut expand_all = |text: &str| expansion.expand(text);
         let (endpoint, auth) = match &entry.transport {
             Transport::Stdio { command, args, env } => {
                 let command = expand_all(command);
@@ -85,11 +66,11 @@ impl Checker {
                 (endpoint, AuthKind::Process)
             }
         };
-        if !missing.is_empty() {
+        if !expansion.missing().is_empty() {
             return Err(Skip(
                 format!(
                     "missing configuration ({} has no value)",
-                    missing.join(", ")
+                    expansion.missing().join(", ")
                 ),
                 Some(Action::SetVariable),
             ));
@@ -136,7 +117,7 @@ impl Checker {
             connector: entry.name.0.clone(),
             endpoint,
             auth,
-            extra_secrets: resolved,
+            extra_secrets: expansion.into_used(),
             // The entry's own `timeout_ms` and `retry` (docs/catalog.md, "Connection settings").
             request_timeout: entry.timeout_ms.map(|ms| Duration::from_millis(ms.into())),
             retry: entry.retry.map(patchbay_check::RetryPolicy::from),
