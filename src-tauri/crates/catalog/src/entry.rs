@@ -118,9 +118,7 @@ fn is_one_placeholder(value: &str) -> bool {
     value
         .strip_prefix("${")
         .and_then(|rest| rest.strip_suffix('}'))
-        .is_some_and(|name| {
-            !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-        })
+        .is_some_and(crate::placeholder::is_variable_name)
 }
 
 /// A catalog entry that passed validation.

@@ -34,7 +34,9 @@ pub use load::{
     load, parse, Catalog, CatalogItem, CatalogSource, InvalidEntry, SourceKind, SourceReport,
     BUILT_IN_PATH,
 };
-pub use placeholder::{expand, placeholders, MalformedPlaceholder, Placeholder, VariableUse};
+pub use placeholder::{
+    expand, is_variable_name, placeholders, MalformedPlaceholder, Placeholder, VariableUse,
+};
 pub use url_key::{same_url, url_key};
 
 /// The JSON schema every catalog file is validated against (AIR's schema plus Patchbay's extensions).

@@ -126,13 +126,23 @@ fn malformed(text: &str, start: usize, problem: &'static str) -> MalformedPlaceh
     }
 }
 
+/// Whether `name` is a variable name (`[A-Za-z_][A-Za-z0-9_]*`): the one grammar every
+/// reader of `${VAR}` (and of Gemini CLI's bare `$VAR`) uses.
+pub fn is_variable_name(name: &str) -> bool {
+    !name.is_empty() && name_len(name) == name.len()
+}
+
+/// The length in bytes of the variable name `text` starts with (0: none).
+fn name_len(text: &str) -> usize {
+    text.char_indices()
+        .find(|&(i, c)| !(c == '_' || c.is_ascii_alphabetic() || (i > 0 && c.is_ascii_digit())))
+        .map_or(text.len(), |(i, _)| i)
+}
+
 /// Parse the placeholder whose `${` starts at byte `start`.
 fn parse_at(text: &str, start: usize) -> Option<Placeholder> {
     let body = &text[start + 2..];
-    let name_len = body
-        .char_indices()
-        .find(|&(i, c)| !(c == '_' || c.is_ascii_alphabetic() || (i > 0 && c.is_ascii_digit())))
-        .map_or(body.len(), |(i, _)| i);
+    let name_len = name_len(body);
     if name_len == 0 {
         return None;
     }
@@ -403,5 +413,20 @@ mod tests {
         assert_eq!(found.len(), 1);
         assert_eq!(found[0].default.as_deref(), Some("${B"));
         assert_eq!(expand("${A:-${B}}", &|_| None).unwrap(), "${B}");
+    }
+}
+
+#[cfg(test)]
+mod grammar_tests {
+    use super::is_variable_name;
+
+    #[test]
+    fn one_variable_grammar() {
+        for good in ["A", "_", "LINEAR_API_KEY", "a1", "_1"] {
+            assert!(is_variable_name(good), "{good}");
+        }
+        for bad in ["", "1A", "A-B", "A B", "Ä", "A}"] {
+            assert!(!is_variable_name(bad), "{bad}");
+        }
     }
 }

@@ -159,14 +159,6 @@ fn var_part(text: &str) -> String {
     }
 }
 
-fn is_var_name(name: &str) -> bool {
-    let mut chars = name.chars();
-    chars
-        .next()
-        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
-}
-
 /// Whether `value` holds an AIR placeholder (after [`Conversion::translate`]).
 fn has_placeholder(value: &str) -> bool {
     !patchbay_catalog::placeholders(value).is_empty()
@@ -347,7 +339,7 @@ impl Conversion {
                     .map(|(i, _)| i)
                     .unwrap_or(after.len());
                 let name = &after[..len];
-                if is_var_name(name) {
+                if patchbay_catalog::is_variable_name(name) {
                     out.push_str(&format!("${{{name}}}"));
                 } else {
                     out.push('$');
@@ -364,7 +356,10 @@ impl Conversion {
     }
 
     fn placeholder(&mut self, inner: &str, original: &str) -> String {
-        if let Some(name) = inner.strip_prefix("env:").filter(|n| is_var_name(n)) {
+        if let Some(name) = inner
+            .strip_prefix("env:")
+            .filter(|n| patchbay_catalog::is_variable_name(n))
+        {
             return format!("${{{name}}}");
         }
         let editor = matches!(
@@ -372,7 +367,9 @@ impl Conversion {
             Client::Cursor | Client::VsCode | Client::Windsurf
         );
         let name = inner.split(":-").next().unwrap_or(inner);
-        if is_var_name(name) && !(editor && EDITOR_VARIABLES.contains(&inner)) {
+        if patchbay_catalog::is_variable_name(name)
+            && !(editor && EDITOR_VARIABLES.contains(&inner))
+        {
             return original.to_string();
         }
         // `${input:id}`, `${file:path}`, `${workspaceFolder}`: a value only the client knows.
