@@ -149,6 +149,43 @@ impl Sandbox {
             .expect("catalog");
         patchbay_core::Patchbay::open(paths).expect("open")
     }
+
+    /// Stores the reference's worked example `fx` (`http://localhost:3100/mcp`, its issuer on
+    /// the same origin) under `key` as an authorization would: `access`, and `refresh` when
+    /// given, lapsing at `expires_at`.
+    pub fn store_fx_credential(
+        &self,
+        catalog: &Path,
+        key: &str,
+        access: &str,
+        refresh: Option<&str>,
+        expires_at: chrono::DateTime<chrono::Utc>,
+    ) {
+        use patchbay_vault::{CredentialRow, Secret, TokenSet};
+        self.core(Some(catalog.to_path_buf()))
+            .vault()
+            .put_credential(
+                &CredentialRow {
+                    credential_key: patchbay_catalog::CredentialKey(key.into()),
+                    server_name: "fx".into(),
+                    server_url: Some("http://localhost:3100/mcp".into()),
+                    expires_at: Some(expires_at),
+                    has_refresh_token: refresh.is_some(),
+                    one_shot: false,
+                    issuer: Some("http://localhost:3100/".into()),
+                    client_id: Some("client-1".into()),
+                    scope: Some("mcp".into()),
+                    updated_at: chrono::Utc::now(),
+                    rotated_by: None,
+                    rotated_at: None,
+                },
+                &TokenSet {
+                    access_token: Secret::new(access),
+                    refresh_token: refresh.map(Secret::new),
+                },
+            )
+            .unwrap();
+    }
 }
 
 /// Parse `status --json` output.

@@ -35,7 +35,6 @@
 //! refreshing again.
 
 use chrono::{Duration, Utc};
-use patchbay_catalog::CredentialKey;
 use patchbay_e2e::secret_scan::{
     read_issued_file, record_issued_module, Issuer, SecretScan, ISSUED_ENV,
 };
@@ -142,31 +141,7 @@ fn codex_sees_the_credential_bridge_sync_writes() {
     // A credential without a refresh token, valid for an hour: Codex reads it as logged in only
     // when `expires_at` is in milliseconds.
     let expires = Utc::now() + Duration::hours(1);
-    {
-        let core = sandbox.core(Some(catalog.clone()));
-        core.vault()
-            .put_credential(
-                &CredentialRow {
-                    credential_key: CredentialKey(KEY.into()),
-                    server_name: "fx".into(),
-                    server_url: Some("http://localhost:3100/mcp".into()),
-                    expires_at: Some(expires),
-                    has_refresh_token: false,
-                    one_shot: false,
-                    issuer: Some("http://localhost:3100/".into()),
-                    client_id: Some("client-1".into()),
-                    scope: Some("mcp".into()),
-                    updated_at: Utc::now(),
-                    rotated_by: None,
-                    rotated_at: None,
-                },
-                &TokenSet {
-                    access_token: Secret::new("at-1"),
-                    refresh_token: None,
-                },
-            )
-            .unwrap();
-    }
+    sandbox.store_fx_credential(&catalog, KEY, "at-1", None, expires);
     let out = sandbox.run(&["bridge", "sync", "--json", "--catalog", catalog_arg]);
     assert!(
         out.status.success(),

@@ -10,9 +10,7 @@
 //! (`PATCHBAY_KILL_SEED` replays it).
 
 use chrono::{Duration as ChronoDuration, Utc};
-use patchbay_catalog::CredentialKey;
 use patchbay_e2e::{require_keychain, Sandbox};
-use patchbay_vault::{CredentialRow, Secret, TokenSet};
 use serde_json::{json, Value};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -86,7 +84,7 @@ fn timed_run(mut command: Command) -> Duration {
     started.elapsed()
 }
 
-/// Files in `dir` named like ours (temp files, lock files, lock notes).
+/// Files in `dir` named like ours (temp files, lock files, lock notes, staging directories).
 fn ours_in(dir: &Path) -> Vec<PathBuf> {
     std::fs::read_dir(dir)
         .unwrap()
@@ -94,7 +92,9 @@ fn ours_in(dir: &Path) -> Vec<PathBuf> {
         .map(|e| e.path())
         .filter(|p| {
             let name = p.file_name().unwrap().to_string_lossy();
-            name.contains(".patchbay.") || name.ends_with(".patchbay-owner")
+            // `.patchbay.` (temps, lock files), `.patchbay-owner` (lock notes), `.patchbay-new.`
+            // (a lock being made); not the one-time backup, which is the user's to keep.
+            name.contains(".patchbay") && !name.ends_with(".patchbay-backup")
         })
         .collect()
 }
@@ -152,31 +152,13 @@ fn killed_bridge_syncs_leave_no_secret_copy_and_no_lock_that_blocks_the_next() {
         std::fs::rename(&tmp, &credentials).unwrap();
     };
     reset();
-    {
-        let core = sandbox.core(Some(catalog.clone()));
-        core.vault()
-            .put_credential(
-                &CredentialRow {
-                    credential_key: CredentialKey(KEY.into()),
-                    server_name: "fx".into(),
-                    server_url: Some("http://localhost:3100/mcp".into()),
-                    expires_at: Some(Utc::now() + ChronoDuration::hours(24)),
-                    has_refresh_token: true,
-                    one_shot: false,
-                    issuer: Some("http://localhost:3100/".into()),
-                    client_id: Some("client-1".into()),
-                    scope: Some("mcp".into()),
-                    updated_at: Utc::now(),
-                    rotated_by: None,
-                    rotated_at: None,
-                },
-                &TokenSet {
-                    access_token: Secret::new("at-kill-soak"),
-                    refresh_token: Some(Secret::new("rt-kill-soak")),
-                },
-            )
-            .unwrap();
-    }
+    sandbox.store_fx_credential(
+        &catalog,
+        KEY,
+        "at-kill-soak",
+        Some("rt-kill-soak"),
+        Utc::now() + ChronoDuration::hours(24),
+    );
     let sync = || {
         let mut command = sandbox.command();
         command.args(["bridge", "sync", "--catalog"]).arg(&catalog);

@@ -7,7 +7,6 @@ use chrono::{Duration, Utc};
 use patchbay_catalog::CredentialKey;
 use patchbay_e2e::secret_scan::SecretScan;
 use patchbay_e2e::{json, require_keychain, Sandbox};
-use patchbay_vault::{CredentialRow, Secret, TokenSet};
 use serde_json::{json, Value};
 use std::path::Path;
 
@@ -69,31 +68,13 @@ fn sync_writes_claude_codes_entry_and_status_adopts_its_rotation() {
 
     // A credential in the vault, as an authorization stores it.
     let expires = Utc::now() + Duration::hours(1);
-    {
-        let core = sandbox.core(Some(catalog.clone()));
-        core.vault()
-            .put_credential(
-                &CredentialRow {
-                    credential_key: CredentialKey(KEY.into()),
-                    server_name: "fx".into(),
-                    server_url: Some("http://localhost:3100/mcp".into()),
-                    expires_at: Some(expires),
-                    has_refresh_token: true,
-                    one_shot: false,
-                    issuer: Some("http://localhost:3100/".into()),
-                    client_id: Some("client-1".into()),
-                    scope: Some("mcp".into()),
-                    updated_at: Utc::now(),
-                    rotated_by: None,
-                    rotated_at: None,
-                },
-                &TokenSet {
-                    access_token: Secret::new("at-1-patchbay"),
-                    refresh_token: Some(Secret::new("rt-1-patchbay")),
-                },
-            )
-            .unwrap();
-    }
+    sandbox.store_fx_credential(
+        &catalog,
+        KEY,
+        "at-1-patchbay",
+        Some("rt-1-patchbay"),
+        expires,
+    );
 
     let out = sandbox.run(&["bridge", "sync", "--json", "--catalog", catalog_arg]);
     assert!(out.status.success(), "stderr: {}", stderr(&out));

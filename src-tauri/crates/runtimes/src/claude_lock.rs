@@ -46,7 +46,9 @@
 //!
 //! A lock a killed Patchbay left ([`ClaudeWriteLock::acquire_under`]): beside each lock
 //! directory it creates, a writer notes which of our flocks it held and which directory it made
-//! (`<lock>.patchbay-owner`: the flock's path, the directory's device, inode and mtime). A writer
+//! (`<lock>.patchbay-owner`: the flock's path, the directory's device and inode; on Linux the
+//! directory is made under another name, noted, and renamed into place, so no kill leaves one
+//! without the other). A writer
 //! that holds that same flock and finds that same directory knows its maker is gone (the flock
 //! is released when a process dies), so it takes the lock over at once instead of waiting out
 //! the 15 s (a `bridge sync` after a killed one failed for 5.5 s). A directory Claude Code made
@@ -101,10 +103,19 @@ impl ClaudeWriteLock {
     /// removing a stale one, polling with backoff until `timeout`; past it,
     /// [`RuntimeError::Busy`].
     pub fn acquire(path: &Path, timeout: Duration) -> Result<ClaudeWriteLock, RuntimeError> {
+        Self::acquire_with(path, timeout, &mut mkdir_once)
+    }
+
+    /// The acquire loop, `create` making the directory (`Ok(false)`: it exists already).
+    fn acquire_with(
+        path: &Path,
+        timeout: Duration,
+        create: &mut dyn FnMut(&Path) -> std::io::Result<bool>,
+    ) -> Result<ClaudeWriteLock, RuntimeError> {
         let deadline = Instant::now() + timeout;
         let mut delay = MIN_POLL;
         loop {
-            if try_acquire(path).map_err(|e| io_error(path, "cannot take the lock", e))? {
+            if try_acquire(path, create).map_err(|e| io_error(path, "cannot take the lock", e))? {
                 return Ok(ClaudeWriteLock {
                     path: path.to_path_buf(),
                     created: Identity::of(path),
@@ -134,15 +145,7 @@ impl ClaudeWriteLock {
         guard: &crate::lock::FileLock,
     ) -> Result<ClaudeWriteLock, RuntimeError> {
         release_left_behind(path, guard);
-        let lock = Self::acquire(path, timeout)?;
-        if let Some(made) = &lock.created {
-            // Best effort: without the note a lock left behind waits out the stale rule.
-            let note = format!("{}\n{}\n", guard.path().display(), made.describe());
-            if let Err(e) = fs::write(owner_note(path), note) {
-                tracing::debug!(lock = %path.display(), "cannot note the lock as ours: {e}");
-            }
-        }
-        Ok(lock)
+        Self::acquire_with(path, timeout, &mut |at| create_noted(at, guard.path()))
     }
 
     pub fn path(&self) -> &Path {
@@ -202,6 +205,11 @@ impl Drop for ClaudeWriteLock {
             tracing::warn!(lock = %self.path.display(), "Claude Code's write lock was taken over while we held it; leaving it");
             return;
         }
+        // The note first: a kill between the two leaves a lock the stale rule takes over, never
+        // a note that could name a directory made later with the same inode.
+        if self.created.is_some() {
+            let _ = fs::remove_file(owner_note(&self.path));
+        }
         match fs::remove_dir(&self.path) {
             Ok(()) => {}
             Err(e) if e.kind() == ErrorKind::NotFound => {}
@@ -209,23 +217,21 @@ impl Drop for ClaudeWriteLock {
                 tracing::warn!(lock = %self.path.display(), "cannot release Claude Code's write lock: {e}")
             }
         }
-        if self.created.is_some() {
-            let _ = fs::remove_file(owner_note(&self.path));
-        }
     }
 }
 
 /// One attempt: `Ok(true)` when we now hold the lock, `Ok(false)` when a live holder has it.
-fn try_acquire(path: &Path) -> std::io::Result<bool> {
-    match fs::create_dir(path) {
-        Ok(()) => return Ok(true),
-        Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
-        Err(e) => return Err(e),
+fn try_acquire(
+    path: &Path,
+    create: &mut dyn FnMut(&Path) -> std::io::Result<bool>,
+) -> std::io::Result<bool> {
+    if create(path)? {
+        return Ok(true);
     }
     let modified = match fs::metadata(path) {
         Ok(meta) => meta.modified()?,
         // Released in between: the next attempt may get it.
-        Err(e) if e.kind() == ErrorKind::NotFound => return mkdir_once(path),
+        Err(e) if e.kind() == ErrorKind::NotFound => return create(path),
         Err(e) => return Err(e),
     };
     // A future mtime (proper-lockfile sets the next second + 5 ms) is fresh.
@@ -242,7 +248,103 @@ fn try_acquire(path: &Path) -> std::io::Result<bool> {
         Err(e) => return Err(e),
     }
     // Once, without the stale check (as proper-lockfile): whoever wins the mkdir holds it.
-    mkdir_once(path)
+    create(path)
+}
+
+/// Makes the lock directory at `path` with our note beside it naming `guard` and the directory,
+/// so that no kill leaves one without the other: on Linux the directory is made under another
+/// name, noted, then renamed into place (`RENAME_NOREPLACE`: it fails, as `mkdir` would, when a
+/// lock is there). Elsewhere `mkdir`, then the note (a kill in between leaves a lock the stale
+/// rule takes over).
+fn create_noted(path: &Path, guard: &Path) -> std::io::Result<bool> {
+    #[cfg(target_os = "linux")]
+    {
+        use rustix::fs::{renameat_with, RenameFlags, CWD};
+        use rustix::io::Errno;
+        let staging = staging_dir(path);
+        let _ = fs::remove_dir(&staging);
+        fs::create_dir(&staging)?;
+        let noted = Identity::of(&staging).is_some_and(|made| write_note(path, guard, &made));
+        if noted {
+            match renameat_with(CWD, &staging, CWD, path, RenameFlags::NOREPLACE) {
+                Ok(()) => return Ok(true),
+                Err(Errno::EXIST | Errno::NOTEMPTY) => {
+                    let _ = fs::remove_dir(&staging);
+                    let _ = fs::remove_file(owner_note(path));
+                    return Ok(false);
+                }
+                // The filesystem cannot: mkdir as everywhere else.
+                Err(Errno::INVAL | Errno::NOSYS | Errno::OPNOTSUPP) => {}
+                Err(e) => {
+                    let _ = fs::remove_dir(&staging);
+                    let _ = fs::remove_file(owner_note(path));
+                    return Err(e.into());
+                }
+            }
+        }
+        let _ = fs::remove_dir(&staging);
+        let _ = fs::remove_file(owner_note(path));
+    }
+    if !mkdir_once(path)? {
+        return Ok(false);
+    }
+    if let Some(made) = Identity::of(path) {
+        // Best effort: without the note a lock left behind waits out the stale rule.
+        write_note(path, guard, &made);
+    }
+    Ok(true)
+}
+
+/// `<lock>.patchbay-new.<pid>`: where [`create_noted`] makes the directory before it is the lock.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+pub(crate) fn staging_dir(lock: &Path) -> PathBuf {
+    let mut name = lock.as_os_str().to_owned();
+    name.push(format!("{STAGING_INFIX}{}", std::process::id()));
+    PathBuf::from(name)
+}
+
+/// What a killed [`create_noted`] can leave beside the lock at `lock`: its staging directory and
+/// a note's temp file (`<lock>.patchbay-new.<pid>`, `<lock>.patchbay-owner.<pid>`).
+pub(crate) fn staging_left(lock: &Path) -> Vec<PathBuf> {
+    let (Some(dir), Some(name)) = (lock.parent(), lock.file_name()) else {
+        return Vec::new();
+    };
+    let name = name.to_string_lossy();
+    let staging = format!("{name}{STAGING_INFIX}");
+    let note_temp = format!("{name}.patchbay-owner.");
+    let Ok(entries) = fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter(|e| {
+            let file = e.file_name().to_string_lossy().into_owned();
+            [&staging, &note_temp].iter().any(|prefix| {
+                file.strip_prefix(prefix.as_str())
+                    .is_some_and(|pid| !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()))
+            })
+        })
+        .map(|e| e.path())
+        .collect()
+}
+
+/// What follows the lock's name in [`staging_dir`]'s.
+pub(crate) const STAGING_INFIX: &str = ".patchbay-new.";
+
+/// Writes the note for the lock at `path` (whole or not at all: a temp file renamed); whether
+/// it did.
+fn write_note(path: &Path, guard: &Path, made: &Identity) -> bool {
+    let note = owner_note(path);
+    let mut temp = note.as_os_str().to_owned();
+    temp.push(format!(".{}", std::process::id()));
+    let temp = PathBuf::from(temp);
+    let text = format!("{}\n{}\n", guard.display(), made.describe());
+    let written = fs::write(&temp, text).and_then(|()| fs::rename(&temp, &note));
+    if let Err(e) = &written {
+        let _ = fs::remove_file(&temp);
+        tracing::debug!(lock = %path.display(), "cannot note the lock as ours: {e}");
+    }
+    written.is_ok()
 }
 
 fn mkdir_once(path: &Path) -> std::io::Result<bool> {
@@ -262,18 +364,17 @@ struct Identity {
 }
 
 impl Identity {
-    /// One line that tells this directory apart from any made after it.
+    /// One line that names this directory: its device and inode (a rename into place keeps
+    /// them; elsewhere, its mtime).
     fn describe(&self) -> String {
         #[cfg(unix)]
-        let inode = format!("{}:{}", self.inode.0, self.inode.1);
+        return format!("{}:{}", self.inode.0, self.inode.1);
         #[cfg(not(unix))]
-        let inode = String::new();
-        let modified = self
+        return self
             .modified
             .and_then(|m| m.duration_since(std::time::UNIX_EPOCH).ok())
-            .map(|d| d.as_nanos())
+            .map(|d| d.as_nanos().to_string())
             .unwrap_or_default();
-        format!("{inode} {modified}")
     }
 
     fn of(path: &Path) -> Option<Identity> {

@@ -83,9 +83,15 @@ fn sweep_one(file: &WrittenFile) -> usize {
         .runtime_lock
         .as_deref()
         .filter(|lock| crate::claude_lock::noted_as_ours(lock, &ours));
+    let staging: Vec<PathBuf> = file
+        .runtime_lock
+        .as_deref()
+        .map(crate::claude_lock::staging_left)
+        .unwrap_or_default();
     if stale_temps(&file.path).is_empty()
         && stale_temps(&backup).is_empty()
         && lock_left.is_none()
+        && staging.is_empty()
         && !ours.exists()
     {
         return 0;
@@ -96,6 +102,13 @@ fn sweep_one(file: &WrittenFile) -> usize {
         return 0;
     };
     let mut removed = sweep_stale_temps(&file.path) + sweep_stale_temps(&backup);
+    for left in staging {
+        let gone = match left.is_dir() {
+            true => std::fs::remove_dir(&left),
+            false => std::fs::remove_file(&left),
+        };
+        removed += usize::from(gone.is_ok());
+    }
     if let Some(lock) = lock_left {
         removed += usize::from(crate::claude_lock::release_left_behind(lock, &guard));
     }
@@ -136,6 +149,13 @@ mod tests {
         for path in ours.iter().chain(&theirs) {
             fs::write(path, "secret copy").unwrap();
         }
+        // What a writer killed while making its lock leaves: the staging directory, a note's
+        // temp file.
+        let lock_name = crate::claude_lock::claude_write_lock_path(&claude);
+        let staging = PathBuf::from(format!("{}.patchbay-new.4242", lock_name.display()));
+        let note_temp = PathBuf::from(format!("{}.patchbay-owner.4242", lock_name.display()));
+        fs::create_dir(&staging).unwrap();
+        fs::write(&note_temp, "x").unwrap();
         // A Claude Code lock a writer of ours made (with its note), killed before releasing.
         let storage_lock = crate::claude_lock::claude_write_lock_path(&claude);
         {
@@ -162,6 +182,7 @@ mod tests {
             assert!(path.exists(), "{} was removed", path.display());
         }
         assert!(!storage_lock.exists());
+        assert!(!staging.exists() && !note_temp.exists());
         assert!(config_lock.is_dir());
         assert!(!claude.join(".credentials.json.patchbay.lock").exists());
         // Once is enough.

@@ -33,6 +33,7 @@ pub struct FileLock {
     _file: File,
     path: PathBuf,
     /// Removed on release (ours alone; see the module docs).
+    #[cfg_attr(not(unix), allow(dead_code))]
     remove: bool,
 }
 
