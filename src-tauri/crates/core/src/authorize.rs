@@ -167,6 +167,8 @@ struct OwnFlow {
     state: String,
     credential_key: patchbay_catalog::CredentialKey,
     started_at: DateTime<Utc>,
+    /// Past it the flow left the vault by expiring, not elsewhere: the wait's own bound says so.
+    expires_at: DateTime<Utc>,
 }
 
 /// How often `wait_for` looks whether its flows are still pending in the (shared) vault.
@@ -272,6 +274,7 @@ impl Authorizer {
                 state: begun.state.clone(),
                 credential_key,
                 started_at: request.now,
+                expires_at: begun.expires_at,
             });
 
         let mut notice = None;
@@ -656,7 +659,7 @@ impl Inner {
         let flows = own.get(connector).filter(|f| !f.is_empty())?;
         let finishing = lock(&self.finishing);
         for flow in flows {
-            if finishing.contains(&flow.state) {
+            if finishing.contains(&flow.state) || now >= flow.expires_at {
                 return None;
             }
             match vault.pending_flow(&flow.state, now) {

@@ -1288,3 +1288,17 @@ async fn a_flow_whose_browser_finished_at_another_port_ends_the_wait_done() {
     );
     assert_eq!(r.state(), ConnectorState::Ready);
 }
+
+#[tokio::test]
+async fn a_flow_that_expired_is_not_said_to_be_spent_elsewhere() {
+    let r = rig(Config::default()).await;
+    let a = with_receiver(&r, free_port());
+    a.start("fx", StartOptions::default()).await.unwrap();
+    // Gone from the vault by expiring: the wait ends on its own bound, as a wait.
+    r.advance(chrono::Duration::minutes(11));
+    let err = a
+        .wait_for("fx", Duration::from_millis(800))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, CoreError::WaitTimedOut { .. }), "{err}");
+}
