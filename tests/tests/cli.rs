@@ -971,3 +971,24 @@ fn status_reads_a_database_on_a_full_disk() {
         "the database was changed"
     );
 }
+
+/// Issue 21: a mistyped or mis-cased connector name gets a "did you mean" from the catalog.
+#[test]
+fn a_near_miss_of_a_connector_name_gets_a_did_you_mean() {
+    let sandbox = Sandbox::new(false);
+    for (args, near) in [
+        (&["authorize", "notoin"][..], "notion"),
+        (&["enable", "Notion"][..], "notion"),
+        (&["check", "linaer"][..], "linear"),
+    ] {
+        let out = sandbox.run(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stdout(&out));
+        let err = stderr(&out);
+        assert!(
+            err.contains(&format!("did you mean \"{near}\"?")),
+            "{args:?}: {err}"
+        );
+    }
+    let out = sandbox.run(&["check", "no-such-server-at-all"]);
+    assert!(!stderr(&out).contains("did you mean"), "{}", stderr(&out));
+}

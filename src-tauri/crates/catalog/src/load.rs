@@ -106,10 +106,51 @@ impl Catalog {
         self.items.iter().find(|i| i.name().as_str() == name)
     }
 
+    /// For a name no entry has: the entry's name it most likely meant (the same but for case,
+    /// else at most two edits away, a swap of neighbours counting one), for "did you mean".
+    pub fn did_you_mean(&self, name: &str) -> Option<&str> {
+        let wanted = name.to_lowercase();
+        let names = self.items.iter().map(|i| i.name().as_str());
+        if let Some(same) = names.clone().find(|n| n.to_lowercase() == wanted) {
+            return Some(same);
+        }
+        let most = if wanted.chars().count() >= 5 { 2 } else { 1 };
+        names
+            .map(|n| (edit_distance(&n.to_lowercase(), &wanted), n))
+            .filter(|(d, _)| *d <= most)
+            .min_by_key(|(d, _)| *d)
+            .map(|(_, n)| n)
+    }
+
     /// File-level errors across all layers.
     pub fn errors(&self) -> impl Iterator<Item = &CatalogError> {
         self.sources.iter().filter_map(|s| s.error.as_ref())
     }
+}
+
+/// Edits between `a` and `b` (insertions, deletions, substitutions, swaps of neighbours).
+fn edit_distance(a: &str, b: &str) -> usize {
+    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for (i, row) in d.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    for (j, cell) in d[0].iter_mut().enumerate() {
+        *cell = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut best = (d[i - 1][j] + 1)
+                .min(d[i][j - 1] + 1)
+                .min(d[i - 1][j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                best = best.min(d[i - 2][j - 2] + 1);
+            }
+            d[i][j] = best;
+        }
+    }
+    d[a.len()][b.len()]
 }
 
 /// Load and merge the layers in order. Never fails as a whole: a bad file is reported in its
@@ -633,5 +674,34 @@ fn or_list(items: &[String]) -> String {
         [] => String::new(),
         [one] => one.clone(),
         [init @ .., last] => format!("{} or {last}", init.join(", ")),
+    }
+}
+
+#[cfg(test)]
+mod did_you_mean_tests {
+    use super::*;
+
+    #[test]
+    fn names_a_near_miss_and_nothing_else() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("catalog.json");
+        std::fs::write(
+            &path,
+            r#"{"mcpServers":{"notion":{"type":"http","url":"https://mcp.notion.com/mcp"},
+                "linear":{"type":"http","url":"https://mcp.linear.app/mcp"},
+                "gh":{"type":"http","url":"https://api.githubcopilot.com/mcp/"}}}"#,
+        )
+        .unwrap();
+        let catalog = load(&[CatalogSource::File {
+            path,
+            kind: SourceKind::Explicit,
+            required: true,
+        }]);
+        assert_eq!(catalog.did_you_mean("notoin"), Some("notion"));
+        assert_eq!(catalog.did_you_mean("Notion"), Some("notion"));
+        assert_eq!(catalog.did_you_mean("linaer"), Some("linear"));
+        assert_eq!(catalog.did_you_mean("gx"), Some("gh"));
+        assert_eq!(catalog.did_you_mean("postgres"), None);
+        assert_eq!(catalog.did_you_mean("xy"), None);
     }
 }

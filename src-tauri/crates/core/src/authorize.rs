@@ -769,9 +769,14 @@ fn not_authorizable(name: &str, why: &str) -> CoreError {
 
 /// The catalog entry `name`, when Patchbay may run an OAuth flow for it.
 fn authorizable_entry(patchbay: &Patchbay, name: &str) -> Result<ServerEntry, CoreError> {
-    match patchbay.catalog().get(name) {
+    let catalog = patchbay.catalog();
+    match catalog.get(name) {
         None => Err(CoreError::NotAuthorizable(format!(
-            "no connector named {name} in the catalog; only catalog servers can be authorized"
+            "no connector named {name} in the catalog{}; only catalog servers can be authorized",
+            catalog
+                .did_you_mean(name)
+                .map(|near| format!(" (did you mean \"{near}\"?)"))
+                .unwrap_or_default()
         ))),
         Some(CatalogItem::Invalid(invalid)) => Err(not_authorizable(
             name,

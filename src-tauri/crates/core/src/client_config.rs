@@ -182,13 +182,13 @@ pub fn add_to_client(
     let file = client_file(patchbay, client)?;
     let report = patchbay.status();
     let Some(row) = report.connector(name) else {
-        let hint = match patchbay.catalog().get(name) {
-            Some(_) => format!("; `patchbay enable {name}` puts it in use"),
-            None => String::new(),
-        };
-        return Err(CoreError::UnknownConnector {
-            name: name.to_owned(),
-            looked_in: format!("in use{hint}"),
+        let catalog = patchbay.catalog();
+        return Err(match catalog.get(name) {
+            Some(_) => CoreError::UnknownConnector {
+                name: name.to_owned(),
+                looked_in: format!("in use; `patchbay enable {name}` puts it in use"),
+            },
+            None => CoreError::unknown_connector(&catalog, name, "in use"),
         });
     };
     if row.transport == "stdio" {

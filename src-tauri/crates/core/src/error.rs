@@ -115,6 +115,22 @@ fn existing_note(existing: &Option<String>) -> String {
 }
 
 impl CoreError {
+    /// No connector `name` where `looked_in` says, with a "did you mean" when `catalog` has a
+    /// name near it (a typo, another case).
+    pub fn unknown_connector(
+        catalog: &patchbay_catalog::Catalog,
+        name: &str,
+        looked_in: &str,
+    ) -> CoreError {
+        CoreError::UnknownConnector {
+            name: name.to_owned(),
+            looked_in: match catalog.did_you_mean(name) {
+                Some(near) => format!("{looked_in}; did you mean \"{near}\"?"),
+                None => looked_in.to_owned(),
+            },
+        }
+    }
+
     /// `cannot {action} {path}: {error}`.
     pub fn io(action: &'static str, path: &std::path::Path, error: std::io::Error) -> CoreError {
         CoreError::Io {

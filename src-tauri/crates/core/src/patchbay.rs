@@ -306,10 +306,11 @@ impl Patchbay {
                 })
             }
             None => {
-                return Err(CoreError::UnknownConnector {
-                    name: name.to_owned(),
-                    looked_in: "in the catalog or any client".into(),
-                })
+                return Err(CoreError::unknown_connector(
+                    &catalog,
+                    name,
+                    "in the catalog or any client",
+                ))
             }
         };
         let client_only = usage.client_only.contains(name);

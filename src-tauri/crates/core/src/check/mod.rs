@@ -149,10 +149,11 @@ impl Checker {
     pub async fn check(&self, name: &str) -> Result<ConnectorCheck, CoreError> {
         let catalog = self.patchbay.catalog();
         let Some(item) = catalog.get(name) else {
-            return Err(CoreError::UnknownConnector {
-                name: name.to_owned(),
-                looked_in: "in the catalog".into(),
-            });
+            return Err(CoreError::unknown_connector(
+                &catalog,
+                name,
+                "in the catalog",
+            ));
         };
         self.check_item(&catalog, item, true).await
     }

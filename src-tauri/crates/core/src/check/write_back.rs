@@ -75,10 +75,11 @@ impl Checker {
                 })
             }
             None => {
-                return Err(CoreError::UnknownConnector {
-                    name: name.to_owned(),
-                    looked_in: "in the catalog".into(),
-                })
+                return Err(CoreError::unknown_connector(
+                    &catalog,
+                    name,
+                    "in the catalog",
+                ))
             }
         };
         if !entry.transport.is_remote() || transport == TransportKind::Stdio {
