@@ -980,6 +980,7 @@ fn a_near_miss_of_a_connector_name_gets_a_did_you_mean() {
         (&["authorize", "notoin"][..], "notion"),
         (&["enable", "Notion"][..], "notion"),
         (&["check", "linaer"][..], "linear"),
+        (&["history", "notoin"][..], "notion"),
     ] {
         let out = sandbox.run(args);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stdout(&out));

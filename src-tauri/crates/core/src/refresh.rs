@@ -541,8 +541,15 @@ impl Refresher {
             .credential_rows()?
             .into_iter()
             .find(|r| r.server_name == connector)
-            .ok_or_else(|| CoreError::NoCredential {
-                connector: connector.to_owned(),
+            .ok_or_else(|| {
+                // No such connector at all is said as that, not as a missing credential.
+                let catalog = self.inner.patchbay.catalog();
+                match catalog.get(connector) {
+                    Some(_) => CoreError::NoCredential {
+                        connector: connector.to_owned(),
+                    },
+                    None => CoreError::unknown_connector(&catalog, connector, "in the catalog"),
+                }
             })
     }
 
