@@ -636,9 +636,12 @@ impl Bridges {
             .catalog_servers()
             .into_iter()
             .find(|e| e.name.as_str() == name)
-            .ok_or_else(|| CoreError::UnknownConnector {
-                name: name.to_owned(),
-                looked_in: "among the catalog's valid entries".into(),
+            .ok_or_else(|| {
+                CoreError::unknown_connector(
+                    &self.patchbay.catalog(),
+                    name,
+                    "among the catalog's valid entries",
+                )
             })?;
         if let Some(why) = add_refusal(&entry, runtime) {
             return Err(CoreError::Refused {

@@ -175,6 +175,18 @@ pub(crate) fn noted_as_ours(path: &Path, guard: &Path) -> bool {
     lines.next() == Some(&*guard.display().to_string()) && lines.next() == Some(&*now.describe())
 }
 
+/// Removes a note of a writer under `guard` (which the caller holds) that names no lock at
+/// `path` any more (its writer was killed releasing it): before the directory it names is
+/// removed, so no later lock with that inode could match it. Whether it did.
+pub(crate) fn forget_stale_note(path: &Path, guard: &crate::lock::FileLock) -> bool {
+    let note = owner_note(path);
+    let Ok(text) = fs::read_to_string(&note) else {
+        return false;
+    };
+    let ours = text.lines().next() == Some(&*guard.path().display().to_string());
+    ours && !noted_as_ours(path, guard.path()) && fs::remove_file(&note).is_ok()
+}
+
 /// Removes the lock directory at `path` (and its note) when a writer under `guard`, which the
 /// caller holds, made it and is gone. Whether it did.
 pub(crate) fn release_left_behind(path: &Path, guard: &crate::lock::FileLock) -> bool {
@@ -205,9 +217,21 @@ impl Drop for ClaudeWriteLock {
             tracing::warn!(lock = %self.path.display(), "Claude Code's write lock was taken over while we held it; leaving it");
             return;
         }
-        // The note first: a kill between the two leaves a lock the stale rule takes over, never
-        // a note that could name a directory made later with the same inode.
         if self.created.is_some() {
+            // On Linux moved aside first (one atomic step: the lock is gone for everyone), then
+            // the note, then the directory: a kill anywhere leaves no lock, and the note never
+            // outlives the directory it names (whose inode a later lock could reuse).
+            #[cfg(target_os = "linux")]
+            {
+                let parked = staging_dir(&self.path);
+                if fs::rename(&self.path, &parked).is_ok() {
+                    let _ = fs::remove_file(owner_note(&self.path));
+                    let _ = fs::remove_dir(&parked);
+                    return;
+                }
+            }
+            // Elsewhere the note first: a kill between the two leaves a lock the stale rule
+            // takes over, never a note naming a directory made later with the same inode.
             let _ = fs::remove_file(owner_note(&self.path));
         }
         match fs::remove_dir(&self.path) {

@@ -63,9 +63,27 @@ pub fn written_files(runtime: &RuntimePaths, clients: &ClientPaths) -> Vec<Writt
     files
 }
 
-/// Removes what killed writers left beside `files`; how many things went.
+/// Removes what killed writers left beside `files`; how many things went. Each directory is
+/// listed once first (it runs at every start): a file is looked at closer only where its
+/// directory holds a name of ours.
 pub fn sweep(files: &[WrittenFile]) -> usize {
-    files.iter().map(sweep_one).sum()
+    let mut ours_in: std::collections::HashMap<PathBuf, bool> = std::collections::HashMap::new();
+    files
+        .iter()
+        .filter(|file| {
+            let Some(dir) = file.path.parent() else {
+                return false;
+            };
+            *ours_in.entry(dir.to_path_buf()).or_insert_with(|| {
+                std::fs::read_dir(dir).is_ok_and(|entries| {
+                    entries
+                        .flatten()
+                        .any(|e| e.file_name().to_string_lossy().contains(".patchbay"))
+                })
+            })
+        })
+        .map(sweep_one)
+        .sum()
 }
 
 /// [`sweep`] over [`written_files`] as the environment places them (nothing without a home).
@@ -102,6 +120,10 @@ fn sweep_one(file: &WrittenFile) -> usize {
         return 0;
     };
     let mut removed = sweep_stale_temps(&file.path) + sweep_stale_temps(&backup);
+    if let Some(lock) = &file.runtime_lock {
+        // Before the staging directories: a note must never outlive the directory it names.
+        removed += usize::from(crate::claude_lock::forget_stale_note(lock, &guard));
+    }
     for left in staging {
         let gone = match left.is_dir() {
             true => std::fs::remove_dir(&left),

@@ -35,17 +35,18 @@ pub fn parse(file: &ConfigFile, text: &str) -> Result<Vec<ClientServer>, Runtime
                 Err(_) if text.trim().is_empty() => {
                     return Ok(Vec::new()); // an empty file (editors create one) configures nothing
                 }
-                Err(e) if !lenient || jsonc::first_significant_byte(text) != Some(b'{') => {
-                    if lenient && jsonc::first_significant_byte(text).is_none() {
-                        return Ok(Vec::new()); // comments only
+                Err(e) if !lenient => {
+                    return Err(malformed(&file.path, format!("not valid JSON: {e}")))
+                }
+                Err(e) => match jsonc::first_significant_byte(text) {
+                    None => return Ok(Vec::new()), // comments only
+                    Some(b'{') => {
+                        let cleaned = jsonc::blank_comments_and_trailing_commas(text);
+                        serde_json::from_str(&cleaned)
+                            .map_err(|e| malformed(&file.path, format!("not valid JSON: {e}")))?
                     }
-                    return Err(malformed(&file.path, format!("not valid JSON: {e}")));
-                }
-                Err(_) => {
-                    let cleaned = jsonc::blank_comments_and_trailing_commas(text);
-                    serde_json::from_str(&cleaned)
-                        .map_err(|e| malformed(&file.path, format!("not valid JSON: {e}")))?
-                }
+                    Some(_) => return Err(malformed(&file.path, format!("not valid JSON: {e}"))),
+                },
             };
             let Value::Object(root) = root else {
                 return Err(malformed(
