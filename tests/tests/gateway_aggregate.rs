@@ -197,7 +197,7 @@ fn the_sdk_client_sees_every_connector_as_one_server_and_an_absent_one_stays_lis
     assert!(
         gateway
             .output()
-            .contains("the server lost the aggregate's session; beginning it again"),
+            .contains("the aggregate's session with it ended; beginning it again"),
         "{}",
         gateway.output()
     );

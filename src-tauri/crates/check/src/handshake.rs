@@ -151,10 +151,17 @@ fn discover_versions() -> Vec<ProtocolVersion> {
 fn lifecycle(kind: TransportKind) -> ClientLifecycleMode {
     match kind {
         TransportKind::Sse => ClientLifecycleMode::Initialize,
-        TransportKind::StreamableHttp | TransportKind::Stdio => ClientLifecycleMode::Auto {
-            preferred_versions: discover_versions(),
-            legacy_version: Some(ProtocolVersion::LATEST_WITH_INITIALIZE),
-        },
+        TransportKind::StreamableHttp | TransportKind::Stdio => negotiated_lifecycle(),
+    }
+}
+
+/// The negotiation every Patchbay MCP client session opens with (the check's, the gateway
+/// aggregate's): `server/discover` offering 2026-07-28, `initialize` at the newest revision that
+/// has it for a legacy server.
+pub fn negotiated_lifecycle() -> ClientLifecycleMode {
+    ClientLifecycleMode::Auto {
+        preferred_versions: discover_versions(),
+        legacy_version: Some(ProtocolVersion::LATEST_WITH_INITIALIZE),
     }
 }
 

@@ -5,8 +5,10 @@
 //! - Tools are named `<connector>__<tool>` (`names`), their descriptions prefixed with the
 //!   connector's title; prompts are named the same way; resource URIs are kept as they are, a URI
 //!   two connectors offer belonging to the first listed (connectors in status order).
-//! - The gateway holds one upstream MCP session per connector (its own `initialize`, the
-//!   connector's credential injected, a 401 renewed once through [`Upstream::on_unauthorized`]).
+//! - The gateway holds one upstream MCP session per connector (`link`: the official SDK's
+//!   client, the revision negotiated per server, 2026-07-28 first; the connector's credential
+//!   injected, a 401 renewed once through the refresher of record, a 403 `insufficient_scope`
+//!   stepped up once).
 //!   A listing is served from the lists the aggregate holds (see Lists kept below); a
 //!   connector never listed (or just taken into use) is asked, every such connector in
 //!   parallel, each bounded by its `timeout_ms` ([`LIST_TIMEOUT`] when it sets none); the last
@@ -21,8 +23,8 @@
 //!   aggregate answer itself (renamed, titled) is kept per set of connectors offered, until a
 //!   list or the connectors in use change.
 //! - A call goes to the connector's session with the tool's own name. A 401 is renewed and the
-//!   call replayed once; a 404 for the session (the server restarted) begins a new session and
-//!   replays (the server did not process it). Nothing else is replayed: a call whose connection
+//!   call replayed once; a 404 for a 2025 session (the server restarted) begins a new session
+//!   and replays (the server did not process it). Nothing else is replayed: a call whose connection
 //!   dropped or timed out may have run. A connector that cannot be reached answers at once with a
 //!   tool error "NAME is unavailable, retrying" and is reconnected in the background.
 //! - Stdio and legacy HTTP+SSE connectors are not offered here (each has `/mcp/NAME` or
@@ -36,7 +38,6 @@
 use crate::clients::ClientRecord;
 use crate::names::{aggregate_tool_name, ToolNames};
 use crate::server::GatewayState;
-use crate::stdio::{error_chain, SseParser};
 use crate::upstream::{Upstream, UpstreamError};
 use axum::body::Bytes;
 use axum::extract::{Request, State};
@@ -44,6 +45,7 @@ use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Extension;
 use http_body_util::BodyExt;
+use link::Link;
 use patchbay_check::{CallRecord, TransportKind};
 use serde_json::{json, Value};
 use std::collections::{HashMap, HashSet};
@@ -54,7 +56,7 @@ use std::time::{Duration, Instant};
 /// The bound on listing one connector when it sets no `timeout_ms`: a listing waits for the
 /// slowest connector, so it must not wait the gateway's long default.
 pub const LIST_TIMEOUT: Duration = Duration::from_secs(10);
-/// The protocol version the gateway asks its connectors for.
+/// The revision a 2025 client that asks for one the aggregate does not serve is offered.
 const UPSTREAM_VERSION: &str = "2025-06-18";
 /// The versions offered to clients (a client asking another gets [`UPSTREAM_VERSION`]).
 const VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
@@ -88,6 +90,7 @@ const INVALID_REQUEST: i64 = -32600;
 const PARSE_ERROR: i64 = -32700;
 const RESOURCE_NOT_FOUND: i64 = -32002;
 
+mod link;
 mod stateless;
 
 const SESSION_HEADER: &str = "mcp-session-id";
@@ -128,7 +131,6 @@ struct Aggregate {
     lists_generation: AtomicU64,
     /// Aggregate answers built from the names of [`Names::generation`].
     rendered: Mutex<Vec<Rendered>>,
-    next_id: AtomicU64,
 }
 
 #[derive(Default)]
@@ -172,26 +174,16 @@ fn list_method(method: &str) -> Option<&'static str> {
 /// One connector's upstream session and last good lists.
 struct Connector {
     name: String,
-    session: Mutex<Session>,
-    /// One `initialize` at a time.
-    starting: tokio::sync::Mutex<()>,
+    /// The session with it; one handshake at a time.
+    link: tokio::sync::Mutex<Option<Arc<Link>>>,
+    /// Links opened so far (each link's generation).
+    links: AtomicU64,
     lists: Mutex<Lists>,
     reconnecting: AtomicBool,
     /// Listed again in the background now (one such listing at a time).
     refreshing: AtomicBool,
-    /// The connector said a list changed since it was last listed.
-    changed: AtomicBool,
-}
-
-/// The gateway's session with one connector.
-#[derive(Debug, Default, Clone)]
-struct Session {
-    id: Option<String>,
-    version: Option<String>,
-    /// The server's capabilities: `Some` once initialized.
-    capabilities: Option<Value>,
-    /// Bumped by every initialize: a failure on an older session does not end a newer one.
-    generation: u64,
+    /// The connector said a list changed since it was last listed (set by its link).
+    changed: Arc<AtomicBool>,
 }
 
 #[derive(Debug, Default, Clone)]
@@ -220,12 +212,17 @@ enum Freshness {
 enum Failure {
     /// It cannot be resolved now (missing configuration, declared unavailable, vault).
     Resolve(UpstreamError),
-    /// 401 to a request that carried this bearer.
-    Unauthorized(Option<patchbay_vault::Secret>),
     /// The credential was refused and renewing did not help: says to authorize.
     NeedsAuthorization(String),
-    /// 404 to a request in a session: the server no longer knows it (and did not process it).
+    /// A 403 `insufficient_scope` a step-up did not (or could not) mend: says what to do.
+    NeedsMoreAccess(String),
+    /// The server lost the session and it could not be begun again.
     SessionGone,
+    /// The client's request cannot be put to the connector as it is.
+    Invalid(String),
+    /// What the connector answered has no counterpart the aggregate can hand on (a 2026-07-28
+    /// `input_required` or task to a request the aggregate forwards whole).
+    Untranslatable(String),
     /// The request never reached the server (no connection).
     Unreached(String),
     /// The connection failed after the request was sent: it may have been acted on.
@@ -253,9 +250,15 @@ impl Failure {
         }
     }
 
+    /// The link it happened on is of no more use: the next request begins a new session.
+    fn ends_link(&self) -> bool {
+        matches!(self, Failure::SessionGone | Failure::Unreached(_))
+    }
+
     fn http_status(&self) -> Option<u16> {
         match self {
-            Failure::Unauthorized(_) | Failure::NeedsAuthorization(_) => Some(401),
+            Failure::NeedsAuthorization(_) => Some(401),
+            Failure::NeedsMoreAccess(_) => Some(403),
             Failure::Status { status, .. } => Some(*status),
             _ => None,
         }
@@ -265,8 +268,9 @@ impl Failure {
     fn message(&self, connector: &str, method: &str) -> String {
         match self {
             Failure::Resolve(e) => format!("{connector} is unavailable: {e}"),
-            Failure::Unauthorized(_) => format!("{connector} refused Patchbay's credential: authorize {connector} in Patchbay (the Authorize button, or `patchbay authorize {connector}`)"),
-            Failure::NeedsAuthorization(m) => m.clone(),
+            Failure::NeedsAuthorization(m) | Failure::NeedsMoreAccess(m) => m.clone(),
+            Failure::Invalid(e) => format!("the request cannot be sent to {connector}: {e}"),
+            Failure::Untranslatable(e) => format!("{connector} answered {method} in a way the aggregate cannot pass on ({e}); use /mcp/{connector} or `patchbay connect {connector}`"),
             Failure::SessionGone => format!("{connector} lost the session again right after it was begun"),
             Failure::Unreached(e) => format!("{connector} is unavailable, retrying (Patchbay reconnects in the background; try again shortly): {e}"),
             Failure::Status { status: LOOP_DETECTED, detail } => format!("{connector} is unavailable: {detail}"),
@@ -284,25 +288,16 @@ impl Failure {
 /// The status a gateway answers a request of its own that came back to it (see `server`).
 const LOOP_DETECTED: u16 = 508;
 
-/// What one POST to a connector brought back.
-struct Posted {
-    session_id: Option<String>,
-    /// The response to the request (none for a notification).
-    answer: Option<Value>,
-    /// A `notifications/*/list_changed` came with the answer.
-    list_changed: bool,
-}
-
 impl Connector {
     fn new(name: &str) -> Connector {
         Connector {
             name: name.to_owned(),
-            session: Mutex::default(),
-            starting: tokio::sync::Mutex::new(()),
+            link: tokio::sync::Mutex::new(None),
+            links: AtomicU64::new(0),
             lists: Mutex::default(),
             reconnecting: AtomicBool::new(false),
             refreshing: AtomicBool::new(false),
-            changed: AtomicBool::new(false),
+            changed: Arc::new(AtomicBool::new(false)),
         }
     }
 
@@ -330,31 +325,60 @@ impl Connector {
             .fresh_until = None;
     }
 
-    /// What came with an answer from the connector.
-    fn heard(&self, posted: &Posted) {
-        if posted.list_changed {
-            tracing::debug!(connector = self.name, "a list changed; listing it again");
-            self.changed.store(true, Ordering::SeqCst);
-        }
-    }
-
-    fn session(&self) -> Session {
-        self.session
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
-    }
-
     fn lists(&self) -> Lists {
         self.lists.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
-    /// Forget the session of `generation` (the server lost it); a newer one stays.
-    fn forget(&self, generation: u64) {
-        let mut session = self.session.lock().unwrap_or_else(|p| p.into_inner());
-        if session.generation == generation {
-            session.id = None;
-            session.capabilities = None;
+    /// The link to `upstream`, opened (bounded by `bound`) when there is none that serves it.
+    async fn link(
+        &self,
+        state: &GatewayState,
+        upstream: &Arc<Upstream>,
+        bound: Duration,
+    ) -> Result<Arc<Link>, Failure> {
+        let mut slot = tokio::time::timeout(bound, self.link.lock())
+            .await
+            .map_err(|_| Failure::TimedOut(bound))?;
+        if let Some(link) = slot.as_ref().filter(|link| link.serves(upstream)) {
+            return Ok(link.clone());
+        }
+        let before = self.links.load(Ordering::SeqCst);
+        if let Some(old) = slot.take().and_then(|old| Arc::try_unwrap(old).ok()) {
+            old.close();
+        }
+        if before > 0 {
+            tracing::info!(
+                connector = self.name,
+                "the aggregate's session with it ended; beginning it again"
+            );
+        }
+        let generation = self.links.fetch_add(1, Ordering::SeqCst) + 1;
+        let link = Link::open(
+            state.http.clone(),
+            upstream.clone(),
+            self.changed.clone(),
+            bound,
+            generation,
+        )
+        .await?;
+        tracing::debug!(
+            connector = self.name,
+            revision = link.revision(),
+            "began the aggregate's session"
+        );
+        let link = Arc::new(link);
+        *slot = Some(link.clone());
+        Ok(link)
+    }
+
+    /// Forget the link of `generation` (it failed for good); a newer one stays.
+    async fn forget(&self, generation: u64) {
+        let mut slot = self.link.lock().await;
+        if slot
+            .as_ref()
+            .is_some_and(|link| link.generation == generation)
+        {
+            *slot = None;
         }
     }
 }
@@ -748,9 +772,8 @@ impl Aggregate {
         // A change said from here on is not in these lists: it is heard anew.
         connector.changed.store(false, Ordering::SeqCst);
         let listing = async {
-            self.session(state, connector, &upstream).await?;
-            let capabilities = connector.session().capabilities.unwrap_or_default();
-            let declares = |what: &str| capabilities.get(what).is_some_and(|v| !v.is_null());
+            let link = connector.link(state, &upstream, bound).await?;
+            let capabilities = link.capabilities();
             let mut lists = Lists::default();
             // The shortest `ttlMs` any of its lists carries.
             let mut ttl: Option<Duration> = None;
@@ -761,21 +784,21 @@ impl Aggregate {
                 };
                 Some(items)
             };
-            if declares("tools") {
+            if capabilities.tools.is_some() {
                 lists.tools = take(
-                    self.list(state, connector, &upstream, "tools/list", "tools")
+                    self.list(connector, &link, "tools/list", "tools", bound)
                         .await?,
                 );
             }
-            if declares("prompts") {
+            if capabilities.prompts.is_some() {
                 lists.prompts = take(
-                    self.list(state, connector, &upstream, "prompts/list", "prompts")
+                    self.list(connector, &link, "prompts/list", "prompts", bound)
                         .await?,
                 );
             }
-            if declares("resources") {
+            if capabilities.resources.is_some() {
                 lists.resources = take(
-                    self.list(state, connector, &upstream, "resources/list", "resources")
+                    self.list(connector, &link, "resources/list", "resources", bound)
                         .await?,
                 );
             }
@@ -794,24 +817,23 @@ impl Aggregate {
     /// Every page of one list method, and the shortest `ttlMs` the pages carry.
     async fn list(
         &self,
-        state: &Arc<GatewayState>,
         connector: &Arc<Connector>,
-        upstream: &Upstream,
+        link: &Link,
         method: &str,
         key: &str,
+        bound: Duration,
     ) -> Result<(Vec<Value>, Option<Duration>), Failure> {
         let mut items = Vec::new();
         let mut ttl: Option<Duration> = None;
         let mut cursor: Option<String> = None;
         for _ in 0..MAX_PAGES {
             let params = cursor.as_ref().map(|c| json!({ "cursor": c }));
-            let answer = self
-                .request(state, connector, upstream, method, params)
-                .await?;
-            if let Some(error) = answer.get("error") {
-                return Err(Failure::Protocol(format!("it refused {method}: {error}")));
-            }
-            let result = answer.get("result").cloned().unwrap_or_default();
+            let result = match self.on_link(connector, link, method, params, bound).await? {
+                Ok(result) => result,
+                Err(error) => {
+                    return Err(Failure::Protocol(format!("it refused {method}: {error}")))
+                }
+            };
             if let Some(said) = result.get("ttlMs").and_then(Value::as_u64) {
                 let said = Duration::from_millis(said);
                 ttl = Some(ttl.map_or(said, |t| t.min(said)));
@@ -1211,33 +1233,26 @@ impl Aggregate {
         };
         let latency = started.elapsed();
         let (http_status, record_error, result) = match outcome {
-            Ok(mut answer) => match answer.get_mut("error") {
-                Some(error) => {
-                    let error = error.take();
-                    let said = error
-                        .get("message")
-                        .and_then(Value::as_str)
-                        .unwrap_or("an error")
-                        .to_owned();
-                    (
-                        Some(200),
-                        Some(format!("{method} answered a JSON-RPC error: {said}")),
-                        Ok(Err(error)),
-                    )
-                }
-                None => {
-                    let result = answer
-                        .get_mut("result")
-                        .map(Value::take)
-                        .unwrap_or_default();
-                    let failed = result.get("isError") == Some(&Value::Bool(true));
-                    (
-                        Some(200),
-                        failed.then(|| format!("{method} answered isError")),
-                        Ok(Ok(result)),
-                    )
-                }
-            },
+            Ok(Err(error)) => {
+                let said = error
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .unwrap_or("an error")
+                    .to_owned();
+                (
+                    Some(200),
+                    Some(format!("{method} answered a JSON-RPC error: {said}")),
+                    Ok(Err(error)),
+                )
+            }
+            Ok(Ok(result)) => {
+                let failed = result.get("isError") == Some(&Value::Bool(true));
+                (
+                    Some(200),
+                    failed.then(|| format!("{method} answered isError")),
+                    Ok(Ok(result)),
+                )
+            }
             Err(failure) => {
                 let message = failure.message(name, method);
                 tracing::warn!(connector = name, method, "{message}");
@@ -1258,139 +1273,39 @@ impl Aggregate {
         result
     }
 
-    /// One request in the connector's session (begun when there is none). Replayed only when it
-    /// cannot have run: after a 401 (renewed once) and after a 404 for a lost session (begun
-    /// again once).
+    /// One request in the connector's session (begun when there is none): `Ok(Ok(result))`,
+    /// `Ok(Err(error))` (the connector's own JSON-RPC error), or why there is no answer. The
+    /// link replays only what cannot have run (after a renewal, a step-up, a lost session).
     async fn request(
         &self,
         state: &Arc<GatewayState>,
         connector: &Arc<Connector>,
-        upstream: &Upstream,
+        upstream: &Arc<Upstream>,
         method: &str,
         params: Option<Value>,
-    ) -> Result<Value, Failure> {
+    ) -> Result<Result<Value, Value>, Failure> {
         let bound = upstream.timeout().unwrap_or(state.options.default_timeout);
-        let mut renewed = false;
-        let mut restarted = false;
-        loop {
-            let session = self.session(state, connector, upstream).await?;
-            let id = json!(self.next_id.fetch_add(1, Ordering::Relaxed) + 1);
-            let mut message = json!({ "jsonrpc": "2.0", "id": id, "method": method });
-            if let Some(params) = &params {
-                message["params"] = params.clone();
-            }
-            match post(state, upstream, &session, &message, Some(&id), bound).await {
-                Ok(posted) => {
-                    connector.heard(&posted);
-                    return posted
-                        .answer
-                        .ok_or_else(|| Failure::Protocol("no response".into()));
-                }
-                Err(Failure::Unauthorized(rejected)) if !renewed => {
-                    renewed = true;
-                    upstream
-                        .on_unauthorized(rejected.as_ref())
-                        .await
-                        .map_err(|e| Failure::NeedsAuthorization(e.to_string()))?;
-                }
-                Err(Failure::Unauthorized(_)) => {
-                    return Err(Failure::NeedsAuthorization(format!(
-                        "{} refused the renewed credential too: authorize {} in Patchbay",
-                        connector.name, connector.name
-                    )))
-                }
-                Err(Failure::SessionGone) if !restarted => {
-                    restarted = true;
-                    tracing::info!(
-                        connector = connector.name,
-                        "the server lost the aggregate's session; beginning it again"
-                    );
-                    connector.forget(session.generation);
-                }
-                Err(failure) => return Err(failure),
-            }
-        }
+        let link = connector.link(state, upstream, bound).await?;
+        self.on_link(connector, &link, method, params, bound).await
     }
 
-    /// The connector's session, begun (initialize, then `notifications/initialized`) when there
-    /// is none; one beginning at a time.
-    async fn session(
+    /// One request on `link`; a link that failed for good is forgotten (the next request
+    /// begins another).
+    async fn on_link(
         &self,
-        state: &Arc<GatewayState>,
         connector: &Arc<Connector>,
-        upstream: &Upstream,
-    ) -> Result<Session, Failure> {
-        let current = connector.session();
-        if current.capabilities.is_some() {
-            return Ok(current);
-        }
-        let _one = connector.starting.lock().await;
-        let current = connector.session();
-        if current.capabilities.is_some() {
-            return Ok(current);
-        }
-        let bound = upstream.timeout().unwrap_or(state.options.default_timeout);
-        let id = json!(0);
-        let initialize = json!({
-            "jsonrpc": "2.0",
-            "id": id,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": UPSTREAM_VERSION,
-                "capabilities": {},
-                "clientInfo": { "name": "patchbay-gateway", "version": env!("CARGO_PKG_VERSION") },
+        link: &Link,
+        method: &str,
+        params: Option<Value>,
+        bound: Duration,
+    ) -> Result<Result<Value, Value>, Failure> {
+        let outcome = link.request(method, params, bound).await;
+        if let Err(failure) = &outcome {
+            if failure.ends_link() || link.is_closed() {
+                connector.forget(link.generation).await;
             }
-        });
-        let fresh = Session {
-            generation: current.generation,
-            ..Session::default()
-        };
-        let mut renewed = false;
-        let posted = loop {
-            match post(state, upstream, &fresh, &initialize, Some(&id), bound).await {
-                Ok(posted) => break posted,
-                Err(Failure::Unauthorized(rejected)) if !renewed => {
-                    renewed = true;
-                    upstream
-                        .on_unauthorized(rejected.as_ref())
-                        .await
-                        .map_err(|e| Failure::NeedsAuthorization(e.to_string()))?;
-                }
-                Err(Failure::Unauthorized(_)) => {
-                    return Err(Failure::NeedsAuthorization(format!(
-                        "{} refused the renewed credential too: authorize {} in Patchbay",
-                        connector.name, connector.name
-                    )))
-                }
-                Err(failure) => return Err(failure),
-            }
-        };
-        let answer = posted.answer.unwrap_or_default();
-        if let Some(error) = answer.get("error") {
-            return Err(Failure::Protocol(format!(
-                "it refused the initialize: {error}"
-            )));
         }
-        let result = answer.get("result").cloned().unwrap_or_default();
-        let session = Session {
-            id: posted.session_id,
-            version: result
-                .get("protocolVersion")
-                .and_then(Value::as_str)
-                .map(str::to_owned),
-            capabilities: Some(
-                result
-                    .get("capabilities")
-                    .cloned()
-                    .unwrap_or_else(|| json!({})),
-            ),
-            generation: current.generation + 1,
-        };
-        let initialized = json!({ "jsonrpc": "2.0", "method": "notifications/initialized" });
-        post(state, upstream, &session, &initialized, None, bound).await?;
-        *connector.session.lock().unwrap_or_else(|p| p.into_inner()) = session.clone();
-        tracing::debug!(connector = connector.name, "began the aggregate's session");
-        Ok(session)
+        outcome
     }
 }
 
@@ -1441,189 +1356,6 @@ fn with_title_prefix(mut item: Value, title: &str) -> Value {
         }
     }
     item
-}
-
-/// One POST to the connector in `session`, bounded by `bound` as a whole (answer included).
-async fn post(
-    state: &GatewayState,
-    upstream: &Upstream,
-    session: &Session,
-    message: &Value,
-    id: Option<&Value>,
-    bound: Duration,
-) -> Result<Posted, Failure> {
-    let bearer = upstream.bearer();
-    let mut request = state
-        .http
-        .post(upstream.url())
-        .header(header::CONTENT_TYPE, "application/json")
-        .header(header::ACCEPT, "application/json, text/event-stream");
-    let mut has_authorization = false;
-    for (name, value) in upstream.headers() {
-        has_authorization |= name.eq_ignore_ascii_case("authorization");
-        if let Ok(mut v) = HeaderValue::from_str(value.expose()) {
-            v.set_sensitive(true);
-            request = request.header(name.as_str(), v);
-        }
-    }
-    if let (Some(bearer), false) = (&bearer, has_authorization) {
-        if let Ok(mut v) = HeaderValue::from_str(&format!("Bearer {}", bearer.expose())) {
-            v.set_sensitive(true);
-            request = request.header(header::AUTHORIZATION, v);
-        }
-    }
-    if let Some(id) = &session.id {
-        request = request.header(SESSION_HEADER, id.as_str());
-    }
-    if let Some(version) = &session.version {
-        request = request.header(VERSION_HEADER, version.as_str());
-    }
-    let body = serde_json::to_vec(message).unwrap_or_default();
-    let exchange = async {
-        let response = request.body(body).send().await.map_err(|e| {
-            // Without the URL: an expanded `${VAR}` may sit in it.
-            let connect = e.is_connect();
-            let text = error_chain(&e.without_url());
-            match connect {
-                true => Failure::Unreached(text),
-                false => Failure::Dropped(text),
-            }
-        })?;
-        let status = response.status();
-        if status == StatusCode::UNAUTHORIZED {
-            return Err(Failure::Unauthorized(bearer));
-        }
-        if status == StatusCode::NOT_FOUND && session.id.is_some() {
-            return Err(Failure::SessionGone);
-        }
-        if !status.is_success() {
-            let text = response.text().await.unwrap_or_default();
-            return Err(Failure::Status {
-                status: status.as_u16(),
-                detail: detail_of(&text),
-            });
-        }
-        let session_id = response
-            .headers()
-            .get(SESSION_HEADER)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned);
-        let (answer, list_changed) = match id {
-            None => (None, false),
-            Some(id) => {
-                let (answer, list_changed) = read_answer(response, id).await?;
-                (Some(answer), list_changed)
-            }
-        };
-        Ok(Posted {
-            session_id,
-            answer,
-            list_changed,
-        })
-    };
-    tokio::time::timeout(bound, exchange)
-        .await
-        .unwrap_or(Err(Failure::TimedOut(bound)))
-}
-
-/// The response to `id` in a JSON or SSE answer, and whether a `list_changed` came with it.
-async fn read_answer(
-    mut response: reqwest::Response,
-    id: &Value,
-) -> Result<(Value, bool), Failure> {
-    let event_stream = response
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| {
-            v.trim_start()
-                .to_ascii_lowercase()
-                .starts_with("text/event-stream")
-        });
-    if !event_stream {
-        let bytes = response
-            .bytes()
-            .await
-            .map_err(|e| Failure::Dropped(error_chain(&e.without_url())))?;
-        let value: Value = serde_json::from_slice(&bytes)
-            .map_err(|e| Failure::Protocol(format!("the answer is not JSON ({e})")))?;
-        let messages = match value {
-            Value::Array(items) => items,
-            one => vec![one],
-        };
-        let list_changed = messages.iter().any(is_list_changed);
-        return messages
-            .into_iter()
-            .find(|m| answers(m, id))
-            .map(|m| (m, list_changed))
-            .ok_or_else(|| {
-                Failure::Protocol("the answer holds no response to the request".into())
-            });
-    }
-    let mut list_changed = false;
-    let mut events = SseParser::default();
-    loop {
-        let chunk = match response.chunk().await {
-            Ok(Some(chunk)) => chunk,
-            Ok(None) => {
-                return Err(Failure::Dropped(
-                    "the server ended its answer without the response".into(),
-                ))
-            }
-            Err(e) => return Err(Failure::Dropped(error_chain(&e.without_url()))),
-        };
-        let completed = events
-            .push(&chunk)
-            .map_err(|e| Failure::Dropped(e.to_string()))?;
-        for event in completed {
-            if event.kind != "message" || event.data.is_empty() {
-                continue;
-            }
-            // Notifications and the server's own requests in the stream are not passed on; a
-            // list change is heard (the kept lists are asked for again).
-            if let Ok(message) = serde_json::from_str::<Value>(&event.data) {
-                if answers(&message, id) {
-                    return Ok((message, list_changed));
-                }
-                list_changed |= is_list_changed(&message);
-            }
-        }
-    }
-}
-
-/// `notifications/tools/list_changed`, or the prompts' or resources' one.
-fn is_list_changed(message: &Value) -> bool {
-    matches!(
-        message.get("method").and_then(Value::as_str),
-        Some(
-            "notifications/tools/list_changed"
-                | "notifications/prompts/list_changed"
-                | "notifications/resources/list_changed"
-        )
-    )
-}
-
-fn answers(message: &Value, id: &Value) -> bool {
-    message.get("id") == Some(id)
-        && (message.get("result").is_some() || message.get("error").is_some())
-}
-
-/// An error body, short: a JSON-RPC error's message, or the text.
-fn detail_of(text: &str) -> String {
-    let said = serde_json::from_str::<Value>(text).ok().and_then(|v| {
-        v.pointer("/error/message")
-            .or_else(|| v.get("error_description"))
-            .or_else(|| v.get("error"))
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-    });
-    let detail = said.unwrap_or_else(|| text.to_owned());
-    let detail = detail.trim();
-    match detail.char_indices().nth(300) {
-        Some((cut, _)) => format!("{}…", &detail[..cut]),
-        None if detail.is_empty() => "no detail".into(),
-        None => detail.to_owned(),
-    }
 }
 
 fn rpc_error(code: i64, message: &str) -> Value {
@@ -1692,24 +1424,7 @@ mod tests {
     }
 
     #[test]
-    fn answers_are_found_in_json_and_failures_say_what_to_do() {
-        let id = json!(3);
-        assert!(answers(
-            &json!({ "jsonrpc": "2.0", "id": 3, "result": {} }),
-            &id
-        ));
-        assert!(answers(
-            &json!({ "jsonrpc": "2.0", "id": 3, "error": { "code": 1 } }),
-            &id
-        ));
-        assert!(!answers(
-            &json!({ "jsonrpc": "2.0", "id": 3, "method": "ping" }),
-            &id
-        ));
-        assert!(!answers(
-            &json!({ "jsonrpc": "2.0", "id": 4, "result": {} }),
-            &id
-        ));
+    fn failures_say_what_to_do() {
         let away = Failure::Unreached("connection refused".into());
         assert!(away.is_absent());
         assert!(away
@@ -1720,10 +1435,5 @@ mod tests {
         assert!(dropped
             .message("demo", "tools/call")
             .contains("may have run"));
-        assert_eq!(
-            detail_of(r#"{"error":{"code":1,"message":"boom"}}"#),
-            "boom"
-        );
-        assert_eq!(detail_of(""), "no detail");
     }
 }

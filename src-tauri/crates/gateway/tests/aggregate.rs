@@ -38,6 +38,9 @@ struct Seen {
     listed: HashMap<String, usize>,
     /// `PATH` → tools added by a call to `grow`.
     grown: HashMap<String, Vec<String>>,
+    /// What the 2026-07-28-only connector (`/modern`) saw, a request a line: `METHOD
+    /// MCP-Protocol-Version Mcp-Method Mcp-Name _meta's-protocolVersion` (`-` when absent).
+    modern: Vec<String>,
 }
 
 /// One HTTP server; each path prefix (`/fx/mcp`, `/slow/mcp`, `/stuck/mcp`) is a connector.
@@ -77,6 +80,9 @@ async fn answer(seen: &Mutex<Seen>, path: &str, headers: &HeaderMap, body: &[u8]
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default()
         .to_owned();
+    if path.starts_with("/modern") {
+        return modern(seen, &message, headers);
+    }
     {
         let mut seen = seen.lock().unwrap();
         if (token.is_empty() && headers.get("x-api-key").is_none()) || seen.lapsed.contains(&token)
@@ -203,6 +209,70 @@ async fn answer(seen: &Mutex<Seen>, path: &str, headers: &HeaderMap, body: &[u8]
     }
 }
 
+/// A server of revision 2026-07-28 only: `server/discover`, no `initialize`, no session; a
+/// request without the revision in its `MCP-Protocol-Version` header and `_meta` is refused as
+/// such a server refuses a 2025 client (400, UnsupportedProtocolVersion).
+fn modern(seen: &Mutex<Seen>, message: &Value, headers: &HeaderMap) -> Response {
+    let header = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("-")
+            .to_owned()
+    };
+    let method = message["method"].as_str().unwrap_or("-");
+    let meta_version = message["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"]
+        .as_str()
+        .unwrap_or("-");
+    seen.lock().unwrap().modern.push(format!(
+        "{method} {} {} {} {meta_version}",
+        header("mcp-protocol-version"),
+        header("mcp-method"),
+        header("mcp-name"),
+    ));
+    let id = message["id"].clone();
+    if headers.get("x-api-key").is_none() {
+        return Response::builder().status(401).body(Body::empty()).unwrap();
+    }
+    if id.is_null() {
+        return Response::builder().status(202).body(Body::empty()).unwrap();
+    }
+    if header("mcp-protocol-version") != "2026-07-28" || meta_version != "2026-07-28" {
+        return Response::builder()
+            .status(400)
+            .header("content-type", "application/json")
+            .body(Body::from(
+                json!({ "jsonrpc": "2.0", "id": id, "error": { "code": -32022,
+                    "message": "Unsupported protocol version",
+                    "data": { "supported": ["2026-07-28"] } } })
+                .to_string(),
+            ))
+            .unwrap();
+    }
+    let result = match method {
+        "server/discover" => json!({
+            "resultType": "complete", "supportedVersions": ["2026-07-28"],
+            "capabilities": { "tools": {} }, "ttlMs": 0, "cacheScope": "private",
+            "_meta": { "io.modelcontextprotocol/serverInfo": { "name": "modern", "version": "2" } } }),
+        "tools/list" => json!({
+            "resultType": "complete", "ttlMs": 60000, "cacheScope": "private",
+            "tools": [{ "name": "act", "description": "act once", "inputSchema": { "type": "object" } }] }),
+        "tools/call" => json!({
+            "resultType": "complete",
+            "content": [{ "type": "text", "text": format!("{} ran at /modern/mcp", message["params"]["name"].as_str().unwrap_or("-")) }] }),
+        _ => {
+            return json_answer(
+                json!({ "jsonrpc": "2.0", "id": id, "error": { "code": -32601, "message": "no" } }),
+                None,
+            )
+        }
+    };
+    json_answer(
+        json!({ "jsonrpc": "2.0", "id": id, "result": result }),
+        None,
+    )
+}
+
 struct Iter<I>(I);
 
 impl<I: Iterator + Unpin> futures_core::Stream for Iter<I> {
@@ -292,7 +362,8 @@ async fn rig() -> Rig {
                       "timeout_ms": 300, "retry": { "max": 3, "base_ms": 10, "jitter": 0.0 } },
             "stuck": { "type": "http", "url": format!("{base}/stuck/mcp"), "headers": { "X-Api-Key": "k" },
                        "timeout_ms": 2000 },
-            "ttl": { "type": "http", "url": format!("{base}/ttl/mcp"), "headers": { "X-Api-Key": "k" } }
+            "ttl": { "type": "http", "url": format!("{base}/ttl/mcp"), "headers": { "X-Api-Key": "k" } },
+            "modern": { "type": "http", "url": format!("{base}/modern/mcp"), "headers": { "X-Api-Key": "k" } }
         } });
     let Core { dir, patchbay, ras } = core_with_fx(&catalog, &url).await;
     let (gateway_base, secret) = serve_gateway(
@@ -572,4 +643,33 @@ async fn a_2026_client_is_served_without_initialize_and_told_how_long_lists_hold
         (400, &json!(-32022))
     );
     assert_eq!(unsupported["error"]["data"]["requested"], "v999.0.0");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_2026_only_connector_is_listed_and_called_on_its_own_revision() {
+    let rig = rig().await;
+    let names = rig.tool_names().await;
+    assert!(names.contains(&"modern__act".to_owned()), "{names:?}");
+    let called = rig.call("modern__act").await;
+    assert_eq!(text_of(&called), "act ran at /modern/mcp", "{called}");
+    assert!(
+        called["result"].get("resultType").is_none(),
+        "a 2025 client is answered in its revision: {called}"
+    );
+    let seen = rig.seen.lock().unwrap().modern.clone();
+    // Discovered, never initialized; every request in 2026-07-28's form.
+    assert!(
+        seen.iter().all(|line| !line.starts_with("initialize")),
+        "{seen:#?}"
+    );
+    for expected in [
+        "server/discover 2026-07-28 server/discover - 2026-07-28",
+        "tools/list 2026-07-28 tools/list - 2026-07-28",
+        "tools/call 2026-07-28 tools/call act 2026-07-28",
+    ] {
+        assert!(
+            seen.iter().any(|line| line == expected),
+            "{expected}: {seen:#?}"
+        );
+    }
 }

@@ -36,7 +36,21 @@ async fn fx_server() -> (String, Arc<Mutex<Vec<String>>>) {
                     "capabilities": { "tools": {} }, "serverInfo": { "name": "fx", "version": "1" } }),
                 Some("tools/list") => json!({ "tools": [{ "name": "whoami",
                     "inputSchema": { "type": "object" } }] }),
-                _ => return Response::builder().status(202).body(Body::empty()).unwrap(),
+                // A notification is accepted; a request it does not know (2026-07-28's
+                // `server/discover`) is answered as a 2025 server answers it.
+                _ if id.is_null() => {
+                    return Response::builder().status(202).body(Body::empty()).unwrap()
+                }
+                _ => {
+                    return Response::builder()
+                        .header("content-type", "application/json")
+                        .body(Body::from(
+                            json!({ "jsonrpc": "2.0", "id": id,
+                                "error": { "code": -32601, "message": "Method not found" } })
+                            .to_string(),
+                        ))
+                        .unwrap()
+                }
             };
             Response::builder()
                 .header("content-type", "application/json")

@@ -75,6 +75,8 @@ pub(crate) struct UpstreamHttp<C> {
     /// A 2025 server forgot the session (404) and rmcp has not started it again yet: the
     /// next delivered `initialize` is that (said on stderr, as the bridge's promise).
     session_lost: Arc<AtomicBool>,
+    /// The waits before each new try when the connection is refused.
+    reconnects: &'static [Duration],
 }
 
 impl<C> Clone for UpstreamHttp<C> {
@@ -84,6 +86,7 @@ impl<C> Clone for UpstreamHttp<C> {
             credentials: self.credentials.clone(),
             timeout: self.timeout,
             session_lost: self.session_lost.clone(),
+            reconnects: self.reconnects,
         }
     }
 }
@@ -94,12 +97,29 @@ impl<C: Credentials> UpstreamHttp<C> {
             .connect_timeout(CONNECT_TIMEOUT.min(timeout))
             .user_agent(concat!("Patchbay/", env!("CARGO_PKG_VERSION")))
             .build()?;
-        Ok(Self {
+        Ok(Self::with_client(http, credentials, timeout))
+    }
+
+    /// On the gateway's own client (its hop id on every request, no redirects followed).
+    pub(crate) fn with_client(
+        http: reqwest::Client,
+        credentials: Arc<C>,
+        timeout: Duration,
+    ) -> Self {
+        Self {
             http,
             credentials,
             timeout,
             session_lost: Arc::default(),
-        })
+            reconnects: &RECONNECT_DELAYS,
+        }
+    }
+
+    /// A refused connection fails at once (the aggregate answers and reconnects in the
+    /// background rather than hold the request).
+    pub(crate) fn without_reconnects(mut self) -> Self {
+        self.reconnects = &[];
+        self
     }
 
     fn name(&self) -> &str {
@@ -116,7 +136,7 @@ impl<C: Credentials> UpstreamHttp<C> {
     ) -> HttpResult<reqwest::Response> {
         let mut renewed = false;
         let mut stepped_up = false;
-        let mut reconnects = RECONNECT_DELAYS.iter();
+        let mut reconnects = self.reconnects.iter();
         loop {
             let bearer = self.credentials.bearer();
             let mut request = self.http.request(method.clone(), self.credentials.url());
@@ -245,9 +265,14 @@ impl<C: Credentials> UpstreamHttp<C> {
         };
         if !status.is_success() {
             let text = read_limited(response, limits.max_error_response_size).await;
+            // 508 Loop Detected is a Patchbay gateway refusing its own request come back, not
+            // the server's answer: a failure of the way there, said with its status.
+            let looped = status == StatusCode::LOOP_DETECTED;
             // A JSON-RPC error in an error status answers this POST: it belongs to this request
             // even when the server could not echo its id (a middleware's `"id": null`).
-            if let Ok(ServerJsonRpcMessage::Error(mut error)) = serde_json::from_str(&text) {
+            if let (Ok(ServerJsonRpcMessage::Error(mut error)), false) =
+                (serde_json::from_str(&text), looped)
+            {
                 if let Some(id) = &request_id {
                     error.id = Some(id.clone());
                 }
