@@ -234,20 +234,23 @@ impl Authorizer {
         .map_err(|missing| {
             CoreError::NotAuthorizable(format!("{name} needs {}", missing.join(", ")))
         })?;
-        let prior_scopes = match &opts.step_up_scope {
+        // More access the server asked for and did not get is asked for now too (the union
+        // with what was granted), whoever started this authorization.
+        let step_up_scope = match &opts.step_up_scope {
+            Some(scope) => Some(scope.clone()),
+            None => patchbay.vault().wanted_scope(&credential_key)?,
+        };
+        let prior_scopes = match &step_up_scope {
             Some(_) => patchbay
                 .vault()
                 .grant(&credential_key)?
                 .and_then(|g| g.scopes),
             None => None,
         };
-        let step_up = opts
-            .step_up_scope
-            .as_deref()
-            .map(|challenged| flow::StepUp {
-                prior: prior_scopes.as_deref(),
-                challenged,
-            });
+        let step_up = step_up_scope.as_deref().map(|challenged| flow::StepUp {
+            prior: prior_scopes.as_deref(),
+            challenged,
+        });
         let clients_path = patchbay.paths.oauth_clients_file();
         let clients = patchbay_oauth::load_clients_file(&clients_path)?;
         let clients_file = clients_path.display().to_string();

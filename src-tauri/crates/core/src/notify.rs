@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 
-use patchbay_status::{ConnectorState, StatusReport};
+use patchbay_status::{ConnectorState, StatusReport, NEEDS_MORE_ACCESS};
 
 /// One notification: the connector (the row to open on click), a title and a body.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -58,6 +58,9 @@ impl NeedsHumanTracker {
             .map(|c| Notice {
                 connector: c.name.clone(),
                 title: match c.state {
+                    ConnectorState::NeedsReauth if c.label == NEEDS_MORE_ACCESS => {
+                        format!("{} needs more access", c.title)
+                    }
                     ConnectorState::NeedsReauth => format!("{} needs re-authorizing", c.title),
                     _ => format!("{} needs authorizing", c.title),
                 },
@@ -104,6 +107,7 @@ mod tests {
                 variables: VaultVariables::default(),
                 env: Default::default(),
                 now: chrono::Utc::now(),
+                wanted_scopes: Default::default(),
             },
         );
         for c in r.connectors.iter_mut() {
@@ -167,5 +171,18 @@ mod tests {
                 ("linear", NeedsAuthorization)
             ]))
             .is_empty());
+    }
+
+    #[test]
+    fn more_access_is_said_as_such_once() {
+        use ConnectorState::*;
+        let mut t = NeedsHumanTracker::new();
+        t.observe(&report(&[("notion", Ready)]));
+        let mut wanting = report(&[("notion", NeedsReauth)]);
+        wanting.connectors[0].label = NEEDS_MORE_ACCESS.into();
+        let n = t.observe(&wanting);
+        assert_eq!(n.len(), 1);
+        assert_eq!(n[0].title, "notion needs more access");
+        assert!(t.observe(&wanting).is_empty(), "said once");
     }
 }

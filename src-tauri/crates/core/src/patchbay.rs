@@ -440,12 +440,18 @@ impl Patchbay {
                     .or_insert_with(|| secret.expose().to_owned());
             }
         }
+        // Scopes are not secrets: read with the rest of the metadata, an error is the store's.
+        let wanted_scopes = self.vault.wanted_scopes().unwrap_or_else(|e| {
+            store = unreadable(e);
+            HashMap::new()
+        });
         LocalSignals {
             credentials,
             store,
             variables,
             env,
             now: (self.clock)(),
+            wanted_scopes,
         }
     }
 

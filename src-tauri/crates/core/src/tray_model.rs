@@ -312,6 +312,7 @@ mod tests {
                 variables: VaultVariables::default(),
                 env: Default::default(),
                 now: chrono::Utc::now(),
+                wanted_scopes: Default::default(),
             },
         )
     }

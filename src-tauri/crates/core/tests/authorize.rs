@@ -1102,6 +1102,39 @@ async fn a_step_up_asks_for_the_union_and_stops_after_three() {
 }
 
 #[tokio::test]
+async fn more_access_a_server_wanted_is_said_on_the_row_and_asked_for_by_the_next_authorize() {
+    // A 403 `insufficient_scope` no step-up could mend leaves the scope noted: the row says
+    // "Needs more access" with it, and the next Authorize (whoever starts it) asks for the
+    // union of what was granted and what is wanted; once granted, the row is Ready again.
+    let r = rig(Config {
+        challenge_scope: Some("mcp:basic".into()),
+        ..Config::default()
+    })
+    .await;
+    r.authorize().await.unwrap();
+    let patchbay = r.auth.patchbay();
+    let key = r.row().credential_key;
+    patchbay
+        .vault()
+        .want_scope(&key, "mcp:write", patchbay.now())
+        .unwrap();
+    let report = patchbay.status();
+    let row = report.connectors.iter().find(|c| c.name == "fx").unwrap();
+    assert_eq!(row.state, ConnectorState::NeedsReauth);
+    assert_eq!(row.label, "Needs more access");
+    assert!(row.detail.contains("\"mcp:write\""), "{}", row.detail);
+    assert!(row.needs_attention);
+    r.authorize().await.unwrap();
+    assert_eq!(
+        r.fake.requests("/authorize")[1].query["scope"],
+        "mcp:basic mcp:write",
+        "the union, from a plain Authorize"
+    );
+    assert_eq!(patchbay.vault().wanted_scope(&key).unwrap(), None);
+    assert_eq!(r.state(), ConnectorState::Ready);
+}
+
+#[tokio::test]
 async fn a_resource_moved_to_another_authorization_server_is_seen_and_registered_there_anew() {
     // SEP-2352: the PRM names a new issuer; the old server's client is not reused there.
     let r = rig(Config::default()).await;

@@ -403,18 +403,38 @@ impl Upstream {
             return Err(more("its credential is not one Patchbay authorizes".into()));
         }
         let Some(authorizer) = &self.authorizer else {
+            self.want_scope(scope);
             return Err(more(format!(
                 "authorize it again in Patchbay (`patchbay authorize {}`)",
                 self.name
             )));
         };
         let _consenting = self.consent_gate().await?;
-        authorizer
+        let stepped = authorizer
             .step_up(&self.name, scope, self.consent_wait())
-            .await
-            .map_err(|e| more(e.to_string()))?;
+            .await;
+        if let Err(e) = stepped {
+            self.want_scope(scope);
+            return Err(more(e.to_string()));
+        }
         self.reload()?
             .ok_or_else(|| more("the authorization stored no token".into()))
+    }
+
+    /// Notes that the server asked for `scope` and did not get it, for the status ("needs more
+    /// access") and the next Authorize (which asks for it too). A vault that cannot note it
+    /// costs only the note.
+    fn want_scope(&self, scope: &str) {
+        let Some(key) = &self.credential_key else {
+            return;
+        };
+        if let Err(e) = self
+            .patchbay
+            .vault()
+            .want_scope(key, scope, self.patchbay.now())
+        {
+            tracing::warn!(connector = self.name, "cannot note the scope it wants: {e}");
+        }
     }
 
     /// The renewal gate, for a consent: one browser page for a burst of refusals.

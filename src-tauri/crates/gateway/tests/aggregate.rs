@@ -130,7 +130,7 @@ async fn answer(seen: &Mutex<Seen>, path: &str, headers: &HeaderMap, body: &[u8]
                 let listed = *listed;
                 (listed, seen.grown.get(path).cloned().unwrap_or_default())
             };
-            let mut names: Vec<String> = ["act", "drop", "hang", "grow"]
+            let mut names: Vec<String> = ["act", "drop", "hang", "grow", "narrow"]
                 .iter()
                 .map(|n| n.to_string())
                 .chain(grown)
@@ -176,6 +176,15 @@ async fn answer(seen: &Mutex<Seen>, path: &str, headers: &HeaderMap, body: &[u8]
                     tokio::time::sleep(Duration::from_secs(600)).await;
                     Response::new(Body::empty())
                 }
+                // The credential is good but grants too little for this one.
+                "narrow" => Response::builder()
+                    .status(403)
+                    .header(
+                        "www-authenticate",
+                        r#"Bearer error="insufficient_scope", scope="fx:write""#,
+                    )
+                    .body(Body::empty())
+                    .unwrap(),
                 // Adds a tool, and says so in the answer's stream before the result.
                 "grow" => {
                     seen.lock()
@@ -287,6 +296,7 @@ impl<I: Iterator + Unpin> futures_core::Stream for Iter<I> {
 
 struct Rig {
     _dir: tempfile::TempDir,
+    patchbay: Arc<patchbay_core::Patchbay>,
     base: String,
     secret: Secret,
     seen: Arc<Mutex<Seen>>,
@@ -367,7 +377,7 @@ async fn rig() -> Rig {
         } });
     let Core { dir, patchbay, ras } = core_with_fx(&catalog, &url).await;
     let (gateway_base, secret) = serve_gateway(
-        patchbay,
+        patchbay.clone(),
         GatewayOptions {
             record_health: false,
             ..GatewayOptions::default()
@@ -396,6 +406,7 @@ async fn rig() -> Rig {
         .to_owned();
     Rig {
         _dir: dir,
+        patchbay,
         base: gateway_base,
         secret,
         seen,
@@ -672,4 +683,23 @@ async fn a_2026_only_connector_is_listed_and_called_on_its_own_revision() {
             "{expected}: {seen:#?}"
         );
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_403_for_more_access_is_said_and_noted_for_the_row() {
+    // The gateway cannot ask for consent here (no authorizer): the call says what to do, and
+    // the scope the server wanted is noted, so the row says "Needs more access".
+    let rig = rig().await;
+    rig.rpc("tools/list", json!({})).await;
+    let refused = rig.call("fx__narrow").await;
+    assert_eq!(refused["result"]["isError"], true, "{refused}");
+    assert!(
+        text_of(&refused).contains("needs more access") && text_of(&refused).contains("fx:write"),
+        "{refused}"
+    );
+    assert_eq!(rig.ran("/fx/mcp narrow"), 1);
+    let report = rig.patchbay.status();
+    let row = report.connectors.iter().find(|c| c.name == "fx").unwrap();
+    assert_eq!(row.label, "Needs more access", "{row:?}");
+    assert!(row.detail.contains("fx:write"), "{}", row.detail);
 }

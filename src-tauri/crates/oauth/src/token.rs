@@ -422,6 +422,8 @@ pub fn store(
         resource: flow.resource.clone(),
         scopes: flow.scopes.clone(),
     })?;
+    // The authorization asked for what the server wanted (Authorize takes the union).
+    vault.clear_wanted_scope(&flow.credential_key)?;
     let one_shot = vault
         .credential_rows()?
         .into_iter()

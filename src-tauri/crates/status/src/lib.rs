@@ -13,7 +13,7 @@ pub mod state;
 pub mod usage;
 
 pub use offered::{Offered, OfferedServer, RosterLine};
-pub use probe::{LocalSignals, StoreHealth, VaultVariables};
+pub use probe::{LocalSignals, StoreHealth, VaultVariables, NEEDS_MORE_ACCESS};
 pub use report::{
     compute, BridgeSummary, CatalogSourceStatus, ConnectorStatus, CredentialSummary,
     DegradedStatus, MissingVariable, RefreshAttemptOutcome, RefreshEntry, RuntimeSummary,

@@ -185,6 +185,7 @@ mod tests {
             variables: VaultVariables::default(),
             env: Default::default(),
             now: chrono::Utc::now(),
+            wanted_scopes: Default::default(),
         };
         let mut report = crate::compute(&catalog, &signals);
         let plain = Offered::from_report(&report);
@@ -256,6 +257,7 @@ mod tests {
                 },
                 env: Default::default(),
                 now: chrono::Utc::now(),
+                wanted_scopes: Default::default(),
             };
             let report = crate::compute(&catalog, &signals);
             assert_eq!(report.secret_store.key_unusable, answered);

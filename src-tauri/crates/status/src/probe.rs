@@ -41,6 +41,9 @@ pub struct LocalSignals {
     pub env: HashMap<String, String>,
     /// Injected so expiry is testable.
     pub now: DateTime<Utc>,
+    /// More access servers asked for than their credentials grant, by credential key
+    /// ([`patchbay_vault::Vault::wanted_scopes`]).
+    pub wanted_scopes: HashMap<String, String>,
 }
 
 /// How one variable resolves: the vault first, then the environment.
@@ -86,7 +89,12 @@ pub(crate) struct Decision {
     pub key_known: bool,
     pub credential: Option<CredentialSummary>,
     pub one_shot: bool,
+    /// The row's label when it is not its state's own ("Needs more access").
+    pub label: Option<&'static str>,
 }
+
+/// The label of a row whose credential grants less than its server asks for.
+pub const NEEDS_MORE_ACCESS: &str = "Needs more access";
 
 pub(crate) fn decide(
     entry: &ServerEntry,
@@ -101,6 +109,7 @@ pub(crate) fn decide(
         key_known: true,
         credential: None,
         one_shot: false,
+        label: None,
     };
 
     if let Some(reason) = &entry.unavailable {
@@ -213,6 +222,17 @@ pub(crate) fn decide(
     }
 
     let expired = row.is_expired(signals.now);
+    // Granted, but less than the server asks for: only a consent for more helps (and an
+    // expiry on top of it changes nothing about that).
+    if let Some(scope) = signals.wanted_scopes.get(key.as_str()) {
+        decision.state = ConnectorState::NeedsReauth;
+        decision.label = Some(NEEDS_MORE_ACCESS);
+        decision.detail = format!(
+            "{} asks for more access than Patchbay's authorization grants (\"{scope}\"). Authorize asks for what was granted and this.",
+            entry.display_title()
+        );
+        return decision;
+    }
     if !expired {
         decision.state = ConnectorState::Ready;
         decision.detail = match row.expires_at {

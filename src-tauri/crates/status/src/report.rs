@@ -496,6 +496,9 @@ pub(crate) fn sort_rows(rows: &mut [ConnectorStatus]) {
 
 fn row_for(entry: &ServerEntry, decision: crate::probe::Decision) -> ConnectorStatus {
     let mut row = row_for_state(entry, decision.state, decision.detail);
+    if let Some(label) = decision.label {
+        row.label = label.to_owned();
+    }
     row.missing_variables = decision.missing;
     row.one_shot = decision.one_shot;
     row.one_shot_note = decision.one_shot.then(|| ONE_SHOT_NOTE.to_owned());

@@ -75,6 +75,7 @@ fn signals() -> LocalSignals {
         variables: VaultVariables::default(),
         env: HashMap::new(),
         now: now(),
+        wanted_scopes: Default::default(),
     }
 }
 

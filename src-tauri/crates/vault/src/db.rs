@@ -142,6 +142,18 @@ CREATE INDEX refresh_attempts_key ON refresh_attempts (key, id);
 ALTER TABLE credentials ADD COLUMN source TEXT;
 "#,
         ),
+        // More access a server asked for (a 403 `insufficient_scope`) that its credential does
+        // not grant and no step-up could obtain: the row says "needs more access" until an
+        // authorization asks for it.
+        M::up(
+            r#"
+CREATE TABLE wanted_scopes (
+    key   TEXT PRIMARY KEY NOT NULL,
+    scope TEXT NOT NULL,
+    at_ms INTEGER NOT NULL
+) STRICT;
+"#,
+        ),
     ])
 }
 
@@ -251,7 +263,7 @@ pub(crate) fn open_read_only(path: &Path) -> Result<Connection, VaultError> {
 }
 
 /// The schema version this build migrates to (one per migration).
-const LATEST_VERSION: i64 = 5;
+const LATEST_VERSION: i64 = 6;
 
 fn user_version(conn: &Connection) -> rusqlite::Result<i64> {
     // Reading the schema forces SQLite to open the file: damage and a WAL it cannot map show here.

@@ -18,6 +18,7 @@ pub mod secret;
 pub mod session_bus;
 pub mod store;
 mod vault;
+mod wanted;
 
 pub use auth_method::ClientAuthMethod;
 pub use error::VaultError;

@@ -423,7 +423,8 @@ impl Vault {
         }))
     }
 
-    /// Deletes the credential with its grant and its refresh history. `false` when there was no
+    /// Deletes the credential with its grant, its refresh history and any more access it was
+    /// asked for. `false` when there was no
     /// such credential. Needs no keychain.
     pub fn delete_credential(&self, key: &CredentialKey) -> Result<bool, VaultError> {
         let mut conn = self.conn();
@@ -434,6 +435,7 @@ impl Vault {
             "DELETE FROM refresh_attempts WHERE key = ?1",
             [key.as_str()],
         )?;
+        tx.execute("DELETE FROM wanted_scopes WHERE key = ?1", [key.as_str()])?;
         tx.commit()?;
         Ok(n > 0)
     }
