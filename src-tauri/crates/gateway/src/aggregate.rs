@@ -83,14 +83,14 @@ const RECONNECT_MAX: Duration = Duration::from_secs(5);
 /// starts again).
 const RECONNECT_FOR: Duration = Duration::from_secs(300);
 /// The gateway's own JSON-RPC errors (as `proxy`), and the MCP and JSON-RPC codes used.
-const GATEWAY_ERROR: i64 = -32001;
+pub(crate) const GATEWAY_ERROR: i64 = -32001;
 const METHOD_NOT_FOUND: i64 = -32601;
 const INVALID_PARAMS: i64 = -32602;
 const INVALID_REQUEST: i64 = -32600;
 const PARSE_ERROR: i64 = -32700;
 const RESOURCE_NOT_FOUND: i64 = -32002;
 
-mod link;
+pub(crate) mod link;
 mod stateless;
 
 const SESSION_HEADER: &str = "mcp-session-id";
@@ -209,7 +209,7 @@ enum Freshness {
 
 /// Why an exchange with a connector failed.
 #[derive(Debug)]
-enum Failure {
+pub(crate) enum Failure {
     /// It cannot be resolved now (missing configuration, declared unavailable, vault).
     Resolve(UpstreamError),
     /// The credential was refused and renewing did not help: says to authorize.
@@ -265,7 +265,7 @@ impl Failure {
     }
 
     /// What the client is told (never a token: errors carry no URL or header).
-    fn message(&self, connector: &str, method: &str) -> String {
+    pub(crate) fn message(&self, connector: &str, method: &str) -> String {
         match self {
             Failure::Resolve(e) => format!("{connector} is unavailable: {e}"),
             Failure::NeedsAuthorization(m) | Failure::NeedsMoreAccess(m) => m.clone(),

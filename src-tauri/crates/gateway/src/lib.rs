@@ -13,6 +13,7 @@ pub mod proxy;
 pub mod server;
 mod sessions;
 pub mod stdio;
+mod translated;
 pub mod upstream;
 
 pub use clients::{ClientRecord, Clients, ClientsError};

@@ -194,9 +194,20 @@ async fn forward(
                 }
             };
             if upstream.transport() == UpstreamTransport::StreamableHttp {
-                with_session(&state, &upstream, &name, &parts, &url, body, &peek)
+                if let Some(response) =
+                    in_translated_session(&state, &upstream, &name, &parts, &body, &peek).await
+                {
+                    return response;
+                }
+                let initialize = peek.method.as_deref() == Some("initialize");
+                match with_session(&state, &upstream, &name, &parts, &url, body.clone(), &peek)
                     .await
-                    .map(|r| (upstream, r))
+                {
+                    Ok(answer) if initialize && answer.status() == StatusCode::BAD_REQUEST => {
+                        return refused_initialize(&state, &upstream, answer, &body).await
+                    }
+                    other => other.map(|r| (upstream, r)),
+                }
             } else {
                 exchange(&state, &upstream, &parts.method, &url, &parts.headers, body)
                     .await
@@ -272,6 +283,93 @@ async fn forward(
             gateway_error(status, peek.id, &message)
         }
     }
+}
+
+/// A request in a translated session (`translated`: a 2025 client, a 2026-07-28-only server),
+/// answered here; `None` when the client's session is not one.
+async fn in_translated_session(
+    state: &GatewayState,
+    upstream: &Upstream,
+    name: &str,
+    parts: &axum::http::request::Parts,
+    body: &Bytes,
+    peek: &Peek,
+) -> Option<Response> {
+    let id = parts.headers.get(MCP_SESSION_ID)?.to_str().ok()?;
+    let link = state.translated.link(name, id)?;
+    Some(match parts.method {
+        Method::POST => {
+            let message: serde_json::Value = match serde_json::from_slice(body) {
+                Ok(m) => m,
+                Err(e) => {
+                    return Some(gateway_error(
+                        StatusCode::BAD_REQUEST,
+                        None,
+                        &format!("Parse error: {e}"),
+                    ))
+                }
+            };
+            let started = Instant::now();
+            let (response, error) =
+                crate::translated::message(state, upstream, &link, &message).await;
+            if peek.method.as_deref() == Some("tools/call") || error.is_some() {
+                state.record(CallRecord {
+                    connector: name.to_owned(),
+                    at: chrono::Utc::now(),
+                    latency: started.elapsed(),
+                    transport: TransportKind::StreamableHttp,
+                    http_status: Some(200),
+                    error,
+                });
+            }
+            response
+        }
+        Method::DELETE => {
+            state.translated.end(name, id);
+            StatusCode::OK.into_response()
+        }
+        _ => gateway_error(
+            StatusCode::METHOD_NOT_ALLOWED,
+            None,
+            &format!("{name} speaks MCP 2026-07-28 only and Patchbay translates this session: it has no server stream"),
+        ),
+    })
+}
+
+/// A 400 to a client's `initialize`: when it is a 2026-07-28-only server's refusal of 2025, a
+/// translated session begun in its place; otherwise the refusal, as it came.
+async fn refused_initialize(
+    state: &Arc<GatewayState>,
+    upstream: &Arc<Upstream>,
+    answer: reqwest::Response,
+    request: &Bytes,
+) -> Response {
+    let status = answer.status();
+    let content_type = answer.headers().get(header::CONTENT_TYPE).cloned();
+    let bound = upstream.timeout().unwrap_or(state.options.default_timeout);
+    let bytes = match tokio::time::timeout(bound, answer.bytes()).await {
+        Ok(Ok(bytes)) => bytes,
+        _ => Bytes::new(),
+    };
+    if crate::translated::refuses_2025(&bytes) {
+        if let Ok(message) = serde_json::from_slice::<serde_json::Value>(request) {
+            match crate::translated::begin(state, upstream, &message).await {
+                Ok(response) => return response,
+                Err(failure) => tracing::warn!(
+                    connector = upstream.name(),
+                    "cannot speak 2026-07-28 for the client: {}",
+                    failure.message(upstream.name(), "server/discover")
+                ),
+            }
+        }
+    }
+    let mut response = (status, bytes).into_response();
+    if let Some(content_type) = content_type {
+        response
+            .headers_mut()
+            .insert(header::CONTENT_TYPE, content_type);
+    }
+    response
 }
 
 /// A streamable-HTTP exchange within the client's session: the id the server knows it by now is

@@ -106,6 +106,8 @@ pub struct GatewayState {
     pub(crate) port: u16,
     resolved: Mutex<HashMap<String, Resolved>>,
     pub(crate) sessions: crate::sessions::Sessions,
+    /// `/mcp/NAME` sessions of 2025 clients with 2026-07-28-only servers (`translated`).
+    pub(crate) translated: crate::translated::Translated,
     health: Option<tokio::sync::mpsc::UnboundedSender<CallRecord>>,
     /// This process's id in [`HOP_HEADER`].
     hop: String,
@@ -245,6 +247,7 @@ impl Gateway {
             port,
             resolved: Mutex::default(),
             sessions: Default::default(),
+            translated: Default::default(),
             health,
             hop,
             loop_said: AtomicBool::new(false),

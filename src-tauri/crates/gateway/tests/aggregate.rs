@@ -703,3 +703,110 @@ async fn a_403_for_more_access_is_said_and_noted_for_the_row() {
     assert_eq!(row.label, "Needs more access", "{row:?}");
     assert!(row.detail.contains("fx:write"), "{}", row.detail);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_2025_client_reaches_a_2026_only_server_through_its_own_endpoint() {
+    // `/mcp/modern` for a client that initializes: the server refuses 2025, so the gateway
+    // speaks 2026-07-28 to it for the client, in a session of its own.
+    let rig = rig().await;
+    let url = format!("{}/mcp/modern", rig.base);
+    let send = |method: reqwest::Method, body: Option<Value>, session: Option<String>| {
+        let mut request = rig
+            .http
+            .request(method, &url)
+            .header("authorization", format!("Bearer {}", rig.secret.expose()))
+            .header("accept", "application/json, text/event-stream");
+        if let Some(session) = session {
+            request = request.header("mcp-session-id", session);
+        }
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        request.send()
+    };
+    let initialized = send(
+        reqwest::Method::POST,
+        Some(
+            json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": { "name": "old", "version": "0" } } }),
+        ),
+        None,
+    )
+    .await
+    .unwrap();
+    assert_eq!(initialized.status(), 200);
+    let session = initialized.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let answer: Value = initialized.json().await.unwrap();
+    assert_eq!(
+        answer["result"]["protocolVersion"], "2025-06-18",
+        "{answer}"
+    );
+    assert_eq!(answer["result"]["serverInfo"]["name"], "modern", "{answer}");
+    assert!(
+        answer["result"]["capabilities"]["tools"].is_object(),
+        "{answer}"
+    );
+    let acked = send(
+        reqwest::Method::POST,
+        Some(json!({ "jsonrpc": "2.0", "method": "notifications/initialized" })),
+        Some(session.clone()),
+    )
+    .await
+    .unwrap();
+    assert_eq!(acked.status(), 202);
+    let listed: Value = send(
+        reqwest::Method::POST,
+        Some(json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/list" })),
+        Some(session.clone()),
+    )
+    .await
+    .unwrap()
+    .json()
+    .await
+    .unwrap();
+    assert_eq!(listed["result"]["tools"][0]["name"], "act", "{listed}");
+    let called: Value = send(
+        reqwest::Method::POST,
+        Some(json!({ "jsonrpc": "2.0", "id": 3, "method": "tools/call",
+            "params": { "name": "act", "arguments": {} } })),
+        Some(session.clone()),
+    )
+    .await
+    .unwrap()
+    .json()
+    .await
+    .unwrap();
+    assert_eq!(text_of(&called), "act ran at /modern/mcp", "{called}");
+    let stream = send(reqwest::Method::GET, None, Some(session.clone()))
+        .await
+        .unwrap();
+    assert_eq!(
+        stream.status(),
+        405,
+        "no server stream in a translated session"
+    );
+    let ended = send(reqwest::Method::DELETE, None, Some(session))
+        .await
+        .unwrap();
+    assert_eq!(ended.status(), 200);
+    let seen = rig.seen.lock().unwrap().modern.clone();
+    assert_eq!(
+        seen.iter().filter(|l| l.starts_with("initialize")).count(),
+        1,
+        "the client's own initialize, refused once: {seen:#?}"
+    );
+    for expected in [
+        "server/discover 2026-07-28 server/discover - 2026-07-28",
+        "tools/list 2026-07-28 tools/list - 2026-07-28",
+        "tools/call 2026-07-28 tools/call act 2026-07-28",
+    ] {
+        assert!(
+            seen.iter().any(|line| line == expected),
+            "{expected}: {seen:#?}"
+        );
+    }
+}

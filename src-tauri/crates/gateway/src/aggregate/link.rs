@@ -45,19 +45,19 @@ const STREAM_RETRIES: usize = 5;
 const STREAM_BACKOFF_MAX: Duration = Duration::from_secs(5);
 
 /// One connector's link: rmcp's client session and the credentials it sends.
-pub(super) struct Link {
+pub(crate) struct Link {
     service: RunningService<RoleClient, Listener>,
     current: Arc<Current>,
     /// The URL it was opened for: a connector whose URL changed gets a new link.
     url: String,
     /// Bumped per link of a connector: a failure on an older link does not end a newer one.
-    pub(super) generation: u64,
+    pub(crate) generation: u64,
 }
 
 impl Link {
     /// Opens a link to `upstream` on the gateway's HTTP client (the handshake bounded by
     /// `bound`), hearing list changes in `changed`.
-    pub(super) async fn open(
+    pub(crate) async fn open(
         http: reqwest::Client,
         upstream: Arc<Upstream>,
         changed: Arc<AtomicBool>,
@@ -108,7 +108,7 @@ impl Link {
 
     /// Whether the link can carry requests to `upstream` (its session alive, the same URL);
     /// the credentials it sends become `upstream`'s.
-    pub(super) fn serves(&self, upstream: &Arc<Upstream>) -> bool {
+    pub(crate) fn serves(&self, upstream: &Arc<Upstream>) -> bool {
         if self.url != upstream.url() || self.is_closed() {
             return false;
         }
@@ -121,20 +121,31 @@ impl Link {
     }
 
     /// Whether rmcp ended the session (its transport failed for good).
-    pub(super) fn is_closed(&self) -> bool {
+    pub(crate) fn is_closed(&self) -> bool {
         self.service.is_closed() || self.service.peer().is_transport_closed()
     }
 
     /// What the server said it offers.
-    pub(super) fn capabilities(&self) -> ServerCapabilities {
+    pub(crate) fn capabilities(&self) -> ServerCapabilities {
         self.service
             .peer_info()
             .map(|info| info.capabilities.clone())
             .unwrap_or_default()
     }
 
+    /// The server's name and version, when it gave them.
+    pub(crate) fn server_info(&self) -> Option<serde_json::Value> {
+        let info = self.service.peer_info()?.server_info.clone()?;
+        serde_json::to_value(info).ok()
+    }
+
+    /// The server's instructions, when it gave some.
+    pub(crate) fn instructions(&self) -> Option<String> {
+        self.service.peer_info()?.instructions.clone()
+    }
+
     /// The revision negotiated.
-    pub(super) fn revision(&self) -> String {
+    pub(crate) fn revision(&self) -> String {
         self.service
             .peer_info()
             .map(|info| info.protocol_version.to_string())
@@ -143,7 +154,7 @@ impl Link {
 
     /// One request (`method` with `params`), bounded by `bound`: `Ok(Ok(result))`,
     /// `Ok(Err(error))` for the connector's own JSON-RPC error, or why there is no answer.
-    pub(super) async fn request(
+    pub(crate) async fn request(
         &self,
         method: &str,
         params: Option<Value>,
@@ -197,7 +208,7 @@ impl Link {
     }
 
     /// Ends the session (rmcp deletes a 2025 one), in the background.
-    pub(super) fn close(self) {
+    pub(crate) fn close(self) {
         tokio::spawn(async move {
             let _ = tokio::time::timeout(Duration::from_secs(5), self.service.cancel()).await;
         });
