@@ -126,7 +126,18 @@ fn streamable(e: &StreamableHttpError<reqwest::Error>, cx: &Context<'_>) -> Chec
     match e {
         StreamableHttpError::Client(e) => from_reqwest(e, cx),
         StreamableHttpError::AuthRequired(_) => unauthorized(cx.auth, cx.transport),
-        StreamableHttpError::InsufficientScope(_) => from_status(403, "insufficient scope", cx),
+        StreamableHttpError::InsufficientScope(e) => match e
+            .required_scope
+            .as_deref()
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+        {
+            Some(scope) => CheckError::NeedsMoreAccess {
+                transport: cx.transport,
+                scope: scope.to_owned(),
+            },
+            None => from_status(403, "insufficient scope", cx),
+        },
         StreamableHttpError::HttpStatus(status) => from_status(status.status, "", cx),
         StreamableHttpError::UnexpectedServerResponse(message) => match status_in(message) {
             Some(status) => from_status(status, message, cx),

@@ -120,6 +120,13 @@ pub enum CheckError {
         status: u16,
         message: String,
     },
+    /// 403 `insufficient_scope`: the credential is good but grants less than the server asks
+    /// for. Only an authorization for more mends it.
+    #[error("the server answered 403 over {transport}: it needs more access than the credential grants (\"{scope}\")")]
+    NeedsMoreAccess {
+        transport: TransportKind,
+        scope: String,
+    },
     /// 401 from a server Patchbay can authorize (OAuth-capable).
     #[error("{message}")]
     NeedsAuthorization { message: String },
@@ -167,6 +174,7 @@ impl CheckError {
             }
             CheckError::Rejected { .. }
             | CheckError::NeedsAuthorization { .. }
+            | CheckError::NeedsMoreAccess { .. }
             | CheckError::CredentialRejected { .. }
             | CheckError::SpawnFailed { .. }
             | CheckError::MissingConfiguration { .. }
@@ -181,7 +189,10 @@ impl CheckError {
             CheckError::TimedOut { .. } => CheckErrorKind::TimedOut,
             CheckError::Rejected { .. } => CheckErrorKind::Rejected,
             CheckError::ServerError { .. } => CheckErrorKind::ServerError,
-            CheckError::NeedsAuthorization { .. } => CheckErrorKind::NeedsAuthorization,
+            // What mends it is an authorization (for more), as for a 401.
+            CheckError::NeedsAuthorization { .. } | CheckError::NeedsMoreAccess { .. } => {
+                CheckErrorKind::NeedsAuthorization
+            }
             CheckError::CredentialRejected { .. } => CheckErrorKind::CredentialRejected,
             CheckError::Protocol { .. } => CheckErrorKind::Protocol,
             CheckError::SpawnFailed { .. } => CheckErrorKind::SpawnFailed,
@@ -196,6 +207,7 @@ impl CheckError {
         match self {
             CheckError::Rejected { status, .. } => *status,
             CheckError::ServerError { status, .. } => Some(*status),
+            CheckError::NeedsMoreAccess { .. } => Some(403),
             CheckError::NeedsAuthorization { .. } | CheckError::CredentialRejected { .. } => {
                 Some(401)
             }

@@ -369,3 +369,38 @@ async fn a_2025_11_25_only_stdio_server_is_checked_through_initialize_after_disc
         ]
     );
 }
+
+/// A server whose every request wants a scope the credential lacks.
+async fn wants_more(State(log): State<Log>, Json(body): Json<Value>) -> Response {
+    log.lock()
+        .unwrap()
+        .methods
+        .push(body["method"].as_str().unwrap_or_default().to_owned());
+    (
+        StatusCode::FORBIDDEN,
+        [(
+            "www-authenticate",
+            r#"Bearer error="insufficient_scope", scope="files:write""#,
+        )],
+    )
+        .into_response()
+}
+
+#[tokio::test]
+async fn a_403_insufficient_scope_is_needs_more_access_with_the_scope() {
+    let log = Log::default();
+    let url = serve(router(&log, wants_more)).await;
+    let outcome = check(&target("narrow", url), &timeouts()).await;
+    let error = outcome
+        .result
+        .as_ref()
+        .err()
+        .expect("a 403 fails the check");
+    assert!(
+        matches!(error, patchbay_check::CheckError::NeedsMoreAccess { scope, .. } if scope == "files:write"),
+        "{error:?}"
+    );
+    assert_eq!(error.http_status(), Some(403));
+    assert!(!error.is_retryable());
+    assert!(error.to_string().contains("\"files:write\""), "{error}");
+}

@@ -139,6 +139,18 @@ impl Checker {
         }
     }
 
+    /// Notes the scope `name`'s server asked for on its credential, for the status ("needs more
+    /// access") and the next Authorize. A vault that cannot note it costs only the note.
+    fn want_scope(&self, name: &str, scope: &str) {
+        let vault = self.patchbay.vault();
+        let rows = vault.credential_rows().unwrap_or_default();
+        for row in rows.iter().filter(|r| r.server_name == name) {
+            if let Err(e) = vault.want_scope(&row.credential_key, scope, self.patchbay.now()) {
+                tracing::warn!(connector = name, "cannot note the scope it wants: {e}");
+            }
+        }
+    }
+
     pub fn health_store(&self) -> &HealthStore {
         &self.health
     }
@@ -343,6 +355,9 @@ impl Checker {
                 )
             }
             Err(e) => {
+                if let CheckError::NeedsMoreAccess { scope, .. } = e {
+                    self.want_scope(name, scope);
+                }
                 let (advice, action) = advice_for(entry, target, e);
                 (
                     None,
@@ -390,6 +405,10 @@ fn advice_for(
         CheckError::NeedsAuthorization { .. } => (
             format!("Authorize it: `patchbay authorize {name}` or its Authorize button."),
             Some(Action::Authorize),
+        ),
+        CheckError::NeedsMoreAccess { scope, .. } => (
+            format!("It needs more access (\"{scope}\"): authorize it again, which asks for what was granted and this: `patchbay authorize {name}` or its Authorize button."),
+            Some(Action::Reauthorize),
         ),
         CheckError::CredentialRejected { variables, headers, .. } => match variables.first() {
             Some(var) => (
