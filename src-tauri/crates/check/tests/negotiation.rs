@@ -391,11 +391,9 @@ async fn a_403_insufficient_scope_is_needs_more_access_with_the_scope() {
     let log = Log::default();
     let url = serve(router(&log, wants_more)).await;
     let outcome = check(&target("narrow", url), &timeouts()).await;
-    let error = outcome
-        .result
-        .as_ref()
-        .err()
-        .expect("a 403 fails the check");
+    let Err(error) = &outcome.result else {
+        panic!("a 403 fails the check");
+    };
     assert!(
         matches!(error, patchbay_check::CheckError::NeedsMoreAccess { scope, .. } if scope == "files:write"),
         "{error:?}"
