@@ -225,36 +225,41 @@ if [ "${PATCHBAY_CONFORMANCE_SERVER:-1}" = 1 ]; then
   done
   for rev in 2025-11-25 2026-07-28; do
     mkdir -p "$srv/$rev"
-    for target in direct gateway; do
-      url=http://localhost:$srv_port/mcp
-      [ "$target" = direct ] || url=http://localhost:$px_port/mcp/everything
+    for target in direct gateway aggregate; do
+      case $target in
+        direct) url=http://localhost:$srv_port/mcp ;;
+        gateway) url=http://localhost:$px_port/mcp/everything ;;
+        aggregate) url=http://localhost:$px_port/mcp ;;
+      esac
       # One at a time: both go to the same everything-server.
       timeout 300 "$node" "$src_runner" server --url "$url" --requirements "$rev" \
         -o "$srv/$rev/$target" >"$srv/$rev/$target.log" 2>&1 || true
     done
   done
-  printf '%-11s %-44s %-6s %-7s  %s\n' REVISION SCENARIO DIRECT GATEWAY "FAILING ONLY THROUGH THE GATEWAY"
+  printf '%-11s %-44s %-6s %-7s  %s\n' REVISION SCENARIO DIRECT THROUGH "FAILING ONLY THROUGH PATCHBAY"
   for rev in 2025-11-25 2026-07-28; do
     "$node" tests/conformance/summarize.mjs "$srv/$rev/direct" | sort >"$srv/$rev/direct.txt"
-    "$node" tests/conformance/summarize.mjs "$srv/$rev/gateway" | sort >"$srv/$rev/gateway.txt"
-    while IFS='|' read -r scenario dfail _; do
-      gfail=$(awk -F'|' -v s="$scenario" '$1 == s { print $2; found = 1 } END { if (!found) print "not-run" }' "$srv/$rev/gateway.txt")
-      d=PASS g=PASS
-      [ -z "$dfail" ] || d=FAIL
-      [ -z "$gfail" ] || g=FAIL
-      # The gateway's own failures: ids failing through it and not directly.
-      only=$(comm -13 <(tr ' ' '\n' <<<"$dfail" | sed 's/(.*//' | sort -u) <(tr ' ' '\n' <<<"$gfail" | sed 's/(.*//' | sort -u) | xargs)
-      note=
-      if listed "$rev" "gateway/$scenario"; then
-        if [ -z "$only" ]; then note='  <-- NOW PASSES: remove gateway/'"$scenario"' from expected-failures.txt'; stale=$((stale + 1)); else g="$g*"; fi
-      elif [ -n "$only" ]; then
-        note='  <-- UNEXPECTED'
-        unexpected=$((unexpected + 1))
-      fi
-      printf '%-11s %-44s %-6s %-7s  %s%s\n' "$rev" "$scenario" "$d" "$g" "$only" "$note"
-    done <"$srv/$rev/direct.txt"
+    for target in gateway aggregate; do
+      "$node" tests/conformance/summarize.mjs "$srv/$rev/$target" | sort >"$srv/$rev/$target.txt"
+      while IFS='|' read -r scenario dfail _; do
+        gfail=$(awk -F'|' -v s="$scenario" '$1 == s { print $2; found = 1 } END { if (!found) print "not-run" }' "$srv/$rev/$target.txt")
+        d=PASS g=PASS
+        [ -z "$dfail" ] || d=FAIL
+        [ -z "$gfail" ] || g=FAIL
+        # Patchbay's own failures: ids failing through it and not directly.
+        only=$(comm -13 <(tr ' ' '\n' <<<"$dfail" | sed 's/(.*//' | sort -u) <(tr ' ' '\n' <<<"$gfail" | sed 's/(.*//' | sort -u) | xargs)
+        note=
+        if listed "$rev" "$target/$scenario"; then
+          if [ -z "$only" ]; then note='  <-- NOW PASSES: remove '"$target/$scenario"' from expected-failures.txt'; stale=$((stale + 1)); else g="$g*"; fi
+        elif [ -n "$only" ]; then
+          note='  <-- UNEXPECTED'
+          unexpected=$((unexpected + 1))
+        fi
+        printf '%-11s %-44s %-6s %-7s  %s%s\n' "$rev" "$target/$scenario" "$d" "$g" "$only" "$note"
+      done <"$srv/$rev/direct.txt"
+    done
   done
-  echo "(* = listed in $expected as gateway/SCENARIO)"
+  echo "(* = listed in $expected as gateway/SCENARIO or aggregate/SCENARIO)"
   stop_servers
   trap 'rm -f "$plan"' EXIT
 fi

@@ -124,6 +124,9 @@ struct Aggregate {
     in_use: Mutex<Option<(Instant, Arc<Vec<InUse>>)>>,
     /// Client session ids issued, with when.
     sessions: Mutex<HashMap<String, Instant>>,
+    /// Client session ids ended by their `DELETE`, oldest first: a request in one is 404, as
+    /// the transport requires of a terminated session (at most [`MAX_CLIENT_SESSIONS`] kept).
+    ended: Mutex<std::collections::VecDeque<String>>,
     /// Aggregate names back to connectors, over every connector's last good lists.
     names: RwLock<Names>,
     /// Bumped whenever a connector's lists are stored: the names and answers built before are
@@ -406,6 +409,13 @@ impl Aggregate {
                         .remove(id)
                         .is_some()
                 });
+                if let (true, Some(id)) = (known, &session) {
+                    let mut ended = self.ended.lock().unwrap_or_else(|p| p.into_inner());
+                    if ended.len() >= MAX_CLIENT_SESSIONS {
+                        ended.pop_front();
+                    }
+                    ended.push_back(id.clone());
+                }
                 return match known {
                     true => StatusCode::OK.into_response(),
                     false => rpc_error_response(
@@ -472,6 +482,19 @@ impl Aggregate {
         // served and adopted: the aggregate keeps nothing per client session, so the client
         // goes on unaware (as `/mcp/NAME` does across a restart of the gateway).
         if let Some(id) = &session {
+            let ended = self
+                .ended
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .contains(id);
+            if ended {
+                return rpc_error_response(
+                    StatusCode::NOT_FOUND,
+                    message.get("id").cloned(),
+                    GATEWAY_ERROR,
+                    "the session was ended (DELETE); begin a new one with initialize",
+                );
+            }
             self.remember(id);
         }
         // A lone listing: the kept text, as it is.

@@ -628,6 +628,7 @@ async fn a_2026_client_is_served_without_initialize_and_told_how_long_lists_hold
     let tools = listed["result"]["tools"].as_array().unwrap();
     assert!(tools.iter().any(|t| t["name"] == "fx__act"), "{listed}");
     assert_eq!(listed["result"]["cacheScope"], "private", "{listed}");
+    assert_eq!(listed["result"]["resultType"], "complete", "{listed}");
     // `ttl` holds its list 1 s, the others a minute: the answer holds no longer than 1 s.
     let ttl = listed["result"]["ttlMs"].as_u64().unwrap();
     assert!(ttl <= 1000, "{listed}");
@@ -809,4 +810,31 @@ async fn a_2025_client_reaches_a_2026_only_server_through_its_own_endpoint() {
             "{expected}: {seen:#?}"
         );
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_ended_by_its_client_is_404_after() {
+    // The transport's rule for a terminated session; an id the aggregate never saw (the
+    // gateway restarted) is still adopted.
+    let rig = rig().await;
+    let post = |session: &str| {
+        rig.http
+            .post(format!("{}/mcp", rig.base))
+            .header("authorization", format!("Bearer {}", rig.secret.expose()))
+            .header("mcp-session-id", session)
+            .json(&json!({ "jsonrpc": "2.0", "id": 5, "method": "ping" }))
+            .send()
+    };
+    assert_eq!(post(&rig.session).await.unwrap().status(), 200);
+    let ended = rig
+        .http
+        .delete(format!("{}/mcp", rig.base))
+        .header("authorization", format!("Bearer {}", rig.secret.expose()))
+        .header("mcp-session-id", &rig.session)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ended.status(), 200);
+    assert_eq!(post(&rig.session).await.unwrap().status(), 404);
+    assert_eq!(post("never-seen").await.unwrap().status(), 200);
 }

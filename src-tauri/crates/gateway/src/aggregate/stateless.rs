@@ -94,6 +94,15 @@ fn check(header: Option<&str>, message: &Value) -> Result<(), Refusal> {
     Ok(())
 }
 
+/// `result` as a whole 2026-07-28 result: `resultType` is required there (SEP-2322), and every
+/// answer the aggregate hands on is complete (an `input_required` is refused upstream of here).
+fn complete(mut result: Value) -> Value {
+    if let Some(object) = result.as_object_mut() {
+        object.insert("resultType".into(), json!("complete"));
+    }
+    result
+}
+
 /// `result` with the caching hints of a 2026-07-28 cacheable result.
 fn cacheable(mut result: Value, ttl_ms: u128) -> Value {
     if let Some(object) = result.as_object_mut() {
@@ -105,7 +114,7 @@ fn cacheable(mut result: Value, ttl_ms: u128) -> Value {
 
 fn answer(status: StatusCode, id: &Value, outcome: Result<Value, Value>) -> Response {
     let body = match outcome {
-        Ok(result) => json!({ "jsonrpc": "2.0", "id": id, "result": result }),
+        Ok(result) => json!({ "jsonrpc": "2.0", "id": id, "result": complete(result) }),
         Err(error) => json!({ "jsonrpc": "2.0", "id": id, "error": error }),
     };
     (
