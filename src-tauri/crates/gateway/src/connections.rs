@@ -51,6 +51,10 @@ pub(crate) fn ceiling_for(max_unproven: usize) -> usize {
 /// was accepted in the middle of a burst of half-sent heads is not taken for one of them.
 const MIN_WAIT: Duration = Duration::from_millis(250);
 
+/// The longest the listener waits for closing connections to free their descriptors before it
+/// accepts again anyway.
+const PAUSE_MAX: Duration = Duration::from_millis(500);
+
 /// Connections accepted that have not sent a whole request head yet, oldest first; shared by
 /// every listener of one gateway.
 #[derive(Default)]
@@ -59,6 +63,9 @@ pub(crate) struct Unproven {
     waiting: BTreeMap<u64, Waiting>,
     /// How many were closed to make room (said in the log at powers of two, not each time).
     evicted: u64,
+    /// Told to close, their sockets not dropped yet (their tasks have not run since): they
+    /// still hold descriptors, so they count against the ceiling until they are gone.
+    closing: std::collections::HashSet<u64>,
 }
 
 struct Waiting {
@@ -111,9 +118,10 @@ impl Unproven {
 
     /// Closes the connection that has waited longest.
     fn close_first(&mut self) {
-        let Some((_, oldest)) = self.waiting.pop_first() else {
+        let Some((id, oldest)) = self.waiting.pop_first() else {
             return;
         };
+        self.closing.insert(id);
         // A permit is kept if the task is not waiting yet: it closes when it gets there.
         oldest.close.notify_one();
         self.evicted += 1;
@@ -125,9 +133,22 @@ impl Unproven {
         }
     }
 
-    /// The connection `id` sent a request head (or ended): no longer a candidate for closing.
+    /// The connection `id` sent a request head: no longer a candidate for closing.
     fn proven(&mut self, id: u64) {
         self.waiting.remove(&id);
+    }
+
+    /// The connection `id` ended (its socket dropped), whether told to close or not.
+    fn ended(&mut self, id: u64) {
+        self.waiting.remove(&id);
+        self.closing.remove(&id);
+    }
+
+    /// Whether accepting one more now would pass `ceiling` descriptors held by connections
+    /// that wait or are being closed, with some of them about to be freed (connections only
+    /// waiting are made room for by [`Self::admit`]).
+    fn full(&self, ceiling: usize) -> bool {
+        !self.closing.is_empty() && self.waiting.len() + self.closing.len() >= ceiling.max(1)
     }
 }
 
@@ -137,8 +158,9 @@ fn lock(unproven: &Mutex<Unproven>) -> std::sync::MutexGuard<'_, Unproven> {
 
 /// How many connections the kernel queues for `accept` (the default, 128, overflows when many
 /// clients connect at once while the gateway is busy, and an overflow costs a client a 1 s SYN
-/// retransmission; the kernel caps it at `net.core.somaxconn`).
-const ACCEPT_BACKLOG: u32 = 1024;
+/// retransmission; the kernel caps it at `net.core.somaxconn`, 4,096 by default since Linux
+/// 5.4). Queued costs the kernel a little memory; dropped costs a client a second.
+const ACCEPT_BACKLOG: u32 = 4096;
 
 /// A listener on `addr` with [`ACCEPT_BACKLOG`].
 pub(crate) fn listen(addr: std::net::SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
@@ -162,6 +184,21 @@ pub(crate) async fn accept(
 ) {
     let mut connections = tokio::task::JoinSet::new();
     loop {
+        // Connections told to close still hold their descriptors until their tasks run (late,
+        // on a loaded machine): accepting on would run the process out of them, and a real
+        // client's connection would then be dropped from the kernel's queue and retried a
+        // second later. Waiting a moment keeps it queued instead.
+        let paused = Instant::now();
+        let mut yields = 0u32;
+        while lock(&unproven).full(limits.ceiling) && paused.elapsed() < PAUSE_MAX {
+            // The closing tasks usually run at once: let them; a loaded machine gets a sleep.
+            if yields < 64 {
+                yields += 1;
+                tokio::task::yield_now().await;
+            } else {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+        }
         let tcp = match listener.accept().await {
             Ok((tcp, _)) => tcp,
             Err(e) => {
@@ -200,7 +237,7 @@ pub(crate) async fn accept(
                 // Dropping the connection closes it.
                 () = close.notified() => {}
             }
-            lock(&unproven).proven(id);
+            lock(&unproven).ended(id);
         });
         // Reap the finished ones so the set does not grow with every connection ever served.
         while connections.try_join_next().is_some() {}
@@ -261,6 +298,21 @@ mod tests {
         assert_eq!(unproven.waiting.len(), 3);
         assert!(told(&first));
         assert!(ceiling_for(256) >= 256);
+    }
+
+    #[test]
+    fn a_connection_told_to_close_counts_until_it_has_ended() {
+        let t0 = Instant::now();
+        let mut unproven = Unproven::default();
+        let (first, _) = unproven.admit(2, 2, t0);
+        unproven.admit(2, 2, t0);
+        assert!(!unproven.full(2), "only waiting: admit makes room");
+        // Past the ceiling the oldest is told to close; its socket is still open.
+        unproven.admit(2, 2, t0);
+        assert_eq!(unproven.waiting.len(), 2);
+        assert!(unproven.full(3), "two waiting and one closing hold three");
+        unproven.ended(first);
+        assert!(!unproven.full(3));
     }
 
     #[test]

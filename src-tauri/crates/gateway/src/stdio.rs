@@ -798,6 +798,16 @@ fn is_stream_ended(answer: &Value) -> bool {
         .is_some_and(|data| data.contains_key("io.modelcontextprotocol/transportClosed"))
 }
 
+/// How rmcp reopens a stream that ended early (a response stream to resume, a 2025 server's
+/// own stream): from 250 ms, doubling up to [`STREAM_BACKOFF_MAX`], [`STREAM_RETRIES`] times.
+pub(crate) fn stream_backoff() -> Arc<ExponentialBackoff> {
+    let mut backoff = ExponentialBackoff::default();
+    backoff.base_duration = Duration::from_millis(250);
+    backoff.max_delay = Some(STREAM_BACKOFF_MAX);
+    backoff.max_times = Some(STREAM_RETRIES);
+    Arc::new(backoff)
+}
+
 impl Link {
     fn start<C: Credentials>(
         http: UpstreamHttp<C>,
@@ -805,11 +815,7 @@ impl Link {
         out: mpsc::UnboundedSender<Out>,
     ) -> Arc<Link> {
         let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_owned());
-        let mut backoff = ExponentialBackoff::default();
-        backoff.base_duration = Duration::from_millis(250);
-        backoff.max_delay = Some(STREAM_BACKOFF_MAX);
-        backoff.max_times = Some(STREAM_RETRIES);
-        config.retry_config = Arc::new(backoff);
+        config.retry_config = stream_backoff();
         let transport = StreamableHttpClientTransport::with_client(http, config);
         let (commands, inbox) = mpsc::unbounded_channel();
         let link = Arc::new(Link {

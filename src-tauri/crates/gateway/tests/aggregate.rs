@@ -282,6 +282,21 @@ fn modern(seen: &Mutex<Seen>, message: &Value, headers: &HeaderMap) -> Response 
     )
 }
 
+/// `seen` (the 2026-07-28-only server's log) holds a discovery, a listing and a call of `act`,
+/// each in 2026-07-28's form (header, `Mcp-Method`, `Mcp-Name`, `_meta`).
+fn assert_discovered_listed_and_called(seen: &[String]) {
+    for expected in [
+        "server/discover 2026-07-28 server/discover - 2026-07-28",
+        "tools/list 2026-07-28 tools/list - 2026-07-28",
+        "tools/call 2026-07-28 tools/call act 2026-07-28",
+    ] {
+        assert!(
+            seen.iter().any(|line| line == expected),
+            "{expected}: {seen:#?}"
+        );
+    }
+}
+
 struct Iter<I>(I);
 
 impl<I: Iterator + Unpin> futures_core::Stream for Iter<I> {
@@ -674,16 +689,7 @@ async fn a_2026_only_connector_is_listed_and_called_on_its_own_revision() {
         seen.iter().all(|line| !line.starts_with("initialize")),
         "{seen:#?}"
     );
-    for expected in [
-        "server/discover 2026-07-28 server/discover - 2026-07-28",
-        "tools/list 2026-07-28 tools/list - 2026-07-28",
-        "tools/call 2026-07-28 tools/call act 2026-07-28",
-    ] {
-        assert!(
-            seen.iter().any(|line| line == expected),
-            "{expected}: {seen:#?}"
-        );
-    }
+    assert_discovered_listed_and_called(&seen);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -800,16 +806,7 @@ async fn a_2025_client_reaches_a_2026_only_server_through_its_own_endpoint() {
         1,
         "the client's own initialize, refused once: {seen:#?}"
     );
-    for expected in [
-        "server/discover 2026-07-28 server/discover - 2026-07-28",
-        "tools/list 2026-07-28 tools/list - 2026-07-28",
-        "tools/call 2026-07-28 tools/call act 2026-07-28",
-    ] {
-        assert!(
-            seen.iter().any(|line| line == expected),
-            "{expected}: {seen:#?}"
-        );
-    }
+    assert_discovered_listed_and_called(&seen);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -29,7 +29,6 @@ use rmcp::service::{
     ClientServiceExt, NotificationContext, PeerRequestOptions, RoleClient, RunningService,
     ServiceError,
 };
-use rmcp::transport::common::client_side_sse::ExponentialBackoff;
 use rmcp::transport::streamable_http_client::{
     StreamableHttpClientTransportConfig, StreamableHttpError,
 };
@@ -39,10 +38,6 @@ use serde_json::Value;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
-
-/// How often, and how far apart, the session's own stream (a 2025 server's GET) is reopened.
-const STREAM_RETRIES: usize = 5;
-const STREAM_BACKOFF_MAX: Duration = Duration::from_secs(5);
 
 /// One connector's link: rmcp's client session and the credentials it sends.
 pub(crate) struct Link {
@@ -74,11 +69,7 @@ impl Link {
         let mut config = StreamableHttpClientTransportConfig::with_uri(url.clone());
         // A 2025 server that answers `initialize` without a session is fine.
         config.allow_stateless = true;
-        let mut backoff = ExponentialBackoff::default();
-        backoff.base_duration = Duration::from_millis(250);
-        backoff.max_delay = Some(STREAM_BACKOFF_MAX);
-        backoff.max_times = Some(STREAM_RETRIES);
-        config.retry_config = Arc::new(backoff);
+        config.retry_config = crate::stdio::stream_backoff();
         let transport = StreamableHttpClientTransport::with_client(http, config);
         let listener = Listener { changed };
         let service = tokio::time::timeout(
