@@ -73,7 +73,9 @@ use upstream_http::{UpstreamHttp, UpstreamHttpError};
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
 /// The bound on opening a TCP connection (within the request's own bound).
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-/// The bound on the goodbye (DELETE of the session) at the end of stdin.
+/// The bound on the goodbye (DELETE of the session) at the end of stdin; a connector whose
+/// `timeout_ms` is shorter gets that (the goodbye is a request like any other). Past it the
+/// bridge ends without it: the server forgets the session on its own.
 const DELETE_TIMEOUT: Duration = Duration::from_secs(5);
 /// The waits before each new try when the upstream refused the connection (it never got the
 /// request, so any request may go again): enough for a restarting server to listen again.
@@ -866,8 +868,8 @@ impl Link {
             .map_err(|_| Failure::Dropped("the upstream connection closed".into()))
     }
 
-    /// Ends the transport: rmcp deletes a 2025 session (bounded by its own 5 s).
-    async fn close(&self) {
+    /// Ends the transport: rmcp deletes a 2025 session; waited for at most `goodbye`.
+    async fn close(&self, goodbye: Duration) {
         let (done, closed) = oneshot::channel();
         let command = if self.used.load(Ordering::SeqCst) {
             Command::Close(done)
@@ -875,7 +877,7 @@ impl Link {
             Command::Drop(done)
         };
         if self.commands.send(command).is_ok() {
-            let _ = tokio::time::timeout(DELETE_TIMEOUT * 2, closed).await;
+            let _ = tokio::time::timeout(goodbye, closed).await;
         }
     }
 }
@@ -1248,7 +1250,7 @@ impl<C: Credentials> Bridge<C> {
             Err(_) => None,
         };
         if let Some(link) = link {
-            link.close().await;
+            link.close(self.timeout.min(DELETE_TIMEOUT)).await;
         }
     }
 }
