@@ -59,7 +59,7 @@ pub const LIST_TIMEOUT: Duration = Duration::from_secs(10);
 /// The revision a 2025 client that asks for one the aggregate does not serve is offered.
 const UPSTREAM_VERSION: &str = "2025-06-18";
 /// The versions offered to clients (a client asking another gets [`UPSTREAM_VERSION`]).
-const VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
+pub(crate) const VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
 /// How long a connector's lists serve before they are asked for again (in the background) when
 /// it says nothing itself (no `ttlMs`, no `list_changed`): a minute keeps a 50-connector listing
 /// off the upstreams on every `tools/list` (agents list per turn) while a tool added upstream

@@ -16,6 +16,8 @@
 
 use crate::aggregate::link::Link;
 use crate::aggregate::Failure;
+// The 2025 revisions a client may ask for, newest first: the aggregate's list.
+use crate::aggregate::VERSIONS as CLIENT_REVISIONS;
 use crate::server::GatewayState;
 use crate::upstream::Upstream;
 use axum::http::{header, HeaderValue, StatusCode};
@@ -28,8 +30,6 @@ use std::time::{Duration, Instant};
 
 /// UnsupportedProtocolVersion (2026-07-28, SEP-2575).
 const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
-/// The newest revision a 2025 client can be answered in, and the ones it may ask for.
-const CLIENT_REVISIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
 /// Translated sessions kept at most (past it, the least recently used goes).
 const MAX_SESSIONS: usize = 1_000;
 /// A translated session unused this long is forgotten.
