@@ -116,6 +116,31 @@ struct InUse {
     title: String,
 }
 
+/// Session ids ended by their client: looked up on every request that carries one (a set),
+/// the oldest forgotten past [`MAX_CLIENT_SESSIONS`] (the order).
+#[derive(Default)]
+struct Ended {
+    ids: HashSet<String>,
+    order: std::collections::VecDeque<String>,
+}
+
+impl Ended {
+    fn add(&mut self, id: String) {
+        if self.order.len() >= MAX_CLIENT_SESSIONS {
+            if let Some(oldest) = self.order.pop_front() {
+                self.ids.remove(&oldest);
+            }
+        }
+        if self.ids.insert(id.clone()) {
+            self.order.push_back(id);
+        }
+    }
+
+    fn contains(&self, id: &str) -> bool {
+        self.ids.contains(id)
+    }
+}
+
 /// What the aggregate keeps between requests.
 #[derive(Default)]
 struct Aggregate {
@@ -126,7 +151,7 @@ struct Aggregate {
     sessions: Mutex<HashMap<String, Instant>>,
     /// Client session ids ended by their `DELETE`, oldest first: a request in one is 404, as
     /// the transport requires of a terminated session (at most [`MAX_CLIENT_SESSIONS`] kept).
-    ended: Mutex<std::collections::VecDeque<String>>,
+    ended: Mutex<Ended>,
     /// Aggregate names back to connectors, over every connector's last good lists.
     names: RwLock<Names>,
     /// Bumped whenever a connector's lists are stored: the names and answers built before are
@@ -410,11 +435,10 @@ impl Aggregate {
                         .is_some()
                 });
                 if let (true, Some(id)) = (known, &session) {
-                    let mut ended = self.ended.lock().unwrap_or_else(|p| p.into_inner());
-                    if ended.len() >= MAX_CLIENT_SESSIONS {
-                        ended.pop_front();
-                    }
-                    ended.push_back(id.clone());
+                    self.ended
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .add(id.clone());
                 }
                 return match known {
                     true => StatusCode::OK.into_response(),
@@ -1390,7 +1414,7 @@ fn rpc_error_response(status: StatusCode, id: Option<Value>, code: i64, message:
     json_response(status, &body, None)
 }
 
-fn json_response(status: StatusCode, body: &Value, session: Option<&str>) -> Response {
+pub(crate) fn json_response(status: StatusCode, body: &Value, session: Option<&str>) -> Response {
     let mut headers = HeaderMap::new();
     headers.insert(
         header::CONTENT_TYPE,
@@ -1404,7 +1428,7 @@ fn json_response(status: StatusCode, body: &Value, session: Option<&str>) -> Res
 
 /// 128 random bits, hex: a session id a client cannot guess (it carries no authority anyway:
 /// every request carries the client secret).
-fn new_session_id() -> Result<String, getrandom::Error> {
+pub(crate) fn new_session_id() -> Result<String, getrandom::Error> {
     let mut random = [0u8; 16];
     getrandom::getrandom(&mut random)?;
     Ok(random.iter().map(|b| format!("{b:02x}")).collect())

@@ -15,12 +15,12 @@
 //! `patchbay connect`. Sessions are kept in memory, bounded and forgotten when idle.
 
 use crate::aggregate::link::Link;
-use crate::aggregate::Failure;
+use crate::aggregate::{json_response, new_session_id, Failure};
 // The 2025 revisions a client may ask for, newest first: the aggregate's list.
 use crate::aggregate::VERSIONS as CLIENT_REVISIONS;
 use crate::server::GatewayState;
 use crate::upstream::Upstream;
-use axum::http::{header, HeaderValue, StatusCode};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -159,20 +159,16 @@ pub(crate) async fn begin(
     if let Some(instructions) = link.instructions() {
         result["instructions"] = Value::String(instructions);
     }
-    let id = new_session_id().map_err(|e| Failure::Protocol(format!("no session id: {e}")))?;
+    let id = new_session_id()
+        .map(|id| format!("patchbay-{id}"))
+        .map_err(|e| Failure::Protocol(format!("no session id: {e}")))?;
     tracing::info!(
         connector = name,
         "the server speaks MCP {revision} only; translating for a client on {version}"
     );
     state.translated.keep(id.clone(), &name, Arc::new(link));
     let answer = json!({ "jsonrpc": "2.0", "id": message.get("id").cloned().unwrap_or(Value::Null), "result": result });
-    let mut response = json_response(StatusCode::OK, &answer);
-    if let Ok(value) = HeaderValue::from_str(&id) {
-        response
-            .headers_mut()
-            .insert(crate::sessions::MCP_SESSION_ID, value);
-    }
-    Ok(response)
+    Ok(json_response(StatusCode::OK, &answer, Some(&id)))
 }
 
 /// One message of a translated session: a request answered through `link`, a notification
@@ -221,29 +217,7 @@ pub(crate) async fn message(
             )
         }
     };
-    (json_response(StatusCode::OK, &answer), error)
-}
-
-fn json_response(status: StatusCode, body: &Value) -> Response {
-    let mut response = (status, body.to_string()).into_response();
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    response
-}
-
-/// 128 random bits, hex, marked as the gateway's own.
-fn new_session_id() -> Result<String, getrandom::Error> {
-    let mut random = [0u8; 16];
-    getrandom::getrandom(&mut random)?;
-    Ok(format!(
-        "patchbay-{}",
-        random
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect::<String>()
-    ))
+    (json_response(StatusCode::OK, &answer, None), error)
 }
 
 #[cfg(test)]
