@@ -134,7 +134,10 @@ connect_pid=$!
 exec 9>"$WORK/connect.in" # its stdin stays open: the bridge waits for messages
 bridged=
 for _ in $(seq 1 80); do
-  if [ "$(readlink "/proc/$connect_pid/exe" 2>/dev/null)" = /usr/bin/patchbay-bridge ]; then bridged=1; break; fi
+  if [ "$(readlink "/proc/$connect_pid/exe" 2>/dev/null)" = /usr/bin/patchbay-bridge ]; then
+    bridged=$(sed -n 's/^VmRSS:[[:space:]]*//p' "/proc/$connect_pid/status" 2>/dev/null)
+    break
+  fi
   kill -0 "$connect_pid" 2>/dev/null || break
   sleep 0.25
 done
@@ -142,7 +145,7 @@ exec 9>&-
 kill "$connect_pid" 2>/dev/null || true
 wait "$connect_pid" 2>/dev/null || true
 [ -n "$bridged" ] || fail "patchbay connect did not exec /usr/bin/patchbay-bridge: $(tail -5 "$WORK/connect.log")"
-ok "patchbay connect runs as /usr/bin/patchbay-bridge"
+ok "patchbay connect runs as /usr/bin/patchbay-bridge (resident before its first message: $bridged)"
 
 handler=$(xdg-mime query default x-scheme-handler/patchbay || true)
 [ "$handler" = "$(basename "$desktop")" ] || fail "xdg-mime query default x-scheme-handler/patchbay says '$handler', not $(basename "$desktop")"

@@ -6,22 +6,28 @@ whose own start is in every figure there). Against the MCP SDK's example streama
 `initialize` answer on its stdout, "call" each of CALLS `tools/call` round trips. Prints the
 medians and the ratios; asserts nothing.
 
-    cargo build -p patchbay-cli --release --locked
-    tests/bench/connect-latency.py [RUNS=5] [CALLS=20]   (PATCHBAY=path/to/patchbay to pick a build)
+    cargo build --release --locked -p patchbay-cli --bin patchbay
+    cargo build --profile bridge --locked -p patchbay-cli --bin patchbay-bridge
+    tests/bench/connect-latency.py [RUNS=5] [CALLS=20]   (PATCHBAY=path/to/patchbay to pick a build;
+                                                         default: the shipped layout, shipped-build.sh)
 """
 import json, os, socket, statistics, subprocess, sys, tempfile, time
 
 root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 runs = int(sys.argv[1]) if len(sys.argv) > 1 else 5
 calls = int(sys.argv[2]) if len(sys.argv) > 2 else 20
-patchbay = os.environ.get("PATCHBAY") or next(
-    (p for p in (f"{root}/target/release/patchbay", f"{root}/target/debug/patchbay") if os.access(p, os.X_OK)), None)
+tmp = tempfile.mkdtemp()
+patchbay = os.environ.get("PATCHBAY")
+if not patchbay and os.access(f"{os.environ.get('CARGO_TARGET_DIR', root + '/target')}/release/patchbay", os.X_OK):
+    patchbay = subprocess.run([f"{root}/tests/bench/shipped-build.sh", f"{tmp}/bin"], check=True,
+                              stdout=subprocess.PIPE, text=True).stdout.strip()
+if not patchbay and os.access(f"{root}/target/debug/patchbay", os.X_OK):
+    patchbay = f"{root}/target/debug/patchbay"
 node_dir = f"{root}/tests/node"
 mcp_remote = f"{node_dir}/node_modules/.bin/mcp-remote"
 if not patchbay or not os.access(mcp_remote, os.X_OK):
     sys.exit("needs a patchbay build (PATCHBAY=...) and tests/node's mcp-remote (scripts/setup.sh)")
 
-tmp = tempfile.mkdtemp()
 with socket.socket() as s:
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]

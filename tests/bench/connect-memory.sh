@@ -10,22 +10,24 @@
 # around the client's answers, the start (spawn to the session being open: initialize included)
 # and the median of the tools/call round trips; asserts nothing.
 #
-#   cargo build -p patchbay-cli --release --locked
+#   cargo build --release --locked -p patchbay-cli --bin patchbay
+#   cargo build --profile bridge --locked -p patchbay-cli --bin patchbay-bridge
 #   tests/bench/connect-memory.sh [CALLS=20]      (PATCHBAY=path/to/patchbay to pick a build;
-#                                                  default: target/release, else target/debug)
+#                                                  default: the shipped layout, shipped-build.sh,
+#                                                  else target/debug)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 calls=${1:-20}
+tmp=$(mktemp -d)
 bin=${PATCHBAY:-}
 if [ -z "$bin" ]; then
-  if [ -x "$root/target/release/patchbay" ]; then bin=$root/target/release/patchbay; else bin=$root/target/debug/patchbay; fi
+  if [ -x "${CARGO_TARGET_DIR:-$root/target}/release/patchbay" ]; then bin=$("$root/tests/bench/shipped-build.sh" "$tmp/bin"); else bin=$root/target/debug/patchbay; fi
 fi
 [ -x "$bin" ] || { echo "no patchbay binary: cargo build -p patchbay-cli --release --locked" >&2; exit 2; }
 bin=$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")
 node_dir=$root/tests/node
 [ -x "$node_dir/node_modules/.bin/mcp-remote" ] || { echo "no mcp-remote in tests/node: run scripts/setup.sh" >&2; exit 2; }
 
-tmp=$(mktemp -d)
 server_pid=
 cleanup() { [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null || true; rm -rf "$tmp"; }
 trap cleanup EXIT

@@ -236,6 +236,8 @@ pub enum HealthError {
     Migration(#[from] rusqlite_migration::Error),
     #[error("the health database holds an unreadable row: {0}")]
     Corrupt(String),
+    #[error("cannot start the health board's writer thread: {0}")]
+    Writer(#[source] std::io::Error),
 }
 
 #[cfg(test)]

@@ -27,6 +27,7 @@ pub mod handshake;
 pub mod health;
 pub mod legacy_sse;
 pub mod npm_cache;
+pub mod recorder;
 pub mod retry;
 pub mod sse;
 pub mod target;
@@ -39,6 +40,7 @@ pub use health::{
     CallRecord, CheckRecord, HealthStats, HealthStore, KnownTools, Recorded, StoredTool,
     HEALTH_FILE,
 };
+pub use recorder::CallRecorder;
 pub use retry::{random_unit, Pacing, RetryPolicy, Sleeper, UnitRandom};
 pub use target::{
     AuthKind, CheckTarget, Endpoint, HttpEndpoint, Redactor, StdioLaunch, TransportKind,

@@ -26,7 +26,7 @@ use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use patchbay_check::{CallRecord, HealthStore, HEALTH_FILE};
+use patchbay_check::{CallRecord, CallRecorder, HealthStore, HEALTH_FILE};
 use std::collections::HashMap;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -108,7 +108,7 @@ pub struct GatewayState {
     pub(crate) sessions: crate::sessions::Sessions,
     /// `/mcp/NAME` sessions of 2025 clients with 2026-07-28-only servers (`translated`).
     pub(crate) translated: crate::translated::Translated,
-    health: Option<tokio::sync::mpsc::UnboundedSender<CallRecord>>,
+    health: Option<CallRecorder>,
     /// This process's id in [`HOP_HEADER`].
     hop: String,
     /// A loop was said in the log (once: a loop repeats).
@@ -189,8 +189,8 @@ impl GatewayState {
 
     /// Hand a call to the health board's writer (off the request path).
     pub(crate) fn record(&self, call: CallRecord) {
-        if let Some(sink) = &self.health {
-            let _ = sink.send(call);
+        if let Some(recorder) = &self.health {
+            recorder.record(call);
         }
     }
 }
@@ -477,30 +477,17 @@ fn unauthorized(message: &str) -> Response {
     response
 }
 
-/// A task that writes calls to the health board in batches, off the request path.
-fn health_writer(
-    data_dir: &std::path::Path,
-) -> Option<tokio::sync::mpsc::UnboundedSender<CallRecord>> {
-    let store = match HealthStore::open(&data_dir.join(HEALTH_FILE)) {
-        Ok(store) => Arc::new(store),
+/// The health board's writer for the gateway's calls (off the request path).
+fn health_writer(data_dir: &std::path::Path) -> Option<CallRecorder> {
+    let started = HealthStore::open(&data_dir.join(HEALTH_FILE))
+        .and_then(|store| CallRecorder::start(store, "the gateway's calls"));
+    match started {
+        Ok(recorder) => Some(recorder),
         Err(e) => {
             tracing::warn!("the gateway's calls will not reach the health board: {e}");
-            return None;
+            None
         }
-    };
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<CallRecord>();
-    tokio::spawn(async move {
-        let mut batch = Vec::new();
-        while rx.recv_many(&mut batch, 256).await > 0 {
-            let calls = std::mem::take(&mut batch);
-            let store = store.clone();
-            let written = tokio::task::spawn_blocking(move || store.record_calls(&calls)).await;
-            if let Ok(Err(e)) = written {
-                tracing::warn!("cannot record gateway calls on the health board: {e}");
-            }
-        }
-    });
-    Some(tx)
+    }
 }
 
 #[cfg(test)]

@@ -48,7 +48,9 @@ pub use handoff::{renew_for_bridge, run_handoff, Delegated, Handoff};
 pub use patchbay_check::sse::{SseEvent, SseEventTooLarge, SseParser, MAX_SSE_EVENT_BYTES};
 
 use crate::upstream::{Upstream, UpstreamError, UpstreamTransport, Upstreams};
-use patchbay_check::{CallRecord, HealthError, HealthStore, TransportKind, HEALTH_FILE};
+use patchbay_check::{
+    CallRecord, CallRecorder, HealthError, HealthStore, TransportKind, HEALTH_FILE,
+};
 use patchbay_core::{Patchbay, Refresher};
 use patchbay_vault::Secret;
 use rmcp::model::ClientJsonRpcMessage;
@@ -203,24 +205,20 @@ pub fn health_file(patchbay: &Patchbay) -> std::path::PathBuf {
     patchbay.paths.data_dir.join(HEALTH_FILE)
 }
 
-/// [`health_hook`] on the health board at `file`.
+/// [`health_hook`] on the health board at `file`. The calls are written by a thread of their own
+/// (the bridge answers on one thread, which a commit per call held up); the last are written when
+/// the hook is dropped at the session's end.
 pub fn health_hook_at(file: &std::path::Path) -> Result<CallHook, HealthError> {
-    let store = HealthStore::open(file)?;
+    let recorder = CallRecorder::start(HealthStore::open(file)?, "the bridge's calls")?;
     Ok(Arc::new(move |call: &BridgedCall| {
-        let record = CallRecord {
+        recorder.record(CallRecord {
             connector: call.connector.clone(),
             at: chrono::Utc::now(),
             latency: call.latency,
             transport: TransportKind::StreamableHttp,
             http_status: call.http_status,
             error: call.error.clone(),
-        };
-        if let Err(e) = store.record_calls(&[record]) {
-            tracing::warn!(
-                connector = call.connector,
-                "cannot record the call on the health board: {e}"
-            );
-        }
+        });
     }))
 }
 
