@@ -335,6 +335,28 @@ fn in_background<S: AsRef<str>>(args: impl IntoIterator<Item = S>) -> bool {
     background && !show
 }
 
+/// What `patchbay-app --help` or `--version` prints instead of starting the app (`None`: start
+/// it). Any other argument is the app's own (a link, `--background`, `--show`).
+pub fn answer_without_starting<S: AsRef<str>>(args: impl IntoIterator<Item = S>) -> Option<String> {
+    let version = format!("patchbay-app {}", env!("CARGO_PKG_VERSION"));
+    args.into_iter()
+        .skip(1)
+        .find_map(|arg| match arg.as_ref() {
+            "--version" | "-V" => Some(version.clone()),
+            "--help" | "-h" => Some(format!(
+                "{version}: Patchbay in the tray, and its Connectors window.\n\n\
+                 Usage: patchbay-app [--background | --show | patchbay://LINK]\n\n\
+                 \x20 {BACKGROUND_FLAG}    start in the tray only (the launch at login)\n\
+                 \x20 {SHOW_FLAG}          open the Connectors window (a running app shows its own)\n\
+                 \x20 patchbay://LINK  open a patchbay:// link (patchbay://authorize/NAME)\n\
+                 \x20 -h, --help      print this help\n\
+                 \x20 -V, --version   print the version\n\n\
+                 Everything the window does, the `patchbay` command does too: `patchbay --help`."
+            )),
+            _ => None,
+        })
+}
+
 /// Run the tray app until "Quit".
 pub fn run() {
     tracing_subscriber::fmt()
@@ -411,4 +433,37 @@ pub fn run() {
         }
         _ => {}
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn help_and_version_answer_without_starting_the_app() {
+        let version = answer_without_starting(["patchbay-app", "--version"]).unwrap();
+        assert_eq!(
+            version,
+            format!("patchbay-app {}", env!("CARGO_PKG_VERSION"))
+        );
+        assert_eq!(
+            answer_without_starting(["patchbay-app", "-V"]),
+            Some(version)
+        );
+        let help = answer_without_starting(["patchbay-app", "--help"]).unwrap();
+        assert!(
+            help.contains("--background") && help.contains("patchbay://LINK"),
+            "{help}"
+        );
+        assert_eq!(answer_without_starting(["patchbay-app", "-h"]), Some(help));
+        // The app's own arguments start it; so does a link that merely mentions a flag.
+        for args in [
+            vec!["patchbay-app"],
+            vec!["patchbay-app", "--background"],
+            vec!["patchbay-app", "--show"],
+            vec!["patchbay-app", "patchbay://authorize/notion?x=--help"],
+        ] {
+            assert_eq!(answer_without_starting(&args), None, "{args:?}");
+        }
+    }
 }

@@ -124,6 +124,17 @@ fn status_table_has_the_headline_first_and_exit_code_zero_when_all_is_well() {
         broken_at < everything_at,
         "problems are not listed first:\n{text}"
     );
+
+    // A row that needs authorizing says the command, the name quoted for a shell when it must be.
+    let odd = sandbox.write(
+        "odd.json",
+        r#"{"mcpServers": {"linear": {"type": "http", "url": "https://linear.example/mcp"},
+            "we[1]": {"type": "http", "url": "https://x.example/mcp"}}}"#,
+    );
+    let out = sandbox.run(&["status", "--catalog", odd.to_str().unwrap()]);
+    let text = stdout(&out);
+    assert!(text.contains("Run `patchbay authorize linear`."), "{text}");
+    assert!(text.contains("Run `patchbay authorize 'we[1]'`."), "{text}");
 }
 
 #[test]
@@ -489,7 +500,26 @@ fn check_with_nothing_checked_exits_non_zero_and_says_why() {
     let empty = sandbox.write("empty.json", r#"{"mcpServers": {}}"#);
     let out = sandbox.run(&["check", "--json", "--catalog", empty.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("the catalog has no connectors"));
+    let err = stderr(&out);
+    assert!(
+        err.contains("no connector is in use and the catalog offers none"),
+        "{err}"
+    );
+
+    // A fresh home: the shipped gallery is not the user's, and the way to use one is said.
+    let out = sandbox.run(&["check"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.starts_with(
+            "error: nothing was checked: no connector is in use; `patchbay gallery` lists the "
+        ),
+        "{err}"
+    );
+    assert!(
+        err.contains("`patchbay enable NAME` puts one in use"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -96,7 +96,14 @@ pub fn run(patchbay: Patchbay, args: CheckArgs, out: &mut impl Write) -> Result<
 /// connector's reason.
 fn nothing_checked(patchbay: &Patchbay, checks: &[ConnectorCheck]) -> String {
     if checks.is_empty() {
-        return "nothing was checked: the catalog has no connectors".into();
+        // The gallery's connectors are not the user's: none of them is checked until it is in use.
+        return match patchbay.status().gallery.len() {
+            0 => "nothing was checked: no connector is in use and the catalog offers none".into(),
+            offered => format!(
+                "nothing was checked: no connector is in use; `patchbay gallery` lists the \
+                 {offered} the catalog offers, `patchbay enable NAME` puts one in use"
+            ),
+        };
     }
     let mut why = String::from("nothing was checked");
     if let Err(e) = patchbay.vault().check_store() {

@@ -35,7 +35,7 @@ fn client_servers() -> Vec<ClientServer> {
     let projects = clients::default_project_dirs(&paths, cwd.as_deref());
     let scan = clients::read_all(&paths, &projects);
     for error in &scan.errors {
-        crate::warn(&format!("patchbay: warning: {error}"));
+        crate::warn(&format!("warning: {error}"));
     }
     scan.servers
 }
@@ -91,7 +91,7 @@ pub fn run(patchbay: Patchbay, args: ImportArgs, out: &mut impl Write) -> Result
             &ImportOptions::default(),
         ))?;
     for error in &report.errors {
-        crate::warn(&format!("patchbay: warning: cannot read {error}"));
+        crate::warn(&format!("warning: cannot read {error}"));
     }
     if args.json {
         write_json!(&mut *out, &report)?;

@@ -2,7 +2,7 @@
 //! Every command is a call into patchbay-core; this file only parses arguments and prints.
 
 use anyhow::{bail, Context, Result};
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use patchbay_catalog::CredentialKey;
 use patchbay_core::bridges::Added;
 use patchbay_core::setup::ClientSetup;
@@ -122,7 +122,8 @@ enum Command {
     /// Bridge an MCP client that launches commands to a remote connector over stdio, with the
     /// vault's credential injected (a drop-in for `npx mcp-remote URL`).
     Connect(connect::ConnectArgs),
-    /// Add a connector to Cursor, VS Code, Claude Desktop or Windsurf, through Patchbay.
+    /// Add a connector to Claude Code, Codex, Gemini CLI, Cursor, VS Code, Claude Desktop or
+    /// Windsurf, through Patchbay.
     AddTo(add_to::AddToArgs),
     /// Switch a client's `npx mcp-remote URL` entry to Patchbay, keeping its name.
     Switch(add_to::SwitchArgs),
@@ -194,15 +195,81 @@ enum UnclaimedCommand {
     Delete { key: String },
 }
 
+/// The commands as `patchbay --help` lists them: by what one is doing (24 in one list were hard
+/// to scan). Every command is in exactly one group (the test below).
+const COMMAND_GROUPS: &[(&str, &[&str])] = &[
+    (
+        "See what needs attention",
+        &[
+            "status", "check", "history", "gallery", "offered", "runtimes", "paths",
+        ],
+    ),
+    (
+        "Set up a connector",
+        &[
+            "enable",
+            "authorize",
+            "secret",
+            "manage",
+            "disable",
+            "disconnect",
+        ],
+    ),
+    (
+        "Use connectors in your clients",
+        &["add-to", "switch", "connect", "gateway", "bridge"],
+    ),
+    (
+        "Keep credentials working",
+        &[
+            "refresh",
+            "import",
+            "unclaimed",
+            "runtime-error",
+            "autostart",
+        ],
+    ),
+];
+
+/// The command line with its commands listed by [`COMMAND_GROUPS`].
+fn command_line() -> clap::Command {
+    let command = Cli::command();
+    let width = command
+        .get_subcommands()
+        .map(|c| c.get_name().len())
+        .max()
+        .unwrap_or(0);
+    let mut listing = String::new();
+    for (heading, names) in COMMAND_GROUPS {
+        listing.push_str(&format!("{heading}:\n"));
+        for name in *names {
+            let about = command
+                .find_subcommand(name)
+                .and_then(|c| c.get_about())
+                .map(|a| a.to_string())
+                .unwrap_or_default();
+            listing.push_str(&format!("  {name:<width$}  {about}\n"));
+        }
+        listing.push('\n');
+    }
+    listing.push_str(&format!(
+        "  {:<width$}  Print this message or the help of the given command\n\n",
+        "help"
+    ));
+    command.help_template(format!(
+        "{{about-with-newline}}\n{{usage-heading}} {{usage}}\n\n{listing}Options:\n{{options}}{{after-help}}"
+    ))
+}
+
 fn main() -> ExitCode {
     adopt_session_bus();
-    let cli = Cli::parse();
+    let cli = Cli::from_arg_matches(&command_line().get_matches()).unwrap_or_else(|e| e.exit());
     // What a killed run left beside the runtimes' and clients' files goes first (issue 23).
     patchbay_core::bridges::sweep_left_behind();
     match run(cli) {
         Ok(code) => code,
         Err(error) => {
-            warn(&format!("patchbay: {error:#}"));
+            warn(&format!("error: {error:#}"));
             ExitCode::from(2)
         }
     }
@@ -257,7 +324,7 @@ fn catalog_readable(data_dir: &Option<PathBuf>, catalog: &Option<PathBuf>) -> Re
     if errors.is_empty() {
         return Ok(());
     }
-    bail!("{}", errors.join("\npatchbay: "))
+    bail!("{}", errors.join("\nerror: "))
 }
 
 fn run(cli: Cli) -> Result<ExitCode> {
@@ -282,7 +349,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             if !catalog_errors.is_empty() {
                 out.flush()?;
                 for error in catalog_errors {
-                    warn(&format!("patchbay: {error}"));
+                    warn(&format!("error: {error}"));
                 }
                 return Ok(ExitCode::from(2));
             }
@@ -689,4 +756,29 @@ fn read_secret(name: &str) -> Result<Secret> {
         bail!("the value for {name} is empty; nothing was stored");
     }
     Ok(Secret::new(value))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_help_lists_every_command_once_in_its_group() {
+        let command = Cli::command();
+        let grouped: Vec<&str> = COMMAND_GROUPS
+            .iter()
+            .flat_map(|(_, names)| names.iter().copied())
+            .collect();
+        for sub in command.get_subcommands().filter(|c| !c.is_hide_set()) {
+            let times = grouped.iter().filter(|n| **n == sub.get_name()).count();
+            assert_eq!(times, 1, "{} is listed {times} times", sub.get_name());
+        }
+        for name in &grouped {
+            assert!(command.find_subcommand(name).is_some(), "no command {name}");
+        }
+        let help = command_line().render_help().to_string();
+        assert!(help.contains("Set up a connector:\n  enable "), "{help}");
+        assert!(help.contains("--data-dir <DIR>"), "{help}");
+        assert!(!help.contains("Commands:"), "{help}");
+    }
 }

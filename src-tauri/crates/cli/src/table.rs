@@ -4,7 +4,7 @@
 
 use crate::terminal::one_line;
 use chrono::{DateTime, Utc};
-use patchbay_status::{ConnectorState, ConnectorStatus, StatusReport};
+use patchbay_status::{Action, ConnectorState, ConnectorStatus, StatusReport};
 use std::fmt::Write;
 
 /// A mark that survives a terminal without colour.
@@ -79,12 +79,38 @@ fn cells(c: &ConnectorStatus) -> [String; 4] {
         ),
         None => (c.label.clone(), c.detail.clone()),
     };
+    let detail = match command_for(c) {
+        Some(command) => format!("{detail} Run `{command}`."),
+        None => detail,
+    };
     [
         one_line(&c.name),
         one_line(&state),
         one_line(&c.transport),
         one_line(&detail),
     ]
+}
+
+/// The command that mends a row, when its detail does not already say one: authorizing (a
+/// missing variable's detail names `patchbay secret set`).
+fn command_for(c: &ConnectorStatus) -> Option<String> {
+    match c.action? {
+        Action::Authorize | Action::Reauthorize => {
+            Some(format!("patchbay authorize {}", shell_word(&c.name)))
+        }
+        Action::SetVariable | Action::EditCatalog => None,
+    }
+}
+
+/// `word` as one shell word: as it is when it has nothing a shell reads (a name may hold `$` and
+/// brackets), else single-quoted.
+fn shell_word(word: &str) -> String {
+    let plain = |ch: char| ch.is_ascii_alphanumeric() || "-_.".contains(ch);
+    if !word.is_empty() && word.chars().all(plain) {
+        word.to_owned()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
 }
 
 pub fn unclaimed(report: &StatusReport) -> String {
