@@ -411,6 +411,7 @@ export class ConnectorsWindow {
     const ordered: HTMLLIElement[] = [];
     for (const c of r.connectors) {
       seen.add(c.name);
+      this.drawersFromDom(c.name);
       let ui = this.rowUi.get(c.name);
       if (ui?.notice && ui.notice.forState !== c.state) ui = { ...ui, notice: null };
       if (ui?.flow && ui.flow.forState !== c.state) ui = { ...ui, flow: null };
@@ -1122,6 +1123,20 @@ export class ConnectorsWindow {
     const name = input.closest<HTMLLIElement>("li[data-connector]")?.dataset.connector;
     const pending = name ? this.rowUi.get(name)?.disconnect : null;
     if (name && pending) this.updateRowUiQuietly(name, { disconnect: { ...pending, forget: input.checked } });
+  }
+
+  /** A drawer's `toggle` event is a task queued after the click that opened or closed it: a
+   * re-render before it runs would rebuild the row from the flag remembered before the click
+   * and undo it. The row's drawers as shown are the truth. */
+  private drawersFromDom(name: string): void {
+    const row = this.rows.get(name)?.el;
+    if (!row) return;
+    for (const drawer of row.querySelectorAll<HTMLDetailsElement>("details[data-drawer]")) {
+      const kind = drawer.dataset.drawer;
+      if (!isDrawer(kind) || drawer.closest<HTMLLIElement>("li[data-connector]") !== row) continue;
+      const flag = DRAWERS[kind];
+      if ((this.rowUi.get(name)?.[flag] ?? false) !== drawer.open) this.updateRowUiQuietly(name, { [flag]: drawer.open });
+    }
   }
 
   private onDrawerToggle(e: Event): void {

@@ -637,6 +637,32 @@ describe("refresh history and credential actions", () => {
     await page.context.close();
   });
 
+  test("a drawer closed or opened just before a re-render stays as the user left it", async () => {
+    const page = await open("fixture=mixed");
+    await drawer(page, "dropbox").locator("summary").click();
+    await page.waitForFunction(() => document.querySelector('li[data-connector="dropbox"] details').open);
+    const next = structuredClone(MIXED);
+    const dropbox = next.connectors.find((c) => c.name === "dropbox");
+    // The click and the status in one task: the drawer's toggle event has not run at the re-render.
+    const rerender = (detail) =>
+      page.evaluate(
+        ([r, text]) => {
+          r.connectors.find((c) => c.name === "dropbox").detail = text;
+          document.querySelector('li[data-connector="dropbox"] details[data-drawer="refresh"] summary').click();
+          window.__patchbayMock.emitStatus(r);
+        },
+        [next, detail],
+      );
+    await rerender("Closed, then a status.");
+    assert.equal(await row(page, "dropbox").locator(".row__detail").textContent(), "Closed, then a status.");
+    assert.equal(await drawer(page, "dropbox").evaluate((e) => e.open), false);
+    await rerender("Opened, then a status.");
+    assert.equal(await row(page, "dropbox").locator(".row__detail").textContent(), "Opened, then a status.");
+    assert.equal(await drawer(page, "dropbox").evaluate((e) => e.open), true);
+    assert.deepEqual(page.errors, []);
+    await page.context.close();
+  });
+
   test("Disconnect on rows with a stored credential, Refresh now only where it has a refresh token, after the primary action", async () => {
     const page = await open("fixture=mixed");
     const withCred = MIXED.connectors.filter((c) => c.credential !== null).map((c) => c.name);
