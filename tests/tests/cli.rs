@@ -1008,7 +1008,7 @@ fn a_near_miss_of_a_connector_name_gets_a_did_you_mean() {
     let sandbox = Sandbox::new(false);
     for (args, near) in [
         (&["authorize", "notoin"][..], "notion"),
-        (&["enable", "Notion"][..], "notion"),
+        (&["enable", "Notoin"][..], "notion"),
         (&["check", "linaer"][..], "linear"),
         (&["history", "notoin"][..], "notion"),
     ] {
@@ -1022,4 +1022,45 @@ fn a_near_miss_of_a_connector_name_gets_a_did_you_mean() {
     }
     let out = sandbox.run(&["check", "no-such-server-at-all"]);
     assert!(!stderr(&out).contains("did you mean"), "{}", stderr(&out));
+}
+
+/// Issue 21: a name typed in another case is the connector it names, when only one matches.
+#[test]
+fn a_connector_name_in_another_case_is_that_connector() {
+    let sandbox = Sandbox::new(false);
+    let out = sandbox.run(&["enable", "NOTION"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stdout(&out).starts_with("notion is in use"),
+        "{}",
+        stdout(&out)
+    );
+    let out = sandbox.run(&["history", "Notion"]);
+    let err = stderr(&out);
+    assert!(
+        err.contains("no stored credential for the connector notion"),
+        "{err}"
+    );
+    let out = sandbox.run(&["disable", "notion"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+
+    // Two connectors told apart only by case: each by its own name, neither by a third case.
+    let catalog = sandbox.write(
+        "cased.json",
+        r#"{"mcpServers": {"gh": {"type": "http", "url": "https://a.example/mcp"},
+            "GH": {"type": "http", "url": "https://b.example/mcp"}}}"#,
+    );
+    let c = catalog.to_str().unwrap();
+    let out = sandbox.run(&["history", "GH", "--catalog", c]);
+    assert!(
+        stderr(&out).contains("the connector GH"),
+        "{}",
+        stderr(&out)
+    );
+    let out = sandbox.run(&["history", "Gh", "--catalog", c]);
+    assert!(
+        stderr(&out).contains("no connector named \"Gh\""),
+        "{}",
+        stderr(&out)
+    );
 }

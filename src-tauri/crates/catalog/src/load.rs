@@ -106,6 +106,25 @@ impl Catalog {
         self.items.iter().find(|i| i.name().as_str() == name)
     }
 
+    /// The entry's name a person typing `typed` means: itself when an entry has it, else the one
+    /// name that differs from it only in case (`Notion` for `notion`); `None` when no entry, or
+    /// more than one, does.
+    pub fn name_as_typed(&self, typed: &str) -> Option<&str> {
+        if let Some(item) = self.get(typed) {
+            return Some(item.name().as_str());
+        }
+        let wanted = typed.to_lowercase();
+        let mut same = self
+            .items
+            .iter()
+            .map(|i| i.name().as_str())
+            .filter(|n| n.to_lowercase() == wanted);
+        match (same.next(), same.next()) {
+            (Some(only), None) => Some(only),
+            _ => None,
+        }
+    }
+
     /// For a name no entry has: the entry's name it most likely meant (the same but for case,
     /// else at most two edits away, a swap of neighbours counting one), for "did you mean".
     pub fn did_you_mean(&self, name: &str) -> Option<&str> {
@@ -703,5 +722,31 @@ mod did_you_mean_tests {
         assert_eq!(catalog.did_you_mean("gx"), Some("gh"));
         assert_eq!(catalog.did_you_mean("postgres"), None);
         assert_eq!(catalog.did_you_mean("xy"), None);
+    }
+
+    #[test]
+    fn a_name_typed_in_another_case_is_the_one_entry_it_matches() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("catalog.json");
+        std::fs::write(
+            &path,
+            r#"{"mcpServers":{"notion":{"type":"http","url":"https://mcp.notion.com/mcp"},
+                "Sentry":{"type":"http","url":"https://mcp.sentry.dev/mcp"},
+                "gh":{"type":"http","url":"https://api.githubcopilot.com/mcp/"},
+                "GH":{"type":"http","url":"https://example.com/mcp"}}}"#,
+        )
+        .unwrap();
+        let catalog = load(&[CatalogSource::File {
+            path,
+            kind: SourceKind::Explicit,
+            required: true,
+        }]);
+        assert_eq!(catalog.name_as_typed("notion"), Some("notion"));
+        assert_eq!(catalog.name_as_typed("NOTION"), Some("notion"));
+        assert_eq!(catalog.name_as_typed("sentry"), Some("Sentry"));
+        // Exact names win; a case two entries share means neither.
+        assert_eq!(catalog.name_as_typed("GH"), Some("GH"));
+        assert_eq!(catalog.name_as_typed("Gh"), None);
+        assert_eq!(catalog.name_as_typed("notoin"), None);
     }
 }

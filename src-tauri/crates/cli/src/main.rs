@@ -263,7 +263,8 @@ fn command_line() -> clap::Command {
 
 fn main() -> ExitCode {
     adopt_session_bus();
-    let cli = Cli::from_arg_matches(&command_line().get_matches()).unwrap_or_else(|e| e.exit());
+    let mut cli = Cli::from_arg_matches(&command_line().get_matches()).unwrap_or_else(|e| e.exit());
+    with_connector_names(&mut cli);
     // What a killed run left beside the runtimes' and clients' files goes first (issue 23).
     patchbay_core::bridges::sweep_left_behind();
     match run(cli) {
@@ -271,6 +272,38 @@ fn main() -> ExitCode {
         Err(error) => {
             warn(&format!("error: {error:#}"));
             ExitCode::from(2)
+        }
+    }
+}
+
+/// Connector names as typed in a terminal: `patchbay authorize Notion` means `notion` when only
+/// case tells them apart and one connector matches ([`patchbay_catalog::Catalog::name_as_typed`]).
+/// Anything else is left as typed, for the command's own error ("did you mean"). `connect` is
+/// left alone: clients launch it with the name they were given.
+fn with_connector_names(cli: &mut Cli) {
+    let typed = match &mut cli.command {
+        Command::Authorize { name, .. }
+        | Command::Bridge {
+            command: BridgeCommand::Add { name, .. },
+        } => Some(name),
+        Command::History(args) => Some(&mut args.name),
+        Command::Disconnect(args) => Some(&mut args.name),
+        Command::RuntimeError(args) => Some(&mut args.name),
+        Command::Enable(args) | Command::Disable(args) | Command::Manage(args) => {
+            Some(&mut args.name)
+        }
+        Command::AddTo(args) => Some(&mut args.name),
+        Command::Refresh(args) => args.name.as_mut(),
+        Command::Check(args) => args.name.as_mut(),
+        _ => None,
+    };
+    let Some(typed) = typed else { return };
+    let Ok(patchbay) = open_reading(cli.data_dir.clone(), cli.catalog.clone()) else {
+        return;
+    };
+    if let Some(name) = patchbay.catalog().name_as_typed(typed) {
+        if name != typed.as_str() {
+            *typed = name.to_owned();
         }
     }
 }
