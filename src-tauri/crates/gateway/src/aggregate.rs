@@ -41,8 +41,11 @@
 //! that is serialized for every request, where a listing here sends the kept answer's text
 //! (`cargo bench -p patchbay-gateway --bench list_answer`: +0.12 ms per warm 50-connector
 //! `tools/list`, against the 0.16 ms the whole exchange takes now); a 2025 session's answers
-//! become SSE streams (JSON only without sessions); and rmcp's `server` feature brings schemars
-//! into every build.
+//! become SSE streams (JSON only without sessions); rmcp's session manager keeps a worker per
+//! session and answers 404 to one it does not know, where the aggregate keeps nothing per session
+//! and adopts a session begun before the gateway restarted (the app restarts at login and on
+//! update; a custom `SessionManager` would be needed to keep that); and rmcp's `server` feature
+//! brings schemars into every build.
 
 use crate::clients::ClientRecord;
 use crate::names::{aggregate_tool_name, ToolNames};
