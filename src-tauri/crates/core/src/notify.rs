@@ -4,7 +4,10 @@
 //!
 //! The first report only sets the baseline: starting the app with twelve unauthorized catalog
 //! servers is not twelve events. A connector that appears already needing a human (just added)
-//! is not one either; the user is looking at it.
+//! is not one either; the user is looking at it. Nor is a connector whose stored credential is
+//! gone (Ready or Token expired, then Needs authorization): only a person removes one (Disconnect,
+//! a catalog edit that changed its server, a secret reset), and telling them what they just did
+//! is noise. A credential that stops working (Needs re-auth) is always said.
 
 use std::collections::HashMap;
 
@@ -24,6 +27,12 @@ pub fn needs_human(state: ConnectorState) -> bool {
         state,
         ConnectorState::NeedsAuthorization | ConnectorState::NeedsReauth
     )
+}
+
+/// A stored credential gone: the only way from Ready or Token expired to Needs authorization.
+fn removed_by_hand(before: ConnectorState, now: ConnectorState) -> bool {
+    matches!(before, ConnectorState::Ready | ConnectorState::TokenExpired)
+        && now == ConnectorState::NeedsAuthorization
 }
 
 /// Remembers each connector's last state and yields a [`Notice`] per transition into a state
@@ -52,8 +61,9 @@ impl NeedsHumanTracker {
             .iter()
             .filter(|c| needs_human(c.state))
             .filter(|c| {
-                last.get(&c.name)
-                    .is_some_and(|before| !needs_human(*before))
+                last.get(&c.name).is_some_and(|before| {
+                    !needs_human(*before) && !removed_by_hand(*before, c.state)
+                })
             })
             .map(|c| Notice {
                 connector: c.name.clone(),
@@ -171,6 +181,38 @@ mod tests {
                 ("linear", NeedsAuthorization)
             ]))
             .is_empty());
+    }
+
+    #[test]
+    fn a_credential_removed_by_hand_is_not_news() {
+        use ConnectorState::*;
+        let mut t = NeedsHumanTracker::new();
+        t.observe(&report(&[
+            ("notion", Ready),
+            ("slack", TokenExpired),
+            ("figma", MissingConfiguration),
+        ]));
+        // Disconnect on notion and slack; figma's variable set: it now needs authorizing.
+        let n = t.observe(&report(&[
+            ("notion", NeedsAuthorization),
+            ("slack", NeedsAuthorization),
+            ("figma", NeedsAuthorization),
+        ]));
+        let said: Vec<&str> = n.iter().map(|n| n.connector.as_str()).collect();
+        assert_eq!(said, ["figma"]);
+        // Authorized again, then its refresh token rejected: said.
+        t.observe(&report(&[
+            ("notion", Ready),
+            ("slack", NeedsAuthorization),
+            ("figma", Ready),
+        ]));
+        let n = t.observe(&report(&[
+            ("notion", NeedsReauth),
+            ("slack", NeedsAuthorization),
+            ("figma", Ready),
+        ]));
+        assert_eq!(n.len(), 1);
+        assert_eq!(n[0].connector, "notion");
     }
 
     #[test]
