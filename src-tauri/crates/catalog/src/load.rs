@@ -700,22 +700,25 @@ fn or_list(items: &[String]) -> String {
 mod did_you_mean_tests {
     use super::*;
 
-    #[test]
-    fn names_a_near_miss_and_nothing_else() {
+    /// The catalog of one explicit file holding `json`.
+    fn catalog_of(json: &str) -> Catalog {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("catalog.json");
-        std::fs::write(
-            &path,
-            r#"{"mcpServers":{"notion":{"type":"http","url":"https://mcp.notion.com/mcp"},
-                "linear":{"type":"http","url":"https://mcp.linear.app/mcp"},
-                "gh":{"type":"http","url":"https://api.githubcopilot.com/mcp/"}}}"#,
-        )
-        .unwrap();
-        let catalog = load(&[CatalogSource::File {
+        std::fs::write(&path, json).unwrap();
+        load(&[CatalogSource::File {
             path,
             kind: SourceKind::Explicit,
             required: true,
-        }]);
+        }])
+    }
+
+    #[test]
+    fn names_a_near_miss_and_nothing_else() {
+        let catalog = catalog_of(
+            r#"{"mcpServers":{"notion":{"type":"http","url":"https://mcp.notion.com/mcp"},
+                "linear":{"type":"http","url":"https://mcp.linear.app/mcp"},
+                "gh":{"type":"http","url":"https://api.githubcopilot.com/mcp/"}}}"#,
+        );
         assert_eq!(catalog.did_you_mean("notoin"), Some("notion"));
         assert_eq!(catalog.did_you_mean("Notion"), Some("notion"));
         assert_eq!(catalog.did_you_mean("linaer"), Some("linear"));
@@ -726,21 +729,12 @@ mod did_you_mean_tests {
 
     #[test]
     fn a_name_typed_in_another_case_is_the_one_entry_it_matches() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("catalog.json");
-        std::fs::write(
-            &path,
+        let catalog = catalog_of(
             r#"{"mcpServers":{"notion":{"type":"http","url":"https://mcp.notion.com/mcp"},
                 "Sentry":{"type":"http","url":"https://mcp.sentry.dev/mcp"},
                 "gh":{"type":"http","url":"https://api.githubcopilot.com/mcp/"},
                 "GH":{"type":"http","url":"https://example.com/mcp"}}}"#,
-        )
-        .unwrap();
-        let catalog = load(&[CatalogSource::File {
-            path,
-            kind: SourceKind::Explicit,
-            required: true,
-        }]);
+        );
         assert_eq!(catalog.name_as_typed("notion"), Some("notion"));
         assert_eq!(catalog.name_as_typed("NOTION"), Some("notion"));
         assert_eq!(catalog.name_as_typed("sentry"), Some("Sentry"));
