@@ -2,7 +2,8 @@
 //!
 //! `cold` opens Patchbay afresh (so the vault key is read from the keychain once) and computes the
 //! status, as `patchbay status` does; `warm` recomputes on an open instance, as the tray does on
-//! each change. With PATCHBAY_TEST_KEYCHAIN=1 the real OS keychain is used (Secret Service through
+//! each change; `catalog_in_use` is what resolving one connector reads (the gateway, `connect`).
+//! With PATCHBAY_TEST_KEYCHAIN=1 the real OS keychain is used (Secret Service through
 //! gnome-keyring in CI); otherwise the in-memory store, and the output says so.
 
 use chrono::{Duration, Utc};
@@ -122,6 +123,11 @@ fn bench(c: &mut Criterion) {
         let patchbay = Patchbay::with_store(setup.paths.clone(), setup.store.clone()).unwrap();
         group.bench_with_input(BenchmarkId::new("warm", n), &n, |b, _| {
             b.iter(|| patchbay.status())
+        });
+        // What resolving one connector asks (the gateway every 5 s per connector, every
+        // `patchbay connect`): the catalog and the names in use.
+        group.bench_with_input(BenchmarkId::new("catalog_in_use", n), &n, |b, _| {
+            b.iter(|| patchbay.catalog_in_use())
         });
     }
     group.finish();

@@ -354,10 +354,9 @@ pub fn switch_candidates(patchbay: &Patchbay) -> Result<Vec<SwitchCandidate>, Co
 /// and the case of the scheme and host. The first in catalog order.
 pub fn connector_with_url(patchbay: &Patchbay, url: &str) -> Result<Option<String>, CoreError> {
     let wanted = patchbay_catalog::url_key(url);
-    let in_use = patchbay.in_use();
+    let (catalog, in_use) = patchbay.catalog_in_use();
     let resolve = |n: &str| patchbay.resolve_variable(n);
-    Ok(patchbay
-        .catalog()
+    let found = catalog
         .servers()
         .filter(|e| in_use.contains(e.name.as_str()))
         .find(|e| match &e.transport {
@@ -367,7 +366,8 @@ pub fn connector_with_url(patchbay: &Patchbay, url: &str) -> Result<Option<Strin
                 .and_then(|u| expand(u, &resolve).ok())
                 .is_some_and(|u| patchbay_catalog::url_key(&u) == wanted),
         })
-        .map(|e| e.name.as_str().to_owned()))
+        .map(|e| e.name.as_str().to_owned());
+    Ok(found)
 }
 
 #[cfg(test)]

@@ -168,11 +168,20 @@ impl Patchbay {
 
     /// The names of the connectors in use (the rows of [`Patchbay::status`]).
     pub fn in_use(&self) -> BTreeSet<String> {
-        self.status()
-            .connectors
-            .into_iter()
-            .map(|c| c.name)
-            .collect()
+        self.catalog_in_use().1
+    }
+
+    /// The catalog and the names of the connectors in use, from one read of the catalogs and the
+    /// clients: what resolving one connector needs (the gateway every few seconds, every
+    /// `patchbay connect`, a check). The states and [`StatusReport::apply_usage`] decide, as for
+    /// [`Patchbay::status`], without the rest of a status (refresh histories, the health board,
+    /// where credentials came from), which says nothing of what is in use.
+    pub fn catalog_in_use(&self) -> (Catalog, BTreeSet<String>) {
+        let (catalog, usage) = self.catalog_and_usage();
+        let mut report = compute(&catalog, &self.signals());
+        report.apply_usage(&catalog, &usage);
+        let names = report.connectors.into_iter().map(|c| c.name).collect();
+        (catalog, names)
     }
 
     /// [`Patchbay::status`] with more of what puts connectors in use: the runtime bridges add

@@ -97,6 +97,9 @@ impl Default for GatewayOptions {
     }
 }
 
+/// The longest one read of the catalog and the connectors in use serves resolves.
+const SNAPSHOT_TTL: Duration = Duration::from_secs(1);
+
 /// What every request handler shares.
 pub struct GatewayState {
     pub(crate) upstreams: Upstreams,
@@ -239,6 +242,9 @@ impl Gateway {
             true => health_writer(&data_dir),
             false => None,
         };
+        // One read of the catalogs and clients serves every connector's resolve for a second
+        // (each connector is resolved again every `resolve_ttl`).
+        let upstreams = upstreams.with_snapshot_ttl(options.resolve_ttl.min(SNAPSHOT_TTL));
         let state = Arc::new(GatewayState {
             clients: Clients::new(&data_dir),
             upstreams,

@@ -8,12 +8,12 @@
 //! A connector is found by name, or by URL for the `npx mcp-remote URL` drop-in. Secrets stay in
 //! [`Secret`]s: nothing here logs or prints a header value or a token.
 
-use patchbay_catalog::{expand, CatalogItem, CredentialKey, ServerEntry, Transport};
+use patchbay_catalog::{expand, Catalog, CatalogItem, CredentialKey, ServerEntry, Transport};
 use patchbay_core::{Authorizer, CoreError, Patchbay, RefreshOutcome, Refresher};
 use patchbay_vault::Secret;
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, RwLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// How long a renewal waits for another renewal of the same connector (which may itself wait on
 /// the refresher's cross-process lock and a slow token endpoint) before giving up.
@@ -95,6 +95,17 @@ pub struct Upstreams {
     /// Consent for a running session (a refused credential that cannot be renewed, a step-up):
     /// only where someone can answer a browser (the stdio bridge's renew command).
     authorizer: Option<Authorizer>,
+    /// The catalog and the names in use, shared by every resolve for [`Upstreams::snapshot_ttl`]:
+    /// the gateway resolves each connector again every few seconds, and reading the catalogs
+    /// and the clients once per connector made that grow with the square of the connectors.
+    snapshot: Arc<Mutex<Option<Snapshot>>>,
+    snapshot_ttl: Duration,
+}
+
+/// The catalog and the names of the connectors in use, as read at `at`.
+struct Snapshot {
+    at: Instant,
+    read: Arc<(Catalog, BTreeSet<String>)>,
 }
 
 impl Upstreams {
@@ -105,7 +116,35 @@ impl Upstreams {
             refresher,
             gates: Arc::default(),
             authorizer: None,
+            snapshot: Arc::default(),
+            snapshot_ttl: Duration::ZERO,
         }
+    }
+
+    /// These upstreams, sharing one read of the catalog and the connectors in use for `ttl`
+    /// (none by default: every resolve reads them). Credentials are read at every resolve.
+    pub fn with_snapshot_ttl(mut self, ttl: Duration) -> Upstreams {
+        self.snapshot_ttl = ttl;
+        self
+    }
+
+    /// The catalog and the names in use: the shared read while it is younger than the TTL.
+    fn catalog_in_use(&self) -> Arc<(Catalog, BTreeSet<String>)> {
+        if !self.snapshot_ttl.is_zero() {
+            let kept = self.snapshot.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(kept) = kept.as_ref().filter(|k| k.at.elapsed() < self.snapshot_ttl) {
+                return kept.read.clone();
+            }
+        }
+        let at = Instant::now();
+        let read = Arc::new(self.patchbay.catalog_in_use());
+        if !self.snapshot_ttl.is_zero() {
+            *self.snapshot.lock().unwrap_or_else(|p| p.into_inner()) = Some(Snapshot {
+                at,
+                read: read.clone(),
+            });
+        }
+        read
     }
 
     /// These upstreams, authorizing in the system browser what renewing cannot mend: a credential
@@ -125,8 +164,8 @@ impl Upstreams {
     /// connector in use whose upstream URL is that URL (trailing `/` and case of the scheme and
     /// host ignored).
     pub fn resolve(&self, name_or_url: &str) -> Result<Upstream, UpstreamError> {
-        let catalog = self.patchbay.catalog();
-        let in_use = self.patchbay.in_use();
+        let read = self.catalog_in_use();
+        let (catalog, in_use) = (&read.0, &read.1);
         let looks_like_url =
             name_or_url.starts_with("http://") || name_or_url.starts_with("https://");
         let entry = if looks_like_url {

@@ -174,8 +174,8 @@ impl Checker {
     /// unavailable, missing configuration, invalid) are reported as skipped. In catalog order.
     /// The gallery (catalog entries not in use) is never checked.
     pub async fn check_all(&self) -> Result<Vec<ConnectorCheck>, CoreError> {
-        let catalog = Arc::new(self.patchbay.catalog());
-        let in_use = self.patchbay.in_use();
+        let (catalog, in_use) = self.patchbay.catalog_in_use();
+        let catalog = Arc::new(catalog);
         let names: Vec<String> = catalog
             .items
             .iter()
@@ -188,8 +188,8 @@ impl Checker {
     /// The periodic check: every connector whose turn has come (its backoff passed when failing,
     /// `interval` since its last check when healthy). Skipped connectors are not returned.
     pub async fn check_due(&self, interval: Duration) -> Result<Vec<ConnectorCheck>, CoreError> {
-        let catalog = Arc::new(self.patchbay.catalog());
-        let in_use = self.patchbay.in_use();
+        let (catalog, in_use) = self.patchbay.catalog_in_use();
+        let catalog = Arc::new(catalog);
         let now = self.patchbay.now();
         let mut due = Vec::new();
         for item in &catalog.items {
