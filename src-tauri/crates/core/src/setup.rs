@@ -192,10 +192,15 @@ pub fn add_client_servers(
     own: &OwnGateway,
 ) -> Synthesized {
     let mut out = Synthesized::default();
-    let identities: Vec<(String, ServerIdentity)> = catalog
-        .servers()
-        .map(|e| (e.name.as_str().to_owned(), ServerIdentity::of_catalog(e)))
-        .collect();
+    // The catalog's names by server identity, in catalog order: each client server finds its
+    // entries in one lookup (a scan of every entry per client server grew as their product).
+    let mut identities: HashMap<ServerIdentity, Vec<String>> = HashMap::new();
+    for entry in catalog.servers() {
+        identities
+            .entry(ServerIdentity::of_catalog(entry))
+            .or_default()
+            .push(entry.name.as_str().to_owned());
+    }
     let mut taken: BTreeSet<String> = catalog
         .items
         .iter()
@@ -228,10 +233,9 @@ pub fn add_client_servers(
             continue;
         }
         let same: Vec<&String> = identities
-            .iter()
-            .filter(|(_, id)| *id == merged.identity)
-            .map(|(name, _)| name)
-            .collect();
+            .get(&merged.identity)
+            .map(|names| names.iter().collect())
+            .unwrap_or_default();
         let client_names: BTreeSet<&str> = merged.entries.iter().map(|e| e.name.as_str()).collect();
         let chosen = same
             .iter()
