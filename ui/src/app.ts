@@ -1134,9 +1134,14 @@ export class ConnectorsWindow {
     for (const drawer of row.querySelectorAll<HTMLDetailsElement>("details[data-drawer]")) {
       const kind = drawer.dataset.drawer;
       if (!isDrawer(kind) || drawer.closest<HTMLLIElement>("li[data-connector]") !== row) continue;
-      const flag = DRAWERS[kind];
-      if ((this.rowUi.get(name)?.[flag] ?? false) !== drawer.open) this.updateRowUiQuietly(name, { [flag]: drawer.open });
+      this.noteDrawer(name, kind, drawer.open);
     }
+  }
+
+  /** Remembers a row's drawer as open or closed, without a re-render (the DOM shows it already). */
+  private noteDrawer(name: string, kind: DrawerName, open: boolean): void {
+    const flag = DRAWERS[kind];
+    if ((this.rowUi.get(name)?.[flag] ?? false) !== open) this.updateRowUiQuietly(name, { [flag]: open });
   }
 
   private onDrawerToggle(e: Event): void {
@@ -1145,8 +1150,7 @@ export class ConnectorsWindow {
     if (!(drawer instanceof HTMLDetailsElement) || !isDrawer(kind)) return;
     const name = drawer.closest<HTMLLIElement>("li[data-connector]")?.dataset.connector;
     if (!name || this.rows.get(name)?.el.contains(drawer) !== true) return;
-    const flag = DRAWERS[kind];
-    if ((this.rowUi.get(name)?.[flag] ?? false) !== drawer.open) this.updateRowUiQuietly(name, { [flag]: drawer.open });
+    this.noteDrawer(name, kind, drawer.open);
   }
 
   private cancelDisconnectsOutside(target: EventTarget | null): void {

@@ -48,6 +48,11 @@ impl CallRecorder {
         })
     }
 
+    /// [`CallRecorder::start`] on the board in `file` (created when missing).
+    pub fn open(file: &std::path::Path, what: &'static str) -> Result<CallRecorder, HealthError> {
+        CallRecorder::start(HealthStore::open(file)?, what)
+    }
+
     /// Queues `call` for the board; returns at once.
     pub fn record(&self, call: CallRecord) {
         if let Some(queue) = &self.queue {
@@ -87,7 +92,7 @@ mod tests {
     fn every_call_queued_is_on_the_board_once_the_recorder_is_dropped() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("health.sqlite");
-        let recorder = CallRecorder::start(HealthStore::open(&file).unwrap(), "calls").unwrap();
+        let recorder = CallRecorder::open(&file, "calls").unwrap();
         for i in 0..600 {
             recorder.record(call(
                 if i % 2 == 0 { "a" } else { "b" },

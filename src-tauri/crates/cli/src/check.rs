@@ -97,7 +97,12 @@ pub fn run(patchbay: Patchbay, args: CheckArgs, out: &mut impl Write) -> Result<
 fn nothing_checked(patchbay: &Patchbay, checks: &[ConnectorCheck]) -> String {
     if checks.is_empty() {
         // The gallery's connectors are not the user's: none of them is checked until it is in use.
-        return match patchbay.status().gallery.len() {
+        let (catalog, in_use) = patchbay.catalog_in_use();
+        let gallery = catalog
+            .servers()
+            .filter(|e| !in_use.contains(e.name.as_str()))
+            .count();
+        return match gallery {
             0 => "nothing was checked: no connector is in use and the catalog offers none".into(),
             offered => format!(
                 "nothing was checked: no connector is in use; `patchbay gallery` lists the \

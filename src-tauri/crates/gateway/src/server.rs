@@ -26,7 +26,7 @@ use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use patchbay_check::{CallRecord, CallRecorder, HealthStore, HEALTH_FILE};
+use patchbay_check::{CallRecord, CallRecorder, HEALTH_FILE};
 use std::collections::HashMap;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -485,9 +485,7 @@ fn unauthorized(message: &str) -> Response {
 
 /// The health board's writer for the gateway's calls (off the request path).
 fn health_writer(data_dir: &std::path::Path) -> Option<CallRecorder> {
-    let started = HealthStore::open(&data_dir.join(HEALTH_FILE))
-        .and_then(|store| CallRecorder::start(store, "the gateway's calls"));
-    match started {
+    match CallRecorder::open(&data_dir.join(HEALTH_FILE), "the gateway's calls") {
         Ok(recorder) => Some(recorder),
         Err(e) => {
             tracing::warn!("the gateway's calls will not reach the health board: {e}");

@@ -59,9 +59,7 @@ pub use client_io::stdout_handle;
 use client_io::{emit_to, read_client, write_lines, BridgeIo, Out};
 pub(crate) use link::stream_backoff;
 use link::{is_stream_ended, lock, Link};
-use patchbay_check::{
-    CallRecord, CallRecorder, HealthError, HealthStore, TransportKind, HEALTH_FILE,
-};
+use patchbay_check::{CallRecord, CallRecorder, HealthError, TransportKind, HEALTH_FILE};
 use patchbay_core::{Patchbay, Refresher};
 use patchbay_vault::Secret;
 use revision::*;
@@ -221,7 +219,7 @@ pub fn health_file(patchbay: &Patchbay) -> std::path::PathBuf {
 /// (the bridge answers on one thread, which a commit per call held up); the last are written when
 /// the hook is dropped at the session's end.
 pub fn health_hook_at(file: &std::path::Path) -> Result<CallHook, HealthError> {
-    let recorder = CallRecorder::start(HealthStore::open(file)?, "the bridge's calls")?;
+    let recorder = CallRecorder::open(file, "the bridge's calls")?;
     Ok(Arc::new(move |call: &BridgedCall| {
         recorder.record(CallRecord {
             connector: call.connector.clone(),

@@ -128,22 +128,24 @@ impl Upstreams {
         self
     }
 
-    /// The catalog and the names in use: the shared read while it is younger than the TTL.
+    /// The catalog and the names in use: the shared read while it is younger than the TTL. A
+    /// read past its time is made by one caller while the others wait for it under the lock (a
+    /// listing resolves every connector at once: each reading for itself would be the cost the
+    /// snapshot is there to save).
     fn catalog_in_use(&self) -> Arc<(Catalog, BTreeSet<String>)> {
-        if !self.snapshot_ttl.is_zero() {
-            let kept = self.snapshot.lock().unwrap_or_else(|p| p.into_inner());
-            if let Some(kept) = kept.as_ref().filter(|k| k.at.elapsed() < self.snapshot_ttl) {
-                return kept.read.clone();
-            }
+        if self.snapshot_ttl.is_zero() {
+            return Arc::new(self.patchbay.catalog_in_use());
+        }
+        let mut kept = self.snapshot.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(kept) = kept.as_ref().filter(|k| k.at.elapsed() < self.snapshot_ttl) {
+            return kept.read.clone();
         }
         let at = Instant::now();
         let read = Arc::new(self.patchbay.catalog_in_use());
-        if !self.snapshot_ttl.is_zero() {
-            *self.snapshot.lock().unwrap_or_else(|p| p.into_inner()) = Some(Snapshot {
-                at,
-                read: read.clone(),
-            });
-        }
+        *kept = Some(Snapshot {
+            at,
+            read: read.clone(),
+        });
         read
     }
 

@@ -13,18 +13,9 @@ impl Aggregate {
         client: &ClientRecord,
         params: Value,
     ) -> Result<Value, Value> {
-        let Some(name) = params.get("name").and_then(Value::as_str) else {
-            return Err(rpc_error(INVALID_PARAMS, "tools/call needs params.name"));
-        };
-        let (connector, tool) = self
-            .resolve(state, client, name, |n| &n.tools)
-            .await
-            .ok_or_else(|| rpc_error(INVALID_PARAMS, &format!("Unknown tool: {name}")))?;
-        if !client.allows(&connector) {
-            return Err(rpc_error(INVALID_PARAMS, &format!("Unknown tool: {name} (the gateway client \"{}\" may not use the connector {connector})", client.label)));
-        }
-        let mut params = params;
-        params["name"] = Value::String(tool);
+        let (connector, params) = self
+            .renamed(state, client, params, "tools/call", |n| &n.tools)
+            .await?;
         match self.forward(state, &connector, "tools/call", params).await {
             Ok(answer) => answer,
             Err(message) => Ok(json!({
@@ -40,16 +31,9 @@ impl Aggregate {
         client: &ClientRecord,
         params: Value,
     ) -> Result<Value, Value> {
-        let Some(name) = params.get("name").and_then(Value::as_str) else {
-            return Err(rpc_error(INVALID_PARAMS, "prompts/get needs params.name"));
-        };
-        let (connector, prompt) = self
-            .resolve(state, client, name, |n| &n.prompts)
-            .await
-            .filter(|(c, _)| client.allows(c))
-            .ok_or_else(|| rpc_error(INVALID_PARAMS, &format!("Unknown prompt: {name}")))?;
-        let mut params = params;
-        params["name"] = Value::String(prompt);
+        let (connector, params) = self
+            .renamed(state, client, params, "prompts/get", |n| &n.prompts)
+            .await?;
         self.forward(state, &connector, "prompts/get", params)
             .await
             .unwrap_or_else(|message| Err(rpc_error(GATEWAY_ERROR, &message)))
@@ -64,22 +48,9 @@ impl Aggregate {
         let Some(uri) = params.get("uri").and_then(Value::as_str).map(str::to_owned) else {
             return Err(rpc_error(INVALID_PARAMS, "resources/read needs params.uri"));
         };
-        let lookup = |this: &Self| {
-            this.names
-                .read()
-                .unwrap_or_else(|p| p.into_inner())
-                .resources
-                .get(&uri)
-                .cloned()
-        };
-        self.current_names(state).await;
-        let connector = match lookup(self) {
-            Some(c) => Some(c),
-            None => {
-                self.offered_refreshed(state, client).await;
-                lookup(self)
-            }
-        };
+        let connector = self
+            .find(state, client, |names| names.resources.get(&uri).cloned())
+            .await;
         let Some(connector) = connector.filter(|c| client.allows(c)) else {
             return Err(
                 json!({ "code": RESOURCE_NOT_FOUND, "message": format!("Resource not found: {uri}"), "data": { "uri": uri } }),
@@ -90,26 +61,67 @@ impl Aggregate {
             .unwrap_or_else(|message| Err(rpc_error(GATEWAY_ERROR, &message)))
     }
 
-    /// An aggregate name back to (connector, its own name); listed again once when unknown (the
-    /// gateway started after the client listed).
-    pub(super) async fn resolve(
+    /// A `tools/call` or `prompts/get`: its aggregate `params.name` back to (connector, params
+    /// with the connector's own name), or the JSON-RPC error for a name not known here or a
+    /// connector this gateway client may not use.
+    async fn renamed(
         self: &Arc<Self>,
         state: &Arc<GatewayState>,
         client: &ClientRecord,
-        name: &str,
+        mut params: Value,
+        method: &str,
         pick: fn(&Names) -> &ToolNames,
-    ) -> Option<(String, String)> {
-        let lookup = |this: &Self| {
-            pick(&this.names.read().unwrap_or_else(|p| p.into_inner()))
-                .resolve(name)
-                .map(|(c, t)| (c.to_owned(), t.to_owned()))
+    ) -> Result<(String, Value), Value> {
+        let kind = if method == "tools/call" {
+            "tool"
+        } else {
+            "prompt"
         };
+        let Some(name) = params
+            .get("name")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+        else {
+            return Err(rpc_error(
+                INVALID_PARAMS,
+                &format!("{method} needs params.name"),
+            ));
+        };
+        let found = self
+            .find(state, client, |names| {
+                pick(names)
+                    .resolve(&name)
+                    .map(|(c, own)| (c.to_owned(), own.to_owned()))
+            })
+            .await;
+        let Some((connector, own)) = found else {
+            return Err(rpc_error(
+                INVALID_PARAMS,
+                &format!("Unknown {kind}: {name}"),
+            ));
+        };
+        if !client.allows(&connector) {
+            return Err(rpc_error(INVALID_PARAMS, &format!("Unknown {kind}: {name} (the gateway client \"{}\" may not use the connector {connector})", client.label)));
+        }
+        params["name"] = Value::String(own);
+        Ok((connector, params))
+    }
+
+    /// `lookup` over the names as they are now; listed again once when it finds nothing (the
+    /// gateway started after the client listed, or a connector came into use).
+    async fn find<T>(
+        self: &Arc<Self>,
+        state: &Arc<GatewayState>,
+        client: &ClientRecord,
+        lookup: impl Fn(&Names) -> Option<T>,
+    ) -> Option<T> {
+        let looked = |this: &Self| lookup(&this.names.read().unwrap_or_else(|p| p.into_inner()));
         self.current_names(state).await;
-        if let Some(found) = lookup(self) {
+        if let Some(found) = looked(self) {
             return Some(found);
         }
         self.offered_refreshed(state, client).await;
-        lookup(self)
+        looked(self)
     }
 
     /// A request to `connector` on the client's behalf, recorded on the health board.
