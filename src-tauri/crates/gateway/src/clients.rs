@@ -4,6 +4,11 @@
 //! SHA-256 of the secret is kept, in `gateway-clients.json` in the data directory (written via
 //! temp + fsync + rename); the gateway re-reads the file when it changes, so `client add` and
 //! `client revoke` take effect on a running gateway.
+//!
+//! A client can also be authorized in the browser (the gateway as an OAuth authorization server,
+//! `authorization`): its record is the same, with an [`OAuthGrant`] beside it. Its secret is then
+//! an access token that lapses ([`ACCESS_TOKEN_LIFETIME`]) and is renewed with a refresh token
+//! (hashed too), which rotates at every renewal. Listing and revoking treat both kinds alike.
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -16,6 +21,16 @@ pub const CLIENTS_FILE: &str = "gateway-clients.json";
 
 /// Every minted secret starts with this, so one found in a config file is recognizable.
 pub const SECRET_PREFIX: &str = "pbgw_";
+
+/// Every refresh token starts with this (never accepted as an access token: the prefixes differ).
+pub const REFRESH_PREFIX: &str = "pbgwr_";
+
+/// How long an access token issued in the browser flow works before it is renewed.
+pub const ACCESS_TOKEN_LIFETIME: chrono::Duration = chrono::Duration::hours(1);
+
+/// How long a rotated-out refresh token is still honoured: a renewal whose answer was lost on its
+/// way to the client must not cost the user a new consent.
+pub const REFRESH_REUSE_GRACE: chrono::Duration = chrono::Duration::minutes(2);
 
 /// The header a client may send its secret in when its `Authorization` is taken.
 pub const CLIENT_HEADER: &str = "x-patchbay-client";
@@ -56,6 +71,44 @@ pub struct ClientRecord {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub only: Option<Vec<String>>,
     pub created_at: chrono::DateTime<chrono::Utc>,
+    /// Set for a client authorized in the browser: its secret is an access token that lapses.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oauth: Option<OAuthGrant>,
+}
+
+/// What a client authorized in the browser holds beside its access token (hashes only).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OAuthGrant {
+    /// Its OAuth client id: one the gateway registered, or its metadata document's URL.
+    pub client_id: String,
+    /// The name it gave itself (shown on the consent page and in the list).
+    pub client_name: String,
+    /// When the access token (the record's secret) stops working.
+    pub access_expires_at: chrono::DateTime<chrono::Utc>,
+    /// Hex SHA-256 of the current refresh token.
+    pub refresh_sha256: String,
+    /// The refresh token the last renewal replaced, honoured until `previous_until`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous_refresh_sha256: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous_until: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+/// What a consent grants: who, and what it may reach.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Consent {
+    pub client_id: String,
+    pub client_name: String,
+    /// `None`: every connector in use, now and later.
+    pub only: Option<Vec<String>>,
+}
+
+/// A pair just issued: shown to the client once, never stored.
+#[derive(Debug)]
+pub struct IssuedTokens {
+    pub record: ClientRecord,
+    pub access_token: patchbay_vault::Secret,
+    pub refresh_token: patchbay_vault::Secret,
 }
 
 impl ClientRecord {
@@ -64,6 +117,13 @@ impl ClientRecord {
         self.only
             .as_ref()
             .is_none_or(|only| only.iter().any(|c| c == connector))
+    }
+
+    /// Whether its secret works at `now` (a browser-authorized client's access token lapses).
+    fn usable_at(&self, now: chrono::DateTime<chrono::Utc>) -> bool {
+        self.oauth
+            .as_ref()
+            .is_none_or(|grant| grant.access_expires_at > now)
     }
 }
 
@@ -110,26 +170,20 @@ impl Clients {
         only: Option<Vec<String>>,
         now: chrono::DateTime<chrono::Utc>,
     ) -> Result<(ClientRecord, patchbay_vault::Secret), ClientsError> {
-        let valid = !label.is_empty()
-            && label.len() <= 64
-            && label
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
-        if !valid {
+        if !valid_label(label) {
             return Err(ClientsError::BadLabel(label.to_owned()));
         }
         let mut file = self.read()?;
         if file.clients.iter().any(|c| c.label == label) {
             return Err(ClientsError::Exists(label.to_owned()));
         }
-        let mut random = [0u8; 32];
-        getrandom::getrandom(&mut random).map_err(|e| ClientsError::Random(e.to_string()))?;
-        let secret = patchbay_vault::Secret::new(format!("{SECRET_PREFIX}{}", hex(&random)));
+        let secret = mint(SECRET_PREFIX)?;
         let record = ClientRecord {
             label: label.to_owned(),
             secret_sha256: sha256_hex(secret.expose()),
             only,
             created_at: now,
+            oauth: None,
         };
         file.clients.push(record.clone());
         self.write(&file)?;
@@ -147,9 +201,114 @@ impl Clients {
         self.write(&file)
     }
 
+    /// Record a consent given in the browser: a new access token and refresh token for it. A
+    /// client id that was granted before keeps its label and loses its old tokens (one record per
+    /// client: authorizing again replaces, never piles up).
+    pub fn grant(
+        &self,
+        consent: &Consent,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> Result<IssuedTokens, ClientsError> {
+        let mut file = self.read()?;
+        let earlier = file.clients.iter().position(|c| {
+            c.oauth
+                .as_ref()
+                .is_some_and(|g| g.client_id == consent.client_id)
+        });
+        let label = match earlier {
+            Some(i) => file.clients.remove(i).label,
+            None => free_label(&file.clients, &consent.client_name),
+        };
+        let (grant, access_token, refresh_token) =
+            fresh_grant(&consent.client_id, &consent.client_name, now)?;
+        let record = ClientRecord {
+            label,
+            secret_sha256: sha256_hex(access_token.expose()),
+            only: consent.only.clone(),
+            created_at: now,
+            oauth: Some(grant),
+        };
+        file.clients.push(record.clone());
+        self.write(&file)?;
+        Ok(IssuedTokens {
+            record,
+            access_token,
+            refresh_token,
+        })
+    }
+
+    /// Renew the browser-authorized client `client_id` that presents `refresh_token`: a new pair,
+    /// the presented one honoured a little longer ([`REFRESH_REUSE_GRACE`]). `None`: no such
+    /// token for that client (revoked, rotated out long ago, or never issued).
+    pub fn renew(
+        &self,
+        client_id: &str,
+        refresh_token: &str,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> Result<Option<IssuedTokens>, ClientsError> {
+        if !refresh_token.starts_with(REFRESH_PREFIX) {
+            return Ok(None);
+        }
+        let hash = sha256_hex(refresh_token);
+        let mut file = self.read()?;
+        let Some(record) = file.clients.iter_mut().find(|c| {
+            c.oauth.as_ref().is_some_and(|g| {
+                g.client_id == client_id
+                    && (g.refresh_sha256 == hash
+                        || (g.previous_refresh_sha256.as_deref() == Some(hash.as_str())
+                            && g.previous_until.is_some_and(|until| until > now)))
+            })
+        }) else {
+            return Ok(None);
+        };
+        let old = record.oauth.take().expect("found by its grant");
+        let (mut grant, access_token, new_refresh) =
+            fresh_grant(&old.client_id, &old.client_name, now)?;
+        // The token presented stays good for a moment, whichever it was: its answer may be lost.
+        grant.previous_refresh_sha256 = Some(hash);
+        grant.previous_until = Some(now + REFRESH_REUSE_GRACE);
+        record.secret_sha256 = sha256_hex(access_token.expose());
+        record.oauth = Some(grant);
+        let record = record.clone();
+        self.write(&file)?;
+        Ok(Some(IssuedTokens {
+            record,
+            access_token,
+            refresh_token: new_refresh,
+        }))
+    }
+
+    /// Forget the client whose access or refresh token is `token` (RFC 7009 revocation: an
+    /// unknown token is not an error). Whether one was forgotten.
+    pub fn revoke_token(&self, token: &str) -> Result<bool, ClientsError> {
+        let hash = sha256_hex(token);
+        let mut file = self.read()?;
+        let before = file.clients.len();
+        file.clients.retain(|c| {
+            let refresh = c.oauth.as_ref().is_some_and(|g| {
+                g.refresh_sha256 == hash || g.previous_refresh_sha256.as_deref() == Some(&hash)
+            });
+            !(refresh || (c.oauth.is_some() && c.secret_sha256 == hash))
+        });
+        if file.clients.len() == before {
+            return Ok(false);
+        }
+        self.write(&file)?;
+        Ok(true)
+    }
+
     /// The client whose secret is `presented`, when there is one. Re-reads the file only when
     /// its modification time or length changed.
     pub fn authenticate(&self, presented: &str) -> Result<Option<ClientRecord>, ClientsError> {
+        self.authenticate_at(presented, chrono::Utc::now())
+    }
+
+    /// [`Clients::authenticate`] at `now` (a browser-authorized client's token lapses).
+    pub fn authenticate_at(
+        &self,
+        presented: &str,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> Result<Option<ClientRecord>, ClientsError> {
         if !presented.starts_with(SECRET_PREFIX) {
             return Ok(None);
         }
@@ -162,7 +321,10 @@ impl Clients {
             *cached = Some((stamp, clients));
         }
         let clients = &cached.as_ref().expect("filled above").1;
-        Ok(clients.iter().find(|c| c.secret_sha256 == hash).cloned())
+        Ok(clients
+            .iter()
+            .find(|c| c.secret_sha256 == hash && c.usable_at(now))
+            .cloned())
     }
 
     fn read(&self) -> Result<ClientsFile, ClientsError> {
@@ -183,29 +345,89 @@ impl Clients {
     }
 
     fn write(&self, file: &ClientsFile) -> Result<(), ClientsError> {
-        use std::io::Write;
-        let err = |source| ClientsError::Write {
+        let text = serde_json::to_string_pretty(file).expect("plain JSON") + "\n";
+        write_private(&self.path, &text).map_err(|source| ClientsError::Write {
             path: self.path.display().to_string(),
             source,
-        };
-        let dir = self.path.parent().unwrap_or(Path::new("."));
-        patchbay_vault::private::create_private_dir(dir).map_err(err)?;
-        let text = serde_json::to_string_pretty(file).expect("plain JSON") + "\n";
-        let mut tmp = tempfile_in(dir).map_err(err)?;
-        tmp.1.write_all(text.as_bytes()).map_err(err)?;
-        tmp.1.sync_all().map_err(err)?;
-        std::fs::rename(&tmp.0, &self.path).map_err(err)?;
+        })?;
         *self.cached.lock().unwrap_or_else(|p| p.into_inner()) = None;
         Ok(())
     }
 }
 
-/// A new file beside the target, readable by its owner only (it holds hashes, but no need to
-/// share them).
-fn tempfile_in(dir: &Path) -> std::io::Result<(PathBuf, std::fs::File)> {
+fn valid_label(label: &str) -> bool {
+    !label.is_empty()
+        && label.len() <= 64
+        && label
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+}
+
+/// A label for a client that named itself `name` (any text): its letters and digits, `-`
+/// between words, numbered when another client has it already.
+fn free_label(clients: &[ClientRecord], name: &str) -> String {
+    let mut base = String::new();
+    for c in name.chars().flat_map(char::to_lowercase) {
+        if c.is_ascii_alphanumeric() || matches!(c, '_' | '.') {
+            base.push(c);
+        } else if !base.is_empty() && !base.ends_with('-') {
+            base.push('-');
+        }
+    }
+    let mut base = base.trim_end_matches('-').to_owned();
+    base.truncate(48);
+    if base.is_empty() {
+        base = "oauth-client".into();
+    }
+    let taken = |label: &str| clients.iter().any(|c| c.label == label);
+    if !taken(&base) {
+        return base;
+    }
+    (2..)
+        .map(|n| format!("{base}-{n}"))
+        .find(|label| !taken(label))
+        .expect("some number is free")
+}
+
+/// A new access token and refresh token for `client_id`, and the grant holding their hashes.
+fn fresh_grant(
+    client_id: &str,
+    client_name: &str,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<(OAuthGrant, patchbay_vault::Secret, patchbay_vault::Secret), ClientsError> {
+    let access = mint(SECRET_PREFIX)?;
+    let refresh = mint(REFRESH_PREFIX)?;
+    let grant = OAuthGrant {
+        client_id: client_id.to_owned(),
+        client_name: client_name.to_owned(),
+        access_expires_at: now + ACCESS_TOKEN_LIFETIME,
+        refresh_sha256: sha256_hex(refresh.expose()),
+        previous_refresh_sha256: None,
+        previous_until: None,
+    };
+    Ok((grant, access, refresh))
+}
+
+/// 256 random bits, hex, after `prefix`.
+fn mint(prefix: &str) -> Result<patchbay_vault::Secret, ClientsError> {
+    let mut random = [0u8; 32];
+    getrandom::getrandom(&mut random).map_err(|e| ClientsError::Random(e.to_string()))?;
+    Ok(patchbay_vault::Secret::new(format!(
+        "{prefix}{}",
+        hex(&random)
+    )))
+}
+
+/// Write `text` to `path` whole or not at all (temp + fsync + rename), readable by its owner
+/// only (it holds hashes, but no need to share them), creating its directory owner-only.
+pub(crate) fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    patchbay_vault::private::create_private_dir(dir)?;
     let mut random = [0u8; 8];
     getrandom::getrandom(&mut random).map_err(std::io::Error::other)?;
-    let path = dir.join(format!(".{CLIENTS_FILE}.{}.tmp", hex(&random)));
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
+    let tmp = dir.join(format!(".{name}.{}.tmp", hex(&random)));
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create_new(true);
     #[cfg(unix)]
@@ -213,8 +435,16 @@ fn tempfile_in(dir: &Path) -> std::io::Result<(PathBuf, std::fs::File)> {
         use std::os::unix::fs::OpenOptionsExt;
         options.mode(0o600);
     }
-    let file = options.open(&path)?;
-    Ok((path, file))
+    let written = (|| {
+        let mut file = options.open(&tmp)?;
+        file.write_all(text.as_bytes())?;
+        file.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
 }
 
 fn stamp(path: &Path) -> Stamp {
@@ -222,11 +452,11 @@ fn stamp(path: &Path) -> Stamp {
     Some((meta.modified().ok()?, meta.len()))
 }
 
-fn sha256_hex(text: &str) -> String {
+pub(crate) fn sha256_hex(text: &str) -> String {
     hex(&Sha256::digest(text.as_bytes()))
 }
 
-fn hex(bytes: &[u8]) -> String {
+pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 

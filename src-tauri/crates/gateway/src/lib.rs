@@ -5,6 +5,7 @@
 //! gets to reach a connector through Patchbay (`client_entries`). It knows nothing of Tauri.
 
 pub mod aggregate;
+pub mod authorization;
 pub mod client_entries;
 pub mod clients;
 mod connections;

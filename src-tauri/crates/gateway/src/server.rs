@@ -116,6 +116,8 @@ pub struct GatewayState {
     hop: String,
     /// A loop was said in the log (once: a loop repeats).
     loop_said: AtomicBool,
+    /// The gateway as an OAuth authorization server (`authorization`).
+    pub(crate) authorization: crate::authorization::Authorization,
 }
 
 struct Resolved {
@@ -247,6 +249,7 @@ impl Gateway {
         let upstreams = upstreams.with_snapshot_ttl(options.resolve_ttl.min(SNAPSHOT_TTL));
         let state = Arc::new(GatewayState {
             clients: Clients::new(&data_dir),
+            authorization: crate::authorization::Authorization::new(&data_dir),
             upstreams,
             http,
             options,
@@ -307,6 +310,7 @@ fn router(state: Arc<GatewayState>) -> axum::Router {
             axum::routing::any(crate::proxy::proxy_message),
         )
         .route("/mcp", crate::aggregate::route())
+        .merge(crate::authorization::routes())
         .layer(axum::middleware::from_fn_with_state(state.clone(), gates))
         .with_state(state)
 }
@@ -354,14 +358,21 @@ fn admit(state: &GatewayState, mut req: Request) -> Result<Request, Response> {
             ));
         }
     }
+    // The authorization server's own routes are how a client without a secret gets one.
+    if crate::authorization::is_open_path(req.uri().path()) {
+        return Ok(req);
+    }
+    let metadata = crate::authorization::resource_metadata_url(headers, req.uri().path());
     let Some(secret) = presented_secret(headers) else {
-        return Err(unauthorized("no Patchbay gateway client secret: send `Authorization: Bearer <secret>` from `patchbay gateway client add LABEL`"));
+        return Err(unauthorized(&metadata, false, "no Patchbay gateway client secret: sign in through your client (the gateway is an OAuth server), or send `Authorization: Bearer <secret>` from `patchbay gateway client add LABEL`"));
     };
     let client: ClientRecord = match state.clients.authenticate(&secret) {
         Ok(Some(client)) => client,
         Ok(None) => {
             return Err(unauthorized(
-                "unknown or revoked Patchbay gateway client secret; mint one with `patchbay gateway client add LABEL`",
+                &metadata,
+                true,
+                "unknown, lapsed or revoked Patchbay gateway client secret; sign in again through your client, or mint one with `patchbay gateway client add LABEL`",
             ))
         }
         Err(e) => {
@@ -473,13 +484,24 @@ fn refuse(status: StatusCode, message: &str) -> Response {
         .into_response()
 }
 
-/// 401 with our own challenge (never an upstream's): the client secret is what is missing.
-fn unauthorized(message: &str) -> Response {
+/// 401 with our own challenge (never an upstream's): the client secret is what is missing. It
+/// names the gateway's protected-resource metadata (RFC 9728), so a client that speaks MCP
+/// authorization signs in with Patchbay as its authorization server; `presented`: a token came
+/// and is not (or no longer) good.
+fn unauthorized(metadata: &str, presented: bool, message: &str) -> Response {
     let mut response = refuse(StatusCode::UNAUTHORIZED, message);
-    response.headers_mut().insert(
-        header::WWW_AUTHENTICATE,
-        header::HeaderValue::from_static("Bearer realm=\"patchbay-gateway\""),
-    );
+    let error = if presented {
+        ", error=\"invalid_token\""
+    } else {
+        ""
+    };
+    let challenge =
+        format!("Bearer realm=\"patchbay-gateway\", resource_metadata=\"{metadata}\"{error}");
+    if let Ok(value) = header::HeaderValue::from_str(&challenge) {
+        response
+            .headers_mut()
+            .insert(header::WWW_AUTHENTICATE, value);
+    }
     response
 }
 
