@@ -516,4 +516,51 @@ mod tests {
             Err(ClientsError::NoSuchClient(_))
         ));
     }
+
+    #[test]
+    fn a_browser_grant_lapses_renews_once_per_refresh_token_and_revokes() {
+        let dir = tempfile::tempdir().unwrap();
+        let clients = Clients::new(dir.path());
+        let now = chrono::Utc::now();
+        let consent = Consent {
+            client_id: "pbdcr_1".into(),
+            client_name: "Claude Code".into(),
+            only: Some(vec!["notion".into()]),
+        };
+        let first = clients.grant(&consent, now).unwrap();
+        assert_eq!(first.record.label, "claude-code");
+        let access = first.access_token.expose().to_owned();
+        assert!(clients.authenticate_at(&access, now).unwrap().is_some());
+        // The access token lapses; the refresh token is no access token.
+        let later = now + ACCESS_TOKEN_LIFETIME + chrono::Duration::seconds(1);
+        assert!(clients.authenticate_at(&access, later).unwrap().is_none());
+        let refresh = first.refresh_token.expose().to_owned();
+        assert!(clients.authenticate_at(&refresh, now).unwrap().is_none());
+        // Another client id cannot use it; its own renews and rotates.
+        assert!(clients.renew("pbdcr_2", &refresh, later).unwrap().is_none());
+        let second = clients.renew("pbdcr_1", &refresh, later).unwrap().unwrap();
+        assert!(clients
+            .authenticate_at(second.access_token.expose(), later)
+            .unwrap()
+            .is_some());
+        assert!(clients.authenticate_at(&access, now).unwrap().is_none());
+        // The rotated-out token works within the grace (a lost answer), not after it.
+        assert!(clients.renew("pbdcr_1", &refresh, later).unwrap().is_some());
+        let past = later + REFRESH_REUSE_GRACE + chrono::Duration::seconds(1);
+        let third = clients
+            .renew("pbdcr_1", second.refresh_token.expose(), past)
+            .unwrap();
+        assert!(third.is_none(), "the second pair was itself rotated out");
+        // Authorizing again replaces the record (one per client), keeping its label.
+        let again = clients.grant(&consent, past).unwrap();
+        assert_eq!(again.record.label, "claude-code");
+        assert_eq!(clients.list().unwrap().len(), 1);
+        let stored = std::fs::read_to_string(clients.path()).unwrap();
+        assert!(!stored.contains(again.refresh_token.expose()), "{stored}");
+        assert!(clients.revoke_token(again.refresh_token.expose()).unwrap());
+        assert!(clients
+            .authenticate_at(again.access_token.expose(), past)
+            .unwrap()
+            .is_none());
+    }
 }
