@@ -30,6 +30,17 @@ pub struct GatewayUrl {
     pub endpoint: GatewayEndpoint,
 }
 
+/// Whether `host` is one of the loopback names the gateway (and Patchbay's receiver) answers:
+/// `localhost`, `127.0.0.1`, `[::1]`.
+pub fn is_loopback_host(host: Option<url::Host<&str>>) -> bool {
+    matches!(
+        host,
+        Some(url::Host::Domain("localhost"))
+            | Some(url::Host::Ipv4(Ipv4Addr::LOCALHOST))
+            | Some(url::Host::Ipv6(Ipv6Addr::LOCALHOST))
+    )
+}
+
 /// `url` as a gateway URL (any port): `http`, a loopback host the gateway answers, the path
 /// `/mcp` or `/mcp/NAME` (a trailing `/` allowed). `None` for anything else.
 pub fn gateway_url(url: &str) -> Option<GatewayUrl> {
@@ -37,13 +48,7 @@ pub fn gateway_url(url: &str) -> Option<GatewayUrl> {
     if url.scheme() != "http" {
         return None;
     }
-    let loopback = matches!(
-        url.host()?,
-        url::Host::Domain("localhost")
-            | url::Host::Ipv4(Ipv4Addr::LOCALHOST)
-            | url::Host::Ipv6(Ipv6Addr::LOCALHOST)
-    );
-    if !loopback {
+    if !is_loopback_host(url.host()) {
         return None;
     }
     let port = url.port_or_known_default()?;

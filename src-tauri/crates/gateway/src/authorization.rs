@@ -33,6 +33,7 @@ use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use base64::Engine;
+use patchbay_catalog::own_gateway::{gateway_url, GatewayEndpoint, GatewayUrl};
 use registrations::{Registration, Registrations};
 use serde_json::json;
 use sha2::{Digest, Sha256};
@@ -200,11 +201,7 @@ async fn register(State(state): State<Arc<GatewayState>>, body: axum::body::Byte
         .registrations
         .register(&asked, chrono::Utc::now())
     {
-        Ok(registered) => {
-            let mut answer = (StatusCode::CREATED, axum::Json(registered.answer())).into_response();
-            set_no_store(&mut answer);
-            answer
-        }
+        Ok(registered) => no_store((StatusCode::CREATED, axum::Json(registered.answer()))),
         Err(why) => oauth_error(StatusCode::BAD_REQUEST, why.code(), &why.to_string()),
     }
 }
@@ -415,7 +412,7 @@ async fn token(
                 return invalid_grant("the code_verifier does not match the code_challenge");
             }
             if let (Some(asked), Some(granted)) = (get("resource"), &found.resource) {
-                if asked.trim_end_matches('/') != granted.trim_end_matches('/') {
+                if target_of(asked, state.port) != target_of(granted, state.port) {
                     return oauth_error(
                         StatusCode::BAD_REQUEST,
                         "invalid_target",
@@ -496,38 +493,32 @@ async fn revoke(
 }
 
 /// Which connector `resource` names: `Ok(None)` the aggregate, `Ok(Some(NAME))` one connector,
-/// `Err` something that is not this gateway.
+/// `Err` something that is not this gateway (the one rule: `own_gateway::gateway_url`).
 fn target_of(resource: &str, port: u16) -> Result<Option<String>, ()> {
-    let url = url::Url::parse(resource).map_err(|_| ())?;
-    let loopback = matches!(
-        url.host(),
-        Some(url::Host::Domain("localhost"))
-            | Some(url::Host::Ipv4(std::net::Ipv4Addr::LOCALHOST))
-            | Some(url::Host::Ipv6(std::net::Ipv6Addr::LOCALHOST))
-    );
-    if url.scheme() != "http" || !loopback || url.port() != Some(port) {
-        return Err(());
-    }
-    let path = url.path().trim_end_matches('/');
-    match path.strip_prefix("/mcp") {
-        Some("") => Ok(None),
-        Some(rest) => match rest.strip_prefix('/') {
-            Some(name) if !name.is_empty() && !name.contains('/') => Ok(Some(name.to_owned())),
-            _ => Err(()),
-        },
-        None => Err(()),
+    match gateway_url(resource) {
+        Some(GatewayUrl { port: p, endpoint }) if p == port => Ok(match endpoint {
+            GatewayEndpoint::Aggregate => None,
+            GatewayEndpoint::Connector(name) => Some(name),
+        }),
+        _ => Err(()),
     }
 }
 
-/// The connectors in use, as (name, title), in status order.
+/// The connectors in use, as (name, title): the read resolving uses, not a whole status.
 async fn connectors_in_use(state: &Arc<GatewayState>) -> Vec<(String, String)> {
     let patchbay = state.upstreams.patchbay().clone();
     tokio::task::spawn_blocking(move || {
-        patchbay
-            .status()
-            .connectors
+        let (catalog, names) = patchbay.catalog_in_use();
+        names
             .into_iter()
-            .map(|c| (c.name, c.title))
+            .map(|name| {
+                let title = catalog
+                    .servers()
+                    .find(|entry| entry.name.as_str() == name)
+                    .map(|entry| entry.display_title().to_owned())
+                    .unwrap_or_else(|| name.clone());
+                (name, title)
+            })
             .collect()
     })
     .await
@@ -601,9 +592,7 @@ fn redirect_with(uri: &str, params: &[(&str, Option<&str>)]) -> Response {
             }
         }
     }
-    let mut answer = (StatusCode::SEE_OTHER, [(header::LOCATION, url.to_string())]).into_response();
-    set_no_store(&mut answer);
-    answer
+    no_store((StatusCode::SEE_OTHER, [(header::LOCATION, url.to_string())]))
 }
 
 fn invalid_grant(why: &str) -> Response {
@@ -611,26 +600,20 @@ fn invalid_grant(why: &str) -> Response {
 }
 
 fn oauth_error(status: StatusCode, error: &str, description: &str) -> Response {
-    let mut answer = (
+    no_store((
         status,
         axum::Json(json!({ "error": error, "error_description": description })),
-    )
-        .into_response();
-    set_no_store(&mut answer);
-    answer
+    ))
 }
 
+/// `body` with `Cache-Control: no-store` (tokens, codes and registrations are never cached).
 fn no_store(body: impl IntoResponse) -> Response {
     let mut answer = body.into_response();
-    set_no_store(&mut answer);
-    answer
-}
-
-fn set_no_store(answer: &mut Response) {
     answer.headers_mut().insert(
         header::CACHE_CONTROL,
         header::HeaderValue::from_static("no-store"),
     );
+    answer
 }
 
 #[cfg(test)]

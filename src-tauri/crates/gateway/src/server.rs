@@ -467,12 +467,7 @@ fn origin_allowed(origin: &str) -> bool {
         return false;
     };
     matches!(url.scheme(), "http" | "https")
-        && matches!(
-            url.host(),
-            Some(url::Host::Domain("localhost"))
-                | Some(url::Host::Ipv4(Ipv4Addr::LOCALHOST))
-                | Some(url::Host::Ipv6(Ipv6Addr::LOCALHOST))
-        )
+        && patchbay_catalog::own_gateway::is_loopback_host(url.host())
 }
 
 fn refuse(status: StatusCode, message: &str) -> Response {

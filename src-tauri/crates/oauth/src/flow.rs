@@ -42,14 +42,8 @@ pub fn is_receiver_redirect(redirect_uri: &str, port: u16) -> bool {
     let Ok(url) = Url::parse(redirect_uri) else {
         return false;
     };
-    let host_ok = matches!(
-        url.host(),
-        Some(url::Host::Domain("localhost"))
-            | Some(url::Host::Ipv4(std::net::Ipv4Addr::LOCALHOST))
-            | Some(url::Host::Ipv6(std::net::Ipv6Addr::LOCALHOST))
-    );
     url.scheme() == "http"
-        && host_ok
+        && patchbay_catalog::own_gateway::is_loopback_host(url.host())
         && url.port() == Some(port)
         && url.path() == "/callback"
         && url.query().is_none()

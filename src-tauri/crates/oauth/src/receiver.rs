@@ -377,7 +377,8 @@ pub(crate) fn render_html(title: &str, message: &str) -> String {
     )
 }
 
-pub(crate) fn escape_html(s: &str) -> String {
+/// `s` safe in HTML text and attribute values (also the gateway's consent page).
+pub fn escape_html(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {

@@ -15,21 +15,7 @@ button{font:inherit;padding:.5rem 1.1rem;border-radius:8px;border:1px solid #c4c
 button.allow{background:#2457d6;border-color:#2457d6;color:#fff}
 @media (prefers-color-scheme:dark){body{background:#1c1c1e;color:#f2f2f7}.box{border-color:#3a3a3f}button{background:#2c2c2e;color:#f2f2f7;border-color:#48484e}}";
 
-/// Escape `text` for HTML text and attribute values.
-fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
+use patchbay_oauth::receiver::escape_html as escape;
 
 /// Where a redirect URI sends the browser, as a person reads it (`localhost:33418`, `cursor:`).
 fn destination(uri: &str) -> String {

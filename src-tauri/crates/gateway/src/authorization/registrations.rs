@@ -164,12 +164,7 @@ fn acceptable_redirect(uri: &str) -> bool {
         return false;
     }
     match url.scheme() {
-        "http" => matches!(
-            url.host(),
-            Some(url::Host::Domain("localhost"))
-                | Some(url::Host::Ipv4(std::net::Ipv4Addr::LOCALHOST))
-                | Some(url::Host::Ipv6(std::net::Ipv6Addr::LOCALHOST))
-        ),
+        "http" => patchbay_catalog::own_gateway::is_loopback_host(url.host()),
         "https" => url.host().is_some(),
         "javascript" | "data" | "file" | "blob" | "about" | "vbscript" | "ftp" | "ws" | "wss" => {
             false
