@@ -68,9 +68,11 @@ fn html(status: StatusCode, form_action: &str, title: &str, body: &str) -> Respo
         header::CACHE_CONTROL,
         header::HeaderValue::from_static("no-store"),
     );
+    // Not `no-referrer`: under it a browser sends `Origin: null` with the page's own POST, which
+    // the Origin gate must refuse. `same-origin` still tells the client's redirect nothing.
     h.insert(
         header::REFERRER_POLICY,
-        header::HeaderValue::from_static("no-referrer"),
+        header::HeaderValue::from_static("same-origin"),
     );
     answer
 }

@@ -1,0 +1,503 @@
+//! The gateway as an MCP-OAuth protected resource, signed in to by real clients given only its
+//! URL: the MCP Python SDK 2.3.0's `OAuthClientProvider` (tests/python/gateway_oauth_client.py)
+//! and mcp-remote 0.15.1 (tests/node). Each meets the gateway's 401, discovers its metadata,
+//! registers, and opens Patchbay's consent page in a real browser engine (headless chromium,
+//! tests/node/consent-browser.mjs), which answers it: Allow, Deny or "only these". Then the
+//! client lists and calls tools through the aggregate. Also: a second client, `--only`,
+//! revocation (the CLI's and RFC 7009's), and the page's gates (Host, Origin, Sec-Fetch-Site,
+//! no framing).
+//!
+//! The connectors are the SDK's plain example server twice (no upstream OAuth), so no keychain
+//! is needed: what is under test is the gateway's own authorization.
+
+use patchbay_e2e::peers::{path_with_support, raw_http, tests_dir, wait_for, Serving, STEP};
+use patchbay_e2e::sdk_servers::{free_port, SdkServer};
+use patchbay_e2e::Sandbox;
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Two plain SDK servers as `alpha` and `beta`, and the gateway in front of them.
+struct Front {
+    _alpha: SdkServer,
+    _beta: SdkServer,
+    sandbox: Sandbox,
+    gateway: Serving,
+    consent_log: PathBuf,
+}
+
+impl Front {
+    fn start() -> Front {
+        let alpha = SdkServer::streamable_http();
+        let beta = SdkServer::streamable_http();
+        let sandbox = Sandbox::new(false);
+        let catalog = sandbox.write(
+            "catalog.json",
+            &json!({ "mcpServers": {
+                "alpha": { "type": "http", "url": alpha.url() },
+                "beta": { "type": "http", "url": beta.url() },
+            } })
+            .to_string(),
+        );
+        let gateway = Serving::start(&sandbox, &catalog);
+        let consent_log = sandbox.path().join("consent.log");
+        Front {
+            _alpha: alpha,
+            _beta: beta,
+            sandbox,
+            gateway,
+            consent_log,
+        }
+    }
+
+    /// The Python SDK's OAuth client on `url` with its store `store` (in the sandbox), the
+    /// browser answering `consent`; optionally calling `tool` with `{"name": "Ada"}`.
+    fn python(&self, url: &str, store: &str, consent: &str, tool: Option<&str>) -> Value {
+        let python = tests_dir().join("python/.venv/bin/python");
+        assert!(
+            python.is_file(),
+            "{} is missing: run scripts/setup.sh",
+            python.display()
+        );
+        let mut cmd = Command::new(python);
+        cmd.arg(tests_dir().join("python/gateway_oauth_client.py"))
+            .arg(url)
+            .arg(self.sandbox.path().join(store));
+        if let Some(tool) = tool {
+            cmd.arg(tool).arg(r#"{"name": "Ada"}"#);
+        }
+        let out = cmd
+            .env("PATCHBAY_CONSENT", consent)
+            .env("PATCHBAY_CONSENT_LOG", &self.consent_log)
+            .output()
+            .expect("run the Python SDK client");
+        let line = String::from_utf8_lossy(&out.stdout);
+        serde_json::from_str(line.lines().last().unwrap_or("")).unwrap_or_else(|_| {
+            panic!(
+                "no JSON from the Python client: {line}\n{}\n--- gateway:\n{}",
+                String::from_utf8_lossy(&out.stderr),
+                self.gateway.output()
+            )
+        })
+    }
+
+    /// What the browser saw on each consent page so far, in order.
+    fn consents(&self) -> Vec<Value> {
+        std::fs::read_to_string(&self.consent_log)
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+
+    /// `gateway client list --json`: the labels.
+    fn client_labels(&self) -> Vec<String> {
+        let out = self
+            .sandbox
+            .command()
+            .args(["gateway", "client", "list", "--json"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let listed: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let rows = listed
+            .as_array()
+            .or_else(|| listed["clients"].as_array())
+            .unwrap_or_else(|| panic!("{listed}"));
+        rows.iter()
+            .map(|c| c["label"].as_str().unwrap().to_owned())
+            .collect()
+    }
+
+    /// The stored tokens of a Python client's store.
+    fn stored(&self, store: &str) -> Value {
+        let text = std::fs::read_to_string(self.sandbox.path().join(store)).unwrap();
+        serde_json::from_str::<Value>(&text).unwrap()["tokens"].clone()
+    }
+
+    /// One `initialize` at `path` with `token` as the bearer: the status.
+    fn initialize_with(&self, path: &str, token: &str) -> u16 {
+        let bearer = format!("Bearer {token}");
+        raw_http(
+            self.gateway.port,
+            "POST",
+            path,
+            &[("Authorization", &bearer)],
+            patchbay_e2e::peers::INITIALIZE,
+        )
+        .0
+    }
+}
+
+fn tools(answer: &Value) -> Vec<String> {
+    let mut names: Vec<String> = answer["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{answer}"))
+        .iter()
+        .map(|t| t.as_str().unwrap().to_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn the_python_sdk_signs_in_with_one_allow_and_a_second_client_only_to_what_it_was_given() {
+    let front = Front::start();
+    let aggregate = front.gateway.aggregate_url();
+
+    // Given only the URL: 401, metadata, registration, the consent page, Allow.
+    let first = front.python(&aggregate, "first.json", "allow", Some("alpha__greet"));
+    assert_eq!(first["ok"], true, "{first}\n{}", front.gateway.output());
+    assert_eq!(first["browser_runs"], 1, "{first}");
+    let names = tools(&first);
+    assert!(
+        names.contains(&"alpha__greet".to_owned()) && names.contains(&"beta__greet".to_owned()),
+        "every connector in use: {names:?}"
+    );
+    assert!(first["called"].as_str().unwrap().contains("Ada"), "{first}");
+    let shown = &front.consents()[0];
+    assert_eq!(shown["heading"], "Allow Python SDK e2e?", "{shown}");
+    assert_eq!(shown["connectors"], json!(["alpha", "beta"]), "{shown}");
+    assert_eq!(shown["csp_violations"], json!([]), "{shown}");
+    assert!(
+        shown["landed"].as_str().unwrap().contains(&format!(
+            "iss=http%3A%2F%2F127.0.0.1%3A{}%2Foauth",
+            front.gateway.port
+        )),
+        "the redirect names the issuer (RFC 9207): {shown}"
+    );
+    // The grant is a gateway client like any other, in the same list.
+    assert_eq!(front.client_labels(), ["python-sdk-e2e"]);
+
+    // Again with its stored tokens: no browser.
+    let again = front.python(&aggregate, "first.json", "deny", Some("beta__greet"));
+    assert_eq!(again["ok"], true, "{again}");
+    assert_eq!(again["browser_runs"], 0, "signed in already: {again}");
+
+    // A second client, given only beta on the consent page.
+    let second = front.python(&aggregate, "second.json", "only:beta", None);
+    assert_eq!(second["ok"], true, "{second}\n{}", front.gateway.output());
+    let names = tools(&second);
+    assert!(
+        names.contains(&"beta__greet".to_owned()) && names.iter().all(|n| n.starts_with("beta__")),
+        "only beta: {names:?}"
+    );
+    let refused = front.python(&aggregate, "second.json", "allow", Some("alpha__greet"));
+    assert!(
+        refused["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("may not use the connector alpha")),
+        "alpha is not the second client's: {refused}"
+    );
+    let mut labels = front.client_labels();
+    labels.sort();
+    assert_eq!(labels.len(), 2, "two clients, one record each: {labels:?}");
+
+    // The first one still works, and only it can see alpha.
+    let first_again = front.python(&aggregate, "first.json", "deny", Some("alpha__greet"));
+    assert_eq!(first_again["ok"], true, "{first_again}");
+    assert_eq!(first_again["is_error"], false, "{first_again}");
+}
+
+#[test]
+fn deny_grants_nothing_and_revocation_ends_a_client_until_it_asks_again() {
+    let front = Front::start();
+    let aggregate = front.gateway.aggregate_url();
+
+    let denied = front.python(&aggregate, "denied.json", "deny", None);
+    assert_eq!(denied["ok"], false, "{denied}");
+    assert!(
+        denied["error"].as_str().unwrap().contains("access_denied"),
+        "the client is told it was denied: {denied}"
+    );
+    assert!(front.client_labels().is_empty(), "Deny made no client");
+
+    // One connector's own URL: the page names it, the grant is for it alone.
+    let one = front.python(
+        &front.gateway.url("beta"),
+        "one.json",
+        "allow",
+        Some("greet"),
+    );
+    assert_eq!(one["ok"], true, "{one}\n{}", front.gateway.output());
+    let shown = front.consents().pop().unwrap();
+    assert!(
+        shown["text"]
+            .as_str()
+            .unwrap()
+            .contains("wants to use beta"),
+        "{shown}"
+    );
+    assert_eq!(shown["connectors"], json!([]), "no choice for one: {shown}");
+    let token = front.stored("one.json")["access_token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(front.initialize_with("/mcp/beta", &token), 200);
+    assert_eq!(
+        front.initialize_with("/mcp/alpha", &token),
+        403,
+        "beta alone"
+    );
+
+    // `patchbay gateway client revoke`: the token is dead at once.
+    let label = front.client_labels().pop().unwrap();
+    let out = front
+        .sandbox
+        .command()
+        .args(["gateway", "client", "revoke", &label])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let (status, answer) = raw_http(
+        front.gateway.port,
+        "POST",
+        "/mcp/beta",
+        &[("Authorization", &format!("Bearer {token}"))],
+        patchbay_e2e::peers::INITIALIZE,
+    );
+    assert_eq!(status, 401, "{answer}");
+    assert!(answer.contains("error=\"invalid_token\""), "{answer}");
+    // Its refresh token is dead too: the client must ask the user again.
+    let asked_again = front.python(&front.gateway.url("beta"), "one.json", "deny", None);
+    assert_eq!(asked_again["ok"], false, "{asked_again}");
+    assert_eq!(front.consents().len(), 3, "a consent page again, denied");
+
+    // RFC 7009: the client revokes its own refresh token.
+    let kept = front.python(&aggregate, "kept.json", "allow", None);
+    assert_eq!(kept["ok"], true, "{kept}");
+    let tokens = front.stored("kept.json");
+    let body = format!(
+        "token={}&token_type_hint=refresh_token",
+        tokens["refresh_token"].as_str().unwrap()
+    );
+    let revoked = revoke(front.gateway.port, &body);
+    assert_eq!(revoked, 200);
+    assert_eq!(
+        front.initialize_with("/mcp", tokens["access_token"].as_str().unwrap()),
+        401
+    );
+    assert!(front.client_labels().is_empty());
+}
+
+/// `POST /oauth/revoke` with a form body: the status.
+fn revoke(port: u16, body: &str) -> u16 {
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stream.set_read_timeout(Some(STEP)).unwrap();
+    write!(
+        stream,
+        "POST /oauth/revoke HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut answer = String::new();
+    let _ = std::io::Read::read_to_string(&mut stream, &mut answer);
+    answer.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+/// A form POST to `/oauth/authorize` with `headers`: status and answer.
+fn post_decision(port: u16, headers: &[(&str, &str)], body: &str) -> (u16, String) {
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stream.set_read_timeout(Some(STEP)).unwrap();
+    let mut request = String::from("POST /oauth/authorize HTTP/1.1\r\n");
+    if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
+        request.push_str(&format!("Host: 127.0.0.1:{port}\r\n"));
+    }
+    for (k, v) in headers {
+        request.push_str(&format!("{k}: {v}\r\n"));
+    }
+    request.push_str(&format!(
+        "Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    ));
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut answer = String::new();
+    let _ = std::io::Read::read_to_string(&mut stream, &mut answer);
+    let status = answer.split_whitespace().nth(1).unwrap().parse().unwrap();
+    (status, answer)
+}
+
+#[test]
+fn the_consent_page_answers_only_itself_and_cannot_be_framed_or_reached_cross_origin() {
+    let front = Front::start();
+    let port = front.gateway.port;
+    let form = |body: &str| {
+        let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        stream.set_read_timeout(Some(STEP)).unwrap();
+        write!(stream, "POST /oauth/register HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len()).unwrap();
+        let mut answer = String::new();
+        let _ = std::io::Read::read_to_string(&mut stream, &mut answer);
+        answer
+    };
+    let registered = form(
+        r#"{"client_name":"Gate test","redirect_uris":["http://127.0.0.1:9/cb"],"token_endpoint_auth_method":"none"}"#,
+    );
+    let body = registered.split("\r\n\r\n").nth(1).unwrap();
+    let client_id = serde_json::from_str::<Value>(body).unwrap()["client_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let page_path = format!(
+        "/oauth/authorize?response_type=code&client_id={client_id}&redirect_uri=http%3A%2F%2F127.0.0.1%3A9%2Fcb&state=s1&code_challenge=E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGkSFU5kL8&code_challenge_method=S256"
+    );
+    let open_page = || {
+        let (status, page) = raw_http(port, "GET", &page_path, &[], "");
+        assert_eq!(status, 200, "{page}");
+        let id = page
+            .split("name=\"request\" value=\"")
+            .nth(1)
+            .and_then(|rest| rest.split('"').next())
+            .unwrap_or_else(|| panic!("no request id in {page}"))
+            .to_owned();
+        (page, id)
+    };
+    let (page, request) = open_page();
+    let head = page.split("\r\n\r\n").next().unwrap().to_ascii_lowercase();
+    assert!(head.contains("frame-ancestors 'none'"), "{head}");
+    assert!(head.contains("x-frame-options: deny"), "{head}");
+    assert!(head.contains("cache-control: no-store"), "{head}");
+
+    // Another Host (DNS rebinding) or a foreign page: refused before anything is read.
+    let (status, _) = raw_http(port, "GET", &page_path, &[("Host", "evil.example:80")], "");
+    assert_eq!(status, 403);
+    let allow = format!("request={request}&decision=allow");
+    let own = format!("http://127.0.0.1:{port}");
+    for headers in [
+        vec![("Origin", "https://evil.example")],
+        // Another loopback page (another port) is another origin.
+        vec![("Origin", "http://127.0.0.1:9")],
+        vec![("Origin", "null")],
+        vec![],
+        vec![("Origin", own.as_str()), ("Sec-Fetch-Site", "cross-site")],
+    ] {
+        let (status, answer) = post_decision(port, &headers, &allow);
+        assert_eq!(status, 403, "{headers:?}: {answer}");
+        assert!(!answer.contains("code="), "{answer}");
+    }
+    // The page's own answer goes through once, and only once.
+    let same = [("Origin", own.as_str()), ("Sec-Fetch-Site", "same-origin")];
+    let (status, answer) = post_decision(port, &same, &allow);
+    assert_eq!(status, 303, "{answer}");
+    assert!(
+        answer.contains("location: http://127.0.0.1:9/cb?code=pbgwc_")
+            || answer.contains("Location: http://127.0.0.1:9/cb?code=pbgwc_"),
+        "{answer}"
+    );
+    let (status, answer) = post_decision(port, &same, &allow);
+    assert_eq!(status, 400, "answered already: {answer}");
+}
+
+/// mcp-remote 0.15.1 as Cursor or Claude Desktop run it (`npx mcp-remote URL`), given only the
+/// aggregate URL, in a throwaway HOME; its "browser" the consent answerer.
+#[test]
+fn mcp_remote_signs_in_with_one_allow_and_lists_and_calls_tools() {
+    let front = Front::start();
+    let bin = tests_dir().join("node/node_modules/.bin/mcp-remote");
+    assert!(
+        bin.is_file(),
+        "{} is missing: run scripts/setup.sh",
+        bin.display()
+    );
+    let home = front.sandbox.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let logs = front.sandbox.path().join("mcp-remote.stderr");
+    let mut child = Command::new(&bin)
+        .arg(front.gateway.aggregate_url())
+        .arg(free_port().to_string())
+        .env("HOME", &home)
+        .env_remove("MCP_REMOTE_CONFIG_DIR")
+        .env("BROWSER", tests_dir().join("support/consent-browser.sh"))
+        .env("PATCHBAY_CONSENT", "allow")
+        .env("PATCHBAY_CONSENT_LOG", &front.consent_log)
+        // Without a display xdg-open (which mcp-remote's `open` runs) goes to $BROWSER.
+        .env_remove("DISPLAY")
+        .env_remove("WAYLAND_DISPLAY")
+        .env("PATH", path_with_support())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(&logs).unwrap())
+        .spawn()
+        .expect("start mcp-remote");
+    let mut stdin = child.stdin.take().unwrap();
+    let (lines, answers) = std::sync::mpsc::channel::<String>();
+    let stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if lines.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let output = || {
+        format!(
+            "{}\n--- gateway:\n{}",
+            std::fs::read_to_string(&logs).unwrap_or_default(),
+            front.gateway.output()
+        )
+    };
+    let mut ask = |id: u64, method: &str, params: Value| -> Value {
+        if method.starts_with("notifications/") {
+            writeln!(stdin, "{}", json!({"jsonrpc": "2.0", "method": method})).unwrap();
+            return Value::Null;
+        }
+        let request = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        writeln!(stdin, "{request}").unwrap();
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let line = answers
+                .recv_timeout(left)
+                .unwrap_or_else(|_| panic!("no answer to {method}:\n{}", output()));
+            let answer: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
+            if answer["id"] == id {
+                return answer;
+            }
+        }
+    };
+    let initialized = ask(
+        1,
+        "initialize",
+        json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "e2e", "version": "0"}}),
+    );
+    assert!(
+        initialized["result"].is_object(),
+        "{initialized}\n{}",
+        output()
+    );
+    ask(0, "notifications/initialized", Value::Null);
+    let listed = ask(2, "tools/list", json!({}));
+    let names: Vec<&str> = listed["result"]["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{listed}\n{}", output()))
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert!(
+        names.contains(&"alpha__greet") && names.contains(&"beta__greet"),
+        "{names:?}"
+    );
+    let called = ask(
+        3,
+        "tools/call",
+        json!({"name": "beta__greet", "arguments": {"name": "Grace"}}),
+    );
+    assert!(called.to_string().contains("Grace"), "{called}");
+    let consents = front.consents();
+    assert_eq!(consents.len(), 1, "one Allow: {consents:?}");
+    assert!(
+        consents[0]["landed"].as_str().is_some(),
+        "{:?}",
+        consents[0]
+    );
+    wait_for(
+        STEP,
+        "mcp-remote's grant in the client list",
+        || front.client_labels().len() == 1,
+        || format!("{:?}", front.client_labels()),
+    );
+    drop(stdin);
+    let _ = child.kill();
+    let _ = child.wait();
+}
