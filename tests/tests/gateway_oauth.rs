@@ -15,7 +15,7 @@ use patchbay_e2e::sdk_servers::{free_port, SdkServer};
 use patchbay_e2e::Sandbox;
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -376,6 +376,36 @@ fn the_consent_page_answers_only_itself_and_cannot_be_framed_or_reached_cross_or
         assert_eq!(status, 403, "{headers:?}: {answer}");
         assert!(!answer.contains("code="), "{answer}");
     }
+    // The right Origin, from another local user's program (any user can reach loopback):
+    // refused on Linux by the connection's owner. Tried where this test may become another
+    // user (root, as CI runs it).
+    let root =
+        std::fs::metadata("/proc/self").is_ok_and(|m| std::os::unix::fs::MetadataExt::uid(&m) == 0);
+    if root && Path::new("/usr/bin/setpriv").exists() {
+        let out = Command::new("/usr/bin/setpriv")
+            .args([
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                "curl",
+                "-sS",
+            ])
+            .args(["-o", "/dev/null", "-w", "%{http_code}", "--max-time", "20"])
+            .args(["-H", &format!("Origin: {own}"), "--data", &allow])
+            .arg(format!("http://127.0.0.1:{port}/oauth/authorize"))
+            .output()
+            .unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            "403",
+            "another user's Allow: {out:?}\n{}",
+            front.gateway.output()
+        );
+        assert!(front.gateway.output().contains("another user's program"));
+    } else {
+        eprintln!("not root here: another local user's Allow is not tried");
+    }
+
     // The page's own answer goes through once, and only once.
     let same = [("Origin", own.as_str()), ("Sec-Fetch-Site", "same-origin")];
     let (status, answer) = post_decision(port, &same, &allow);

@@ -27,6 +27,7 @@ mod page;
 mod registrations;
 
 use crate::clients::Consent;
+use crate::connections::ConnectionEnds;
 use crate::server::GatewayState;
 use axum::extract::{Query, State};
 use axum::http::{header, HeaderMap, StatusCode};
@@ -289,6 +290,7 @@ async fn consent_page(
 /// Allow or Deny, posted by the consent page.
 async fn decide(
     State(state): State<Arc<GatewayState>>,
+    ends: Option<axum::Extension<ConnectionEnds>>,
     headers: HeaderMap,
     axum::Form(form): axum::Form<Vec<(String, String)>>,
 ) -> Response {
@@ -308,6 +310,17 @@ async fn decide(
         return page::refused(
             StatusCode::FORBIDDEN,
             "This answer did not come from Patchbay's own consent page.",
+        );
+    }
+    // Any local user can reach loopback: on Linux, only this user's browser may answer.
+    if let Some(stranger) = ends.and_then(|axum::Extension(ends)| foreign_uid(ends)) {
+        tracing::warn!(
+            uid = stranger,
+            "a consent answer came from another user's program; refused"
+        );
+        return page::refused(
+            StatusCode::FORBIDDEN,
+            "This answer came from another user's program on this computer.",
         );
     }
     let Some(id) = field("request") else {
@@ -490,6 +503,13 @@ async fn revoke(
             )
         }
     }
+}
+
+/// The uid at the other end of `ends` when it is known and not ours: a connection from another
+/// local user. Where it cannot be told (not Linux) nothing is refused by it.
+fn foreign_uid(ends: ConnectionEnds) -> Option<u32> {
+    let theirs = patchbay_oauth::proc_net::peer_uid(ends.peer, ends.local)?;
+    (Some(theirs) != patchbay_oauth::proc_net::own_uid()).then_some(theirs)
 }
 
 /// Which connector `resource` names: `Ok(None)` the aggregate, `Ok(Some(NAME))` one connector,

@@ -175,6 +175,14 @@ pub(crate) fn listen(addr: std::net::SocketAddr) -> std::io::Result<tokio::net::
     socket.listen(ACCEPT_BACKLOG)
 }
 
+/// Both ends of the connection a request came on, in its extensions (the consent asks who is
+/// at the other end).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ConnectionEnds {
+    pub(crate) peer: std::net::SocketAddr,
+    pub(crate) local: std::net::SocketAddr,
+}
+
 /// Serves each connection `listener` accepts with `app`, under `limits`, until aborted.
 pub(crate) async fn accept(
     listener: tokio::net::TcpListener,
@@ -199,8 +207,8 @@ pub(crate) async fn accept(
                 tokio::time::sleep(Duration::from_millis(1)).await;
             }
         }
-        let tcp = match listener.accept().await {
-            Ok((tcp, _)) => tcp,
+        let (tcp, peer) = match listener.accept().await {
+            Ok(accepted) => accepted,
             Err(e) => {
                 // Out of descriptors, most likely: close the connections that only wait, then
                 // give them a moment to close instead of spinning.
@@ -216,8 +224,15 @@ pub(crate) async fn accept(
             lock(&unproven).admit(limits.max_unproven, limits.ceiling, Instant::now());
         let app = hyper_util::service::TowerToHyperService::new(app.clone());
         let marks = unproven.clone();
-        let service = hyper::service::service_fn(move |req| {
+        let ends = tcp
+            .local_addr()
+            .ok()
+            .map(|local| ConnectionEnds { peer, local });
+        let service = hyper::service::service_fn(move |mut req: hyper::Request<_>| {
             lock(&marks).proven(id);
+            if let Some(ends) = ends {
+                req.extensions_mut().insert(ends);
+            }
             hyper::service::Service::call(&app, req)
         });
         let unproven = unproven.clone();

@@ -18,6 +18,7 @@ pub mod error;
 pub mod flow;
 pub mod http;
 pub mod pasteback;
+pub mod proc_net;
 pub mod receiver;
 pub mod refresh;
 pub mod token;

@@ -480,10 +480,10 @@ fn form_decode(s: &str) -> Option<String> {
 fn port_owner(addr: SocketAddr) -> Option<String> {
     let mut inodes = Vec::new();
     if let Ok(tcp) = std::fs::read_to_string("/proc/net/tcp") {
-        inodes.extend(listening_inodes(&tcp, addr));
+        inodes.extend(crate::proc_net::listening_inodes(&tcp, addr));
     }
     if let Ok(tcp6) = std::fs::read_to_string("/proc/net/tcp6") {
-        inodes.extend(listening_inodes(&tcp6, addr));
+        inodes.extend(crate::proc_net::listening_inodes(&tcp6, addr));
     }
     if inodes.is_empty() {
         return None;
@@ -513,64 +513,6 @@ fn port_owner(addr: SocketAddr) -> Option<String> {
 #[cfg(not(target_os = "linux"))]
 fn port_owner(_addr: SocketAddr) -> Option<String> {
     None
-}
-
-/// Inodes of the LISTEN sockets in a `/proc/net/tcp` or `/proc/net/tcp6` table that would block
-/// binding `addr`: same port, and the same address, its family's wildcard, or (for 127.0.0.1) a
-/// dual-stack `::` or `::ffff:127.0.0.1` socket.
-#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
-pub(crate) fn listening_inodes(table: &str, addr: SocketAddr) -> Vec<u64> {
-    let mut out = Vec::new();
-    for line in table.lines().skip(1) {
-        let fields: Vec<&str> = line.split_whitespace().collect();
-        // sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
-        if fields.len() < 10 || fields[3] != "0A" {
-            continue;
-        }
-        let Some((ip_hex, port_hex)) = fields[1].split_once(':') else {
-            continue;
-        };
-        if u16::from_str_radix(port_hex, 16).ok() != Some(addr.port()) {
-            continue;
-        }
-        let Some(ip) = parse_proc_ip(ip_hex) else {
-            continue;
-        };
-        let blocks = match (addr.ip(), ip) {
-            (IpAddr::V4(want), IpAddr::V4(have)) => have == want || have.is_unspecified(),
-            (IpAddr::V4(want), IpAddr::V6(have)) => {
-                have.is_unspecified() || have.to_ipv4_mapped() == Some(want)
-            }
-            (IpAddr::V6(want), IpAddr::V6(have)) => have == want || have.is_unspecified(),
-            (IpAddr::V6(_), IpAddr::V4(_)) => false,
-        };
-        if !blocks {
-            continue;
-        }
-        if let Ok(inode) = fields[9].parse::<u64>() {
-            if inode != 0 {
-                out.push(inode);
-            }
-        }
-    }
-    out
-}
-
-/// The kernel prints each 32-bit word of the address as `%08X` of its in-memory (network order)
-/// value read as a native integer.
-fn parse_proc_ip(hex: &str) -> Option<IpAddr> {
-    let word = |s: &str| u32::from_str_radix(s, 16).ok().map(u32::to_ne_bytes);
-    match hex.len() {
-        8 => Some(IpAddr::V4(Ipv4Addr::from(word(hex)?))),
-        32 => {
-            let mut b = [0u8; 16];
-            for i in 0..4 {
-                b[i * 4..i * 4 + 4].copy_from_slice(&word(hex.get(i * 8..i * 8 + 8)?)?);
-            }
-            Some(IpAddr::V6(Ipv6Addr::from(b)))
-        }
-        _ => None,
-    }
 }
 
 #[cfg(test)]
@@ -622,49 +564,5 @@ mod tests {
             escape_html(r#"<script>alert("x&'y")</script>"#),
             "&lt;script&gt;alert(&quot;x&amp;&#39;y&quot;)&lt;/script&gt;"
         );
-    }
-
-    #[test]
-    fn proc_net_tcp_tables() {
-        let port = 3118u16;
-        let v4 = format!(
-            "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n\
-             \x20  0: {lo}:{p:04X} 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1000        0 111 1 0 100 0 0 10 0\n\
-             \x20  1: {lo}:{p:04X} 0100007F:D431 01 00000000:00000000 00:00000000 00000000  1000        0 222 1 0 100 0 0 10 0\n\
-             \x20  2: 00000000:{p:04X} 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1000        0 333 1 0 100 0 0 10 0\n\
-             \x20  3: {lo}:0C2F 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1000        0 444 1 0 100 0 0 10 0\n\
-             \x20  4: {other}:{p:04X} 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1000        0 555 1 0 100 0 0 10 0\n",
-            lo = hex_v4(Ipv4Addr::LOCALHOST),
-            other = hex_v4(Ipv4Addr::new(192, 168, 1, 5)),
-            p = port,
-        );
-        let lo4 = SocketAddr::new(Ipv4Addr::LOCALHOST.into(), port);
-        let lo6 = SocketAddr::new(Ipv6Addr::LOCALHOST.into(), port);
-        assert_eq!(listening_inodes(&v4, lo4), vec![111, 333]);
-        assert!(listening_inodes(&v4, lo6).is_empty());
-
-        let v6 = format!(
-            "  sl  local_address                         remote_address                        st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n\
-             \x20  0: {lo}:{p:04X} 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000  1000        0 666 1 0 100 0 0 10 0\n\
-             \x20  1: {any}:{p:04X} 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000  1000        0 777 1 0 100 0 0 10 0\n\
-             \x20  2: {mapped}:{p:04X} 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000  1000        0 888 1 0 100 0 0 10 0\n",
-            lo = hex_v6(Ipv6Addr::LOCALHOST),
-            any = hex_v6(Ipv6Addr::UNSPECIFIED),
-            mapped = hex_v6(Ipv4Addr::LOCALHOST.to_ipv6_mapped()),
-            p = port,
-        );
-        assert_eq!(listening_inodes(&v6, lo6), vec![666, 777]);
-        assert_eq!(listening_inodes(&v6, lo4), vec![777, 888]);
-    }
-
-    fn hex_v4(ip: Ipv4Addr) -> String {
-        format!("{:08X}", u32::from_ne_bytes(ip.octets()))
-    }
-
-    fn hex_v6(ip: Ipv6Addr) -> String {
-        ip.octets()
-            .chunks(4)
-            .map(|c| format!("{:08X}", u32::from_ne_bytes([c[0], c[1], c[2], c[3]])))
-            .collect()
     }
 }
