@@ -16,6 +16,9 @@
 //! Without OAuth (the SDK's plain example): `patchbay connect URL` with mcp-remote's flags finds
 //! the connector by its URL, every stdout line is a JSON-RPC message, a line that is not JSON is
 //! answered with a parse error, and every request lands on the health board.
+//!
+//! As real clients launch it with a stripped environment: the MCP Python SDK's `stdio_client`
+//! (tests/python/stdio_bridge_client.py) lists and calls tools, or shows Patchbay's error.
 
 use patchbay_e2e::peers::{authorize, wait_for, OAuthServer, STARTUP, STEP};
 use patchbay_e2e::sdk_servers::{node_dir, SdkServer};
@@ -664,4 +667,96 @@ fn a_stripped_environment_still_reaches_the_keychain_or_hears_why_in_json_rpc() 
         "{answer}"
     );
     assert_eq!(code, Some(2));
+}
+
+/// The MCP Python SDK 2.3.0's `stdio_client` (tests/python/stdio_bridge_client.py) judges the
+/// bridge as it launches every stdio server: only HOME, LOGNAME, PATH, SHELL, TERM and USER.
+/// With the session bus where systemd puts it (`$XDG_RUNTIME_DIR/bus`, named in the entry's
+/// env) the vault's credential is read and tools are listed and called; with no bus anywhere
+/// the client is shown Patchbay's own error, not "connection closed".
+#[test]
+fn the_python_sdks_stdio_client_lists_and_calls_tools_or_shows_why_not() {
+    require_keychain!();
+    let python = patchbay_e2e::peers::tests_dir().join("python/.venv/bin/python");
+    assert!(
+        python.is_file(),
+        "{}: run scripts/setup.sh",
+        python.display()
+    );
+    let plain = SdkServer::streamable_http();
+    let sandbox = Sandbox::new(true);
+    let home = sandbox.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let catalog = sandbox.write(
+        "catalog.json",
+        &json!({ "mcpServers": { "fx": { "type": "http", "url": plain.url(),
+            "headers": { "Authorization": "Bearer ${FX_TOKEN}" } } } })
+        .to_string(),
+    );
+    let catalog = catalog.to_str().unwrap();
+    let out = sandbox.run_with_stdin(&["--catalog", catalog, "secret", "set", "FX_TOKEN"], "t0k");
+    assert!(out.status.success(), "{out:?}");
+    let data_dir = sandbox.path().to_str().unwrap();
+    let run = |env: Value| -> Value {
+        let spec = json!({
+            "command": patchbay_bin(),
+            "args": ["--data-dir", data_dir, "--catalog", catalog, "connect", "fx"],
+            "env": env, "tool": "greet", "arguments": { "name": "Ada" },
+        });
+        let out = Command::new(&python)
+            .arg(patchbay_e2e::peers::tests_dir().join("python/stdio_bridge_client.py"))
+            .arg(spec.to_string())
+            .env_clear()
+            .env("HOME", &home)
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("USER", "e2e")
+            .env("LOGNAME", "e2e")
+            .env("SHELL", "/bin/sh")
+            .env("TERM", "dumb")
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        serde_json::from_str(text.lines().last().unwrap_or(""))
+            .unwrap_or_else(|_| panic!("{text}\n{}", String::from_utf8_lossy(&out.stderr)))
+    };
+
+    let address = std::env::var("DBUS_SESSION_BUS_ADDRESS").unwrap_or_default();
+    match address
+        .strip_prefix("unix:path=")
+        .map(|r| r.split(',').next().unwrap_or(r))
+    {
+        Some(socket) => {
+            let runtime = sandbox.path().join("runtime");
+            std::fs::create_dir_all(&runtime).unwrap();
+            std::os::unix::fs::symlink(socket, runtime.join("bus")).unwrap();
+            let answer = run(json!({ "XDG_RUNTIME_DIR": runtime }));
+            assert_eq!(answer["ok"], true, "{answer}");
+            assert!(
+                answer["tools"]
+                    .as_array()
+                    .unwrap()
+                    .contains(&json!("greet")),
+                "{answer}"
+            );
+            assert!(
+                answer["called"].as_str().unwrap().contains("Ada"),
+                "{answer}"
+            );
+        }
+        None => eprintln!("the test bus is not at a unix:path ({address}): not linked"),
+    }
+
+    let uid = {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata("/proc/self").unwrap().uid()
+    };
+    if Path::new(&format!("/run/user/{uid}/bus")).exists() {
+        eprintln!("a session bus is at /run/user/{uid}/bus: the no-bus case is not tried");
+    } else {
+        let answer = run(Value::Null);
+        assert_eq!(answer["ok"], false, "{answer}");
+        let error = answer["error"].as_str().unwrap();
+        assert!(error.contains("no D-Bus session bus was found"), "{error}");
+        assert!(!error.contains("t0k"), "{error}");
+    }
 }
