@@ -402,9 +402,31 @@ pub fn add_client(sandbox: &Sandbox, label: &str, port: u16, extra: &[&str]) -> 
 /// An `initialize` request, for [`raw_http`].
 pub const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":7,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#;
 
-/// One raw HTTP/1.1 request to 127.0.0.1:`port` (a `Host` of its own unless `headers` has
-/// one); returns the status code and the whole answer.
+/// One raw HTTP/1.1 request to 127.0.0.1:`port` with a JSON body (a `Host` of its own unless
+/// `headers` has one); returns the status code and the whole answer.
 pub fn raw_http(
+    port: u16,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> (u16, String) {
+    let mut with_types = vec![
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+    ];
+    with_types.extend_from_slice(headers);
+    raw_request(port, method, path, &with_types, body)
+}
+
+/// A form POST (`application/x-www-form-urlencoded`), as [`raw_http`].
+pub fn raw_form(port: u16, path: &str, headers: &[(&str, &str)], body: &str) -> (u16, String) {
+    let mut with_type = vec![("Content-Type", "application/x-www-form-urlencoded")];
+    with_type.extend_from_slice(headers);
+    raw_request(port, "POST", path, &with_type, body)
+}
+
+fn raw_request(
     port: u16,
     method: &str,
     path: &str,
@@ -421,7 +443,7 @@ pub fn raw_http(
         request.push_str(&format!("{k}: {v}\r\n"));
     }
     request.push_str(&format!(
-        "Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        "Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     ));
     stream.write_all(request.as_bytes()).unwrap();

@@ -10,7 +10,9 @@
 //! The connectors are the SDK's plain example server twice (no upstream OAuth), so no keychain
 //! is needed: what is under test is the gateway's own authorization.
 
-use patchbay_e2e::peers::{path_with_support, raw_http, tests_dir, wait_for, Serving, STEP};
+use patchbay_e2e::peers::{
+    path_with_support, raw_form, raw_http, tests_dir, wait_for, Serving, STEP,
+};
 use patchbay_e2e::sdk_servers::{free_port, SdkServer};
 use patchbay_e2e::Sandbox;
 use serde_json::{json, Value};
@@ -273,8 +275,8 @@ fn deny_grants_nothing_and_revocation_ends_a_client_until_it_asks_again() {
         "token={}&token_type_hint=refresh_token",
         tokens["refresh_token"].as_str().unwrap()
     );
-    let revoked = revoke(front.gateway.port, &body);
-    assert_eq!(revoked, 200);
+    let (revoked, answer) = raw_form(front.gateway.port, "/oauth/revoke", &[], &body);
+    assert_eq!(revoked, 200, "{answer}");
     assert_eq!(
         front.initialize_with("/mcp", tokens["access_token"].as_str().unwrap()),
         401
@@ -282,58 +284,18 @@ fn deny_grants_nothing_and_revocation_ends_a_client_until_it_asks_again() {
     assert!(front.client_labels().is_empty());
 }
 
-/// `POST /oauth/revoke` with a form body: the status.
-fn revoke(port: u16, body: &str) -> u16 {
-    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    stream.set_read_timeout(Some(STEP)).unwrap();
-    write!(
-        stream,
-        "POST /oauth/revoke HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    let mut answer = String::new();
-    let _ = std::io::Read::read_to_string(&mut stream, &mut answer);
-    answer.split_whitespace().nth(1).unwrap().parse().unwrap()
-}
-
-/// A form POST to `/oauth/authorize` with `headers`: status and answer.
-fn post_decision(port: u16, headers: &[(&str, &str)], body: &str) -> (u16, String) {
-    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    stream.set_read_timeout(Some(STEP)).unwrap();
-    let mut request = String::from("POST /oauth/authorize HTTP/1.1\r\n");
-    if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
-        request.push_str(&format!("Host: 127.0.0.1:{port}\r\n"));
-    }
-    for (k, v) in headers {
-        request.push_str(&format!("{k}: {v}\r\n"));
-    }
-    request.push_str(&format!(
-        "Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    ));
-    stream.write_all(request.as_bytes()).unwrap();
-    let mut answer = String::new();
-    let _ = std::io::Read::read_to_string(&mut stream, &mut answer);
-    let status = answer.split_whitespace().nth(1).unwrap().parse().unwrap();
-    (status, answer)
-}
-
 #[test]
 fn the_consent_page_answers_only_itself_and_cannot_be_framed_or_reached_cross_origin() {
     let front = Front::start();
     let port = front.gateway.port;
-    let form = |body: &str| {
-        let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-        stream.set_read_timeout(Some(STEP)).unwrap();
-        write!(stream, "POST /oauth/register HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len()).unwrap();
-        let mut answer = String::new();
-        let _ = std::io::Read::read_to_string(&mut stream, &mut answer);
-        answer
-    };
-    let registered = form(
+    let (status, registered) = raw_http(
+        port,
+        "POST",
+        "/oauth/register",
+        &[],
         r#"{"client_name":"Gate test","redirect_uris":["http://127.0.0.1:9/cb"],"token_endpoint_auth_method":"none"}"#,
     );
+    assert_eq!(status, 201, "{registered}");
     let body = registered.split("\r\n\r\n").nth(1).unwrap();
     let client_id = serde_json::from_str::<Value>(body).unwrap()["client_id"]
         .as_str()
@@ -372,7 +334,7 @@ fn the_consent_page_answers_only_itself_and_cannot_be_framed_or_reached_cross_or
         vec![],
         vec![("Origin", own.as_str()), ("Sec-Fetch-Site", "cross-site")],
     ] {
-        let (status, answer) = post_decision(port, &headers, &allow);
+        let (status, answer) = raw_form(port, "/oauth/authorize", &headers, &allow);
         assert_eq!(status, 403, "{headers:?}: {answer}");
         assert!(!answer.contains("code="), "{answer}");
     }
@@ -408,14 +370,14 @@ fn the_consent_page_answers_only_itself_and_cannot_be_framed_or_reached_cross_or
 
     // The page's own answer goes through once, and only once.
     let same = [("Origin", own.as_str()), ("Sec-Fetch-Site", "same-origin")];
-    let (status, answer) = post_decision(port, &same, &allow);
+    let (status, answer) = raw_form(port, "/oauth/authorize", &same, &allow);
     assert_eq!(status, 303, "{answer}");
     assert!(
         answer.contains("location: http://127.0.0.1:9/cb?code=pbgwc_")
             || answer.contains("Location: http://127.0.0.1:9/cb?code=pbgwc_"),
         "{answer}"
     );
-    let (status, answer) = post_decision(port, &same, &allow);
+    let (status, answer) = raw_form(port, "/oauth/authorize", &same, &allow);
     assert_eq!(status, 400, "answered already: {answer}");
 }
 
