@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
 
+pub mod clients;
 pub mod desktop;
 pub mod peers;
 pub mod sdk_servers;

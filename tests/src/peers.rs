@@ -282,25 +282,46 @@ impl Serving {
     }
 
     pub fn start_on(sandbox: &Sandbox, catalog: &Path, port: u16) -> Serving {
-        Serving::spawn(sandbox, catalog, port, None)
+        Serving::spawn(sandbox, Some(catalog), port, None, None)
+    }
+
+    /// As a user runs it: no `--catalog` (the sandbox's user catalog, `mcp.json`, and the
+    /// shipped gallery), so the clients' configs count too, read from HOME (and XDG_CONFIG_HOME
+    /// under it) at `home`.
+    pub fn start_in_home(sandbox: &Sandbox, home: &Path) -> Serving {
+        Serving::spawn(sandbox, None, free_port(), None, Some(home))
     }
 
     /// As [`Serving::start`], the gateway's open-file limit (`ulimit -n`) set to `open_files`
     /// first: what a process is often given, for tests that make it run short of descriptors.
     pub fn start_with_open_files(sandbox: &Sandbox, catalog: &Path, open_files: u32) -> Serving {
-        Serving::spawn(sandbox, catalog, free_port(), Some(open_files))
+        Serving::spawn(sandbox, Some(catalog), free_port(), Some(open_files), None)
     }
 
-    fn spawn(sandbox: &Sandbox, catalog: &Path, port: u16, open_files: Option<u32>) -> Serving {
+    fn spawn(
+        sandbox: &Sandbox,
+        catalog: Option<&Path>,
+        port: u16,
+        open_files: Option<u32>,
+        home: Option<&Path>,
+    ) -> Serving {
         let logs = tempfile::tempdir().unwrap();
         let file = |name: &str| std::fs::File::create(logs.path().join(name)).unwrap();
         let mut gateway = sandbox.command();
         gateway
-            .args(["gateway", "serve", "--port", &port.to_string(), "--catalog"])
-            .arg(catalog)
+            .args(["gateway", "serve", "--port", &port.to_string()])
             .env("RUST_LOG", "patchbay_gateway=info")
             .stdout(file("stdout"))
             .stderr(file("stderr"));
+        if let Some(catalog) = catalog {
+            gateway.arg("--catalog").arg(catalog);
+        }
+        if let Some(home) = home {
+            gateway
+                .env("HOME", home)
+                .env("XDG_CONFIG_HOME", home.join(".config"))
+                .current_dir(home);
+        }
         if let Some(limit) = open_files {
             // The shell sets the limit, then becomes the gateway (same environment).
             let mut limited = Command::new("sh");

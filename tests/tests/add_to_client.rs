@@ -4,9 +4,11 @@
 //! written, the rest of each file kept, the backup, a foreign entry refused, the mcp-remote
 //! switch, and `status` counting Patchbay's own entries for their connector (never as new ones).
 //! Claude Code and Codex judge what `add-to` writes for them: `claude mcp list` launches the entry
-//! (with the environment it strips) and reports it Connected; `codex mcp list` reads it back.
+//! (with the environment it strips) and reports it Connected; `codex mcp list` reads it back;
+//! `gemini mcp list` launches and reaches both kinds of entry and reports them Connected.
 
-use patchbay_e2e::peers::claude_mcp_list_in;
+use patchbay_e2e::clients::gemini_mcp_list_in;
+use patchbay_e2e::peers::{claude_mcp_list_in, Serving};
 use patchbay_e2e::sdk_servers::SdkServer;
 use patchbay_e2e::secret_scan::SecretScan;
 use patchbay_e2e::{patchbay_bin, Sandbox};
@@ -809,6 +811,69 @@ fn claude_code_and_codex_run_what_add_to_writes_for_them() {
             let name = entry.unwrap().file_name().to_string_lossy().into_owned();
             assert!(!name.ends_with(".lock"), "{name} left in {}", dir.display());
         }
+    }
+}
+
+/// `add-to gemini` judged by Gemini CLI 0.61.0 in a fresh home, in a folder the user trusted:
+/// `gemini mcp list` launches the stdio entry (`patchbay connect`, with the data dir and catalog
+/// written into it) and reaches the gateway entry with the client's secret, and shows both
+/// Connected.
+#[test]
+fn gemini_cli_shows_both_entries_add_to_writes_connected() {
+    let direct = SdkServer::streamable_http();
+    let relayed = SdkServer::streamable_http();
+    let sandbox = Sandbox::new(false);
+    let home = sandbox.path().join("fresh-home");
+    std::fs::create_dir_all(&home).unwrap();
+    let empty_path = sandbox.path().join("empty-bin");
+    std::fs::create_dir_all(&empty_path).unwrap();
+    let catalog = sandbox.write(
+        "catalog.json",
+        &json!({ "mcpServers": {
+            "demo": { "type": "http", "url": direct.url() },
+            "relay": { "type": "http", "url": relayed.url() } } })
+        .to_string(),
+    );
+    let catalog_arg = catalog.to_str().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+        .to_string();
+    let run = |args: &[&str]| run_in(&sandbox, &home, &empty_path, args);
+    let said = ok(&run(&[
+        "--catalog",
+        catalog_arg,
+        "add-to",
+        "gemini",
+        "demo",
+    ]));
+    assert!(said.contains("Added demo to Gemini"), "{said}");
+    ok(&run(&[
+        "--catalog",
+        catalog_arg,
+        "add-to",
+        "gemini",
+        "relay",
+        "--via",
+        "gateway",
+        "--port",
+        &port,
+    ]));
+    let gateway = Serving::start_on(&sandbox, &catalog, port.parse().unwrap());
+
+    let listed = gemini_mcp_list_in(&home, &home);
+    for name in ["demo", "relay"] {
+        let line = listed
+            .lines()
+            .find(|l| l.contains(&format!("{name}:")))
+            .unwrap_or_else(|| panic!("{name} not listed:\n{listed}"));
+        assert!(
+            line.contains("Connected") && !line.contains("Disconnected"),
+            "{listed}\n{}",
+            gateway.output()
+        );
     }
 }
 

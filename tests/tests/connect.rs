@@ -17,16 +17,21 @@
 //! the connector by its URL, every stdout line is a JSON-RPC message, a line that is not JSON is
 //! answered with a parse error, and every request lands on the health board.
 //!
-//! As real clients launch it with a stripped environment: the MCP Python SDK's `stdio_client`
-//! (tests/python/stdio_bridge_client.py) lists and calls tools, or shows Patchbay's error.
+//! As real clients launch it with a stripped environment, the session bus only at
+//! `$XDG_RUNTIME_DIR/bus`: the MCP Python SDK's `stdio_client`
+//! (tests/python/stdio_bridge_client.py), Codex's `app-server` (the entry `add-to codex` wrote)
+//! and the MCP Inspector's `--cli` list and call tools, or, with no bus anywhere, show
+//! Patchbay's own error.
 
+use patchbay_e2e::clients::{codex_offline_model, inspector_cli, CodexAppServer};
 use patchbay_e2e::peers::{authorize, wait_for, OAuthServer, STARTUP, STEP};
 use patchbay_e2e::sdk_servers::{node_dir, SdkServer};
 use patchbay_e2e::secret_scan::SecretScan;
 use patchbay_e2e::{patchbay_bin, require_keychain, Sandbox};
 use serde_json::{json, Value};
+use std::ffi::{OsStr, OsString};
 use std::io::{BufRead, BufReader, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -604,15 +609,7 @@ fn a_stripped_environment_still_reaches_the_keychain_or_hears_why_in_json_rpc() 
 
     // No bus anywhere: the keychain cannot answer, and the client is told so (not "missing
     // configuration": the value is in the vault).
-    let uid = {
-        use std::os::unix::fs::MetadataExt;
-        std::fs::metadata("/proc/self").unwrap().uid()
-    };
-    if Path::new(&format!("/run/user/{uid}/bus")).exists() {
-        eprintln!(
-            "this machine has a session bus at /run/user/{uid}/bus: the no-bus case is not tried"
-        );
-    } else {
+    if no_standard_bus() {
         let child = stripped_connect(&sandbox, &["--catalog", catalog, "connect", "fx"], &[]);
         let (answer, code) = first_answer(child, Duration::from_secs(20));
         assert_eq!(answer["id"], 0, "{answer}");
@@ -631,28 +628,18 @@ fn a_stripped_environment_still_reaches_the_keychain_or_hears_why_in_json_rpc() 
 
     // The bus where libdbus and systemd put it ($XDG_RUNTIME_DIR/bus): the credential is read
     // and the request goes upstream (nothing listens there: unreachable, not a vault error).
-    let address = std::env::var("DBUS_SESSION_BUS_ADDRESS").unwrap_or_default();
-    let socket = address
-        .strip_prefix("unix:path=")
-        .map(|rest| rest.split(',').next().unwrap_or(rest).to_owned());
-    match socket {
-        Some(socket) => {
-            let runtime = sandbox.path().join("runtime");
-            std::fs::create_dir_all(&runtime).unwrap();
-            std::os::unix::fs::symlink(&socket, runtime.join("bus")).unwrap();
-            let child = stripped_connect(
-                &sandbox,
-                &["--catalog", catalog, "connect", "fx"],
-                &[("XDG_RUNTIME_DIR", &runtime)],
-            );
-            let (answer, _) = first_answer(child, Duration::from_secs(30));
-            // Nothing listens: it is retried until timeout_ms, whichever ends first.
-            let reason = answer["error"]["data"]["reason"]
-                .as_str()
-                .unwrap_or_default();
-            assert!(["unreachable", "timed_out"].contains(&reason), "{answer}");
-        }
-        None => eprintln!("the test bus is not at a unix:path ({address}): not linked"),
+    if let Some(runtime) = runtime_with_bus(&sandbox) {
+        let child = stripped_connect(
+            &sandbox,
+            &["--catalog", catalog, "connect", "fx"],
+            &[("XDG_RUNTIME_DIR", &runtime)],
+        );
+        let (answer, _) = first_answer(child, Duration::from_secs(30));
+        // Nothing listens: it is retried until timeout_ms, whichever ends first.
+        let reason = answer["error"]["data"]["reason"]
+            .as_str()
+            .unwrap_or_default();
+        assert!(["unreachable", "timed_out"].contains(&reason), "{answer}");
     }
 
     // A name that is no connector: the same JSON-RPC answer, then exit 2 once stdin ends.
@@ -669,6 +656,68 @@ fn a_stripped_environment_still_reaches_the_keychain_or_hears_why_in_json_rpc() 
     assert_eq!(code, Some(2));
 }
 
+/// The SDK's plain example as connector `fx` of a catalog in `sandbox`, its bearer
+/// `${FX_TOKEN}` set in the vault to `t0k`: a stdio bridge reaches it only through the keychain.
+fn vault_backed_fx(sandbox: &Sandbox) -> (SdkServer, PathBuf) {
+    let plain = SdkServer::streamable_http();
+    std::fs::create_dir_all(sandbox.path().join("home")).unwrap();
+    let catalog = sandbox.write(
+        "catalog.json",
+        &json!({ "mcpServers": { "fx": { "type": "http", "url": plain.url(),
+            "headers": { "Authorization": "Bearer ${FX_TOKEN}" } } } })
+        .to_string(),
+    );
+    let out = sandbox.run_with_stdin(
+        &[
+            "--catalog",
+            catalog.to_str().unwrap(),
+            "secret",
+            "set",
+            "FX_TOKEN",
+        ],
+        "t0k",
+    );
+    assert!(out.status.success(), "{out:?}");
+    (plain, catalog)
+}
+
+/// `sandbox/runtime` with this test's session bus linked at `bus`, where systemd and libdbus put
+/// it (`$XDG_RUNTIME_DIR/bus`); `None` (said on stderr) when the test bus is not a unix path.
+fn runtime_with_bus(sandbox: &Sandbox) -> Option<PathBuf> {
+    let address = std::env::var("DBUS_SESSION_BUS_ADDRESS").unwrap_or_default();
+    let Some(socket) = address
+        .strip_prefix("unix:path=")
+        .map(|rest| rest.split(',').next().unwrap_or(rest))
+    else {
+        eprintln!("the test bus is not at a unix:path ({address}): not linked");
+        return None;
+    };
+    let runtime = sandbox.path().join("runtime");
+    std::fs::create_dir_all(&runtime).unwrap();
+    std::os::unix::fs::symlink(socket, runtime.join("bus")).unwrap();
+    Some(runtime)
+}
+
+/// True when no session bus sits at `/run/user/$UID/bus`, so a process given neither
+/// `DBUS_SESSION_BUS_ADDRESS` nor `XDG_RUNTIME_DIR` has none (said on stderr when false).
+fn no_standard_bus() -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let uid = std::fs::metadata("/proc/self").unwrap().uid();
+    let standard = format!("/run/user/{uid}/bus");
+    let absent = !Path::new(&standard).exists();
+    if !absent {
+        eprintln!("a session bus is at {standard}: the no-bus case is not tried");
+    }
+    absent
+}
+
+/// Patchbay's own error for a keychain with no bus, as a client shows it: the cause named, the
+/// vault's value nowhere.
+fn assert_no_bus_error(shown: &str) {
+    assert!(shown.contains("no D-Bus session bus was found"), "{shown}");
+    assert!(!shown.contains("t0k"), "{shown}");
+}
+
 /// The MCP Python SDK 2.3.0's `stdio_client` (tests/python/stdio_bridge_client.py) judges the
 /// bridge as it launches every stdio server: only HOME, LOGNAME, PATH, SHELL, TERM and USER.
 /// With the session bus where systemd puts it (`$XDG_RUNTIME_DIR/bus`, named in the entry's
@@ -683,19 +732,10 @@ fn the_python_sdks_stdio_client_lists_and_calls_tools_or_shows_why_not() {
         "{}: run scripts/setup.sh",
         python.display()
     );
-    let plain = SdkServer::streamable_http();
     let sandbox = Sandbox::new(true);
-    let home = sandbox.path().join("home");
-    std::fs::create_dir_all(&home).unwrap();
-    let catalog = sandbox.write(
-        "catalog.json",
-        &json!({ "mcpServers": { "fx": { "type": "http", "url": plain.url(),
-            "headers": { "Authorization": "Bearer ${FX_TOKEN}" } } } })
-        .to_string(),
-    );
+    let (_server, catalog) = vault_backed_fx(&sandbox);
     let catalog = catalog.to_str().unwrap();
-    let out = sandbox.run_with_stdin(&["--catalog", catalog, "secret", "set", "FX_TOKEN"], "t0k");
-    assert!(out.status.success(), "{out:?}");
+    let home = sandbox.path().join("home");
     let data_dir = sandbox.path().to_str().unwrap();
     let run = |env: Value| -> Value {
         let spec = json!({
@@ -720,43 +760,143 @@ fn the_python_sdks_stdio_client_lists_and_calls_tools_or_shows_why_not() {
             .unwrap_or_else(|_| panic!("{text}\n{}", String::from_utf8_lossy(&out.stderr)))
     };
 
-    let address = std::env::var("DBUS_SESSION_BUS_ADDRESS").unwrap_or_default();
-    match address
-        .strip_prefix("unix:path=")
-        .map(|r| r.split(',').next().unwrap_or(r))
-    {
-        Some(socket) => {
-            let runtime = sandbox.path().join("runtime");
-            std::fs::create_dir_all(&runtime).unwrap();
-            std::os::unix::fs::symlink(socket, runtime.join("bus")).unwrap();
-            let answer = run(json!({ "XDG_RUNTIME_DIR": runtime }));
-            assert_eq!(answer["ok"], true, "{answer}");
-            assert!(
-                answer["tools"]
-                    .as_array()
-                    .unwrap()
-                    .contains(&json!("greet")),
-                "{answer}"
-            );
-            assert!(
-                answer["called"].as_str().unwrap().contains("Ada"),
-                "{answer}"
-            );
-        }
-        None => eprintln!("the test bus is not at a unix:path ({address}): not linked"),
+    if let Some(runtime) = runtime_with_bus(&sandbox) {
+        let answer = run(json!({ "XDG_RUNTIME_DIR": runtime }));
+        assert_eq!(answer["ok"], true, "{answer}");
+        assert!(
+            answer["tools"]
+                .as_array()
+                .unwrap()
+                .contains(&json!("greet")),
+            "{answer}"
+        );
+        assert!(
+            answer["called"].as_str().unwrap().contains("Ada"),
+            "{answer}"
+        );
     }
-
-    let uid = {
-        use std::os::unix::fs::MetadataExt;
-        std::fs::metadata("/proc/self").unwrap().uid()
-    };
-    if Path::new(&format!("/run/user/{uid}/bus")).exists() {
-        eprintln!("a session bus is at /run/user/{uid}/bus: the no-bus case is not tried");
-    } else {
+    if no_standard_bus() {
         let answer = run(Value::Null);
         assert_eq!(answer["ok"], false, "{answer}");
-        let error = answer["error"].as_str().unwrap();
-        assert!(error.contains("no D-Bus session bus was found"), "{error}");
-        assert!(!error.contains("t0k"), "{error}");
+        assert_no_bus_error(answer["error"].as_str().unwrap());
+    }
+}
+
+/// Codex 0.171.0 as a user meets it after `patchbay add-to codex fx`: `codex app-server` starts
+/// the entry it wrote (Codex passes only HOME LANG PATH PWD SHELL TERM and the entry's
+/// `env_vars`), and `mcpServer/tool/call` reaches the connector through the vault's credential
+/// with the bus only at `$XDG_RUNTIME_DIR/bus`; with no bus anywhere the call fails with
+/// Patchbay's own text, not "connection closed".
+#[test]
+fn codex_app_server_calls_tools_through_what_add_to_wrote_or_shows_why_not() {
+    require_keychain!();
+    let sandbox = Sandbox::new(true);
+    let (_server, catalog) = vault_backed_fx(&sandbox);
+    let home = sandbox.path().join("home");
+    // Sandbox::command names CODEX_HOME (sandbox/codex): `add-to` writes there.
+    let codex_home = sandbox.path().join("codex");
+    let out = sandbox
+        .command()
+        .env("HOME", &home)
+        .arg("--catalog")
+        .arg(&catalog)
+        .args(["add-to", "codex", "fx"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    codex_offline_model(&codex_home.join("config.toml"));
+    let call = |env: &[(&str, &OsStr)]| -> (Result<Value, Value>, Value) {
+        let mut codex = CodexAppServer::start(&home, &codex_home, env);
+        let thread = codex.thread(&home);
+        let called = codex.request(
+            "mcpServer/tool/call",
+            json!({ "threadId": thread, "server": "fx", "tool": "greet",
+                "arguments": { "name": "Ada" } }),
+        );
+        let listed = codex
+            .request("mcpServerStatus/list", json!({ "threadId": thread }))
+            .unwrap_or_else(|e| panic!("mcpServerStatus/list: {e}\n{}", codex.stderr()));
+        let fx = listed["data"]
+            .as_array()
+            .and_then(|servers| servers.iter().find(|s| s["name"] == "fx"))
+            .unwrap_or_else(|| panic!("fx not listed: {listed}"))
+            .clone();
+        (called, fx)
+    };
+
+    if let Some(runtime) = runtime_with_bus(&sandbox) {
+        let (called, fx) = call(&[("XDG_RUNTIME_DIR", runtime.as_os_str())]);
+        let called = called.unwrap_or_else(|e| panic!("the call failed: {e}\n{fx}"));
+        assert_eq!(called["content"][0]["text"], "Hello, Ada!", "{called}");
+        assert_eq!(fx["runtimeStatus"], "connected", "{fx}");
+        assert!(fx["tools"].to_string().contains("greet"), "{fx}");
+    }
+    if no_standard_bus() {
+        let (called, fx) = call(&[]);
+        let error = called.expect_err("no bus: the call cannot succeed");
+        assert_no_bus_error(&error.to_string());
+        assert_ne!(fx["runtimeStatus"], "connected", "{fx}");
+    }
+}
+
+/// The MCP Inspector 2.12.0's `--cli` launches `patchbay connect fx` as it launches any stdio
+/// server (the SDK's default environment: HOME LOGNAME PATH SHELL TERM USER, plus each `-e`):
+/// with the bus only at `$XDG_RUNTIME_DIR/bus` it lists and calls tools; with no bus anywhere
+/// it prints Patchbay's own error.
+#[test]
+fn the_inspectors_cli_lists_and_calls_tools_through_the_bridge_or_shows_why_not() {
+    require_keychain!();
+    let sandbox = Sandbox::new(true);
+    let (_server, catalog) = vault_backed_fx(&sandbox);
+    let home = sandbox.path().join("home");
+    let inspect = |env: &[OsString], method: &[&str]| -> (Option<i32>, String) {
+        let mut args: Vec<OsString> = ["--method"]
+            .iter()
+            .chain(method)
+            .map(OsString::from)
+            .collect();
+        for value in env {
+            args.push("-e".into());
+            args.push(value.clone());
+        }
+        // `--` ends the Inspector's own options (else it takes `--catalog` for one of them).
+        args.extend(["--".into(), patchbay_bin().into(), "--data-dir".into()]);
+        args.extend([
+            sandbox.path().into(),
+            "--catalog".into(),
+            catalog.clone().into(),
+        ]);
+        args.extend(["connect".into(), "fx".into()]);
+        let refs: Vec<&OsStr> = args.iter().map(OsString::as_os_str).collect();
+        let out = inspector_cli(&home, &refs);
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (out.status.code(), text)
+    };
+
+    if let Some(runtime) = runtime_with_bus(&sandbox) {
+        let mut bus = OsString::from("XDG_RUNTIME_DIR=");
+        bus.push(&runtime);
+        let (code, listed) = inspect(std::slice::from_ref(&bus), &["tools/list"]);
+        assert_eq!(code, Some(0), "{listed}");
+        assert!(listed.contains("\"name\": \"greet\""), "{listed}");
+        let call = [
+            "tools/call",
+            "--tool-name",
+            "greet",
+            "--tool-arg",
+            "name=Ada",
+        ];
+        let (code, called) = inspect(&[bus], &call);
+        assert_eq!(code, Some(0), "{called}");
+        assert!(called.contains("Hello, Ada!"), "{called}");
+    }
+    if no_standard_bus() {
+        let (code, shown) = inspect(&[], &["tools/list"]);
+        assert_ne!(code, Some(0), "{shown}");
+        assert_no_bus_error(&shown);
     }
 }

@@ -8,8 +8,11 @@
 //! `demo` stops: its tools stay listed and a call says "unavailable, retrying" within a bound;
 //! it starts again on the same port and the next call works; so does the next call after the
 //! gateway itself restarts mid-session. The gates hold for `/mcp` too, and
-//! Claude Code pointed at `/mcp` lists it Connected.
+//! Claude Code pointed at `/mcp` lists it Connected; so does Gemini CLI with the object
+//! `gateway client add --json` prints pasted into its settings and Cursor's, which adds no
+//! connector.
 
+use patchbay_e2e::clients::gemini_mcp_list_in;
 use patchbay_e2e::peers::{
     add_client, authorize, claude_mcp_list, raw_http, text_of, OAuthServer, SdkClient, Serving,
     INITIALIZE, STEP,
@@ -424,6 +427,104 @@ fn claude_code_lists_the_aggregate_as_connected() {
             &claude,
             "Claude Code's home, where the test wrote the gateway client's header as `claude \
              mcp add --header` would: the client holding its gateway secret is the point",
+        )
+        .assert_clean();
+}
+
+/// The aggregate's tool names as the SDK's client lists them, and the median of five listings'
+/// times in milliseconds.
+fn timed_listing(client: &mut SdkClient) -> (Vec<String>, u128) {
+    let mut names = Vec::new();
+    let mut times: Vec<u128> = (0..5)
+        .map(|_| {
+            let started = Instant::now();
+            names = client.tool_names();
+            started.elapsed().as_millis()
+        })
+        .collect();
+    times.sort_unstable();
+    (names, times[2])
+}
+
+/// What `gateway client add gemini --json` prints, pasted as `patchbay` into Gemini CLI's
+/// settings and Cursor's `mcp.json` (the obvious thing to do with it): Gemini CLI 0.61.0 lists
+/// it Connected, and Patchbay counts it as no connector (none in `status`, no `patchbay__…`
+/// among the aggregate's tools, the listing as quick as before the paste: both medians printed,
+/// not asserted), and the gateway's log does not grow with it.
+#[test]
+fn the_pasted_aggregate_in_gemini_and_cursor_is_connected_and_adds_no_connector() {
+    let demo = SdkServer::streamable_http();
+    let sandbox = Sandbox::new(false);
+    let home = sandbox.path().join("home");
+    std::fs::create_dir_all(home.join(".cursor")).unwrap();
+    // The user's catalog, no `--catalog`: the clients' configs count (where the loop came from).
+    sandbox.write(
+        "mcp.json",
+        &json!({ "mcpServers": {
+            "demo": { "type": "http", "url": demo.url(), "headers": { "X-Api-Key": "k" } }
+        } })
+        .to_string(),
+    );
+    let gateway = Serving::start_in_home(&sandbox, &home);
+    let headers = add_client(&sandbox, "gemini", gateway.port, &[]);
+    let (mut client, connected) =
+        SdkClient::connect("aggregate-client.mjs", &gateway.aggregate_url(), &headers);
+    assert_eq!(connected["event"], "connected", "{connected}");
+    let (before, before_ms) = timed_listing(&mut client);
+    assert!(before.contains(&"demo__greet".to_owned()), "{before:?}");
+
+    let pasted = json!({ "mcpServers": { "patchbay": {
+        "url": gateway.aggregate_url(), "headers": headers } } });
+    std::fs::create_dir_all(home.join(".gemini")).unwrap();
+    std::fs::write(home.join(".gemini/settings.json"), pasted.to_string()).unwrap();
+    std::fs::write(home.join(".cursor/mcp.json"), pasted.to_string()).unwrap();
+    let logged_before = gateway.output().lines().count();
+
+    let listed = gemini_mcp_list_in(&home, &home);
+    let line = listed
+        .lines()
+        .find(|l| l.contains("patchbay:"))
+        .unwrap_or_else(|| panic!("no patchbay in `gemini mcp list`:\n{listed}"));
+    assert!(
+        line.contains("Connected") && !line.contains("Disconnected"),
+        "{listed}\n{}",
+        gateway.output()
+    );
+    let (after, after_ms) = timed_listing(&mut client);
+    println!(
+        "aggregate tools/list median of 5: {before_ms} ms before the paste, {after_ms} ms after"
+    );
+    assert_eq!(after, before, "the paste adds no tools");
+
+    let out = sandbox
+        .command()
+        .env("HOME", &home)
+        .env("XDG_CONFIG_HOME", home.join(".config"))
+        .current_dir(&home)
+        .args(["status", "--json"])
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    let names: Vec<&str> = report["connectors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|c| c["name"].as_str())
+        .collect();
+    assert_eq!(names, ["demo"], "{report:#}");
+
+    // Gemini's own few requests at info, not a loop's thousands.
+    let logged = gateway.output().lines().count() - logged_before;
+    assert!(logged < 50, "{logged} lines logged:\n{}", gateway.output());
+    SecretScan::new(sandbox.path())
+        .gateway_client("gemini", &headers)
+        .text("patchbay gateway serve", gateway.output())
+        .text("gemini mcp list", &listed)
+        .excluding(
+            &home,
+            "Gemini's and Cursor's configs, where the test pasted the gateway client's header: \
+             the client holding its gateway secret is the point",
         )
         .assert_clean();
 }

@@ -54,13 +54,13 @@ impl Patchbay {
             &paths.keychain_account,
         )?);
         Ok(Patchbay {
+            own_gateway: OwnGateway::recorded_in(own_gateway_ports(&paths)),
             paths,
             vault,
             clock: Arc::new(Utc::now),
             clients: None,
             client_secrets: RwLock::default(),
             client_views: ClientViewCache::default(),
-            own_gateway: OwnGateway::default(),
         })
     }
 
@@ -72,13 +72,13 @@ impl Patchbay {
             &paths.keychain_account,
         )?);
         Ok(Patchbay {
+            own_gateway: OwnGateway::recorded_in(own_gateway_ports(&paths)),
             paths,
             vault,
             clock: Arc::new(Utc::now),
             clients: None,
             client_secrets: RwLock::default(),
             client_views: ClientViewCache::default(),
-            own_gateway: OwnGateway::default(),
         })
     }
 
@@ -524,4 +524,9 @@ fn unreadable(e: VaultError) -> StoreHealth {
         | VaultError::StoreRejected(_) => StoreHealth::KeyUnusable { message },
         _ => StoreHealth::Unreachable { message },
     }
+}
+
+/// Where the ports this data directory's gateways served are recorded.
+fn own_gateway_ports(paths: &Paths) -> std::path::PathBuf {
+    paths.data_dir.join(crate::setup::OWN_GATEWAY_PORTS_FILE)
 }

@@ -45,15 +45,26 @@ impl ClientSetup {
     }
 }
 
-/// Where Patchbay's own gateway is reached: the default port and any port a gateway in this
-/// process was bound to (`patchbay gateway serve --port N`, a test's free port). Also remembers
-/// which client entries pointing at it were said in the log, so each is said once, not at every
-/// read of the catalog.
+/// Where Patchbay's own gateway is reached: the default port, any port a gateway in this
+/// process was bound to (`patchbay gateway serve --port N`, a test's free port), and the ports a
+/// gateway on this data directory has served, recorded in [`OWN_GATEWAY_PORTS_FILE`] (the last
+/// [`RECORDED_PORTS`]) so that another process (`patchbay status`, the app beside a CLI gateway)
+/// knows them too. Also remembers which client entries pointing at it were said in the log, so
+/// each is said once, not at every read of the catalog.
 #[derive(Debug)]
 pub struct OwnGateway {
     ports: RwLock<BTreeSet<u16>>,
+    recorded: Option<PathBuf>,
     said: Mutex<BTreeSet<(PathBuf, String)>>,
 }
+
+/// The file in the data directory listing the ports its gateways served, one per line, the most
+/// recent last.
+pub const OWN_GATEWAY_PORTS_FILE: &str = "gateway-ports";
+
+/// How many served ports are remembered: enough for a user's few `--port`s, few enough that a
+/// port long given up does not stay Patchbay's for ever.
+pub const RECORDED_PORTS: usize = 8;
 
 impl Default for OwnGateway {
     fn default() -> Self {
@@ -61,23 +72,53 @@ impl Default for OwnGateway {
             ports: RwLock::new(BTreeSet::from([
                 patchbay_catalog::own_gateway::DEFAULT_GATEWAY_PORT,
             ])),
+            recorded: None,
             said: Mutex::default(),
         }
     }
 }
 
 impl OwnGateway {
-    /// A gateway in this process serves on `port` too.
+    /// With the ports recorded in `file` (see [`OWN_GATEWAY_PORTS_FILE`]).
+    pub fn recorded_in(file: PathBuf) -> OwnGateway {
+        OwnGateway {
+            recorded: Some(file),
+            ..OwnGateway::default()
+        }
+    }
+
+    /// A gateway in this process serves on `port` too; recorded for other processes (a failed
+    /// write is logged: this process still knows it).
     pub fn add_port(&self, port: u16) {
         self.ports
             .write()
             .unwrap_or_else(|p| p.into_inner())
             .insert(port);
+        let Some(file) = &self.recorded else {
+            return;
+        };
+        let mut recorded = read_recorded_ports(file);
+        if recorded.last() == Some(&port) {
+            return;
+        }
+        recorded.retain(|p| *p != port);
+        recorded.push(port);
+        let keep = recorded.len().saturating_sub(RECORDED_PORTS);
+        let text: String = recorded[keep..].iter().map(|p| format!("{p}\n")).collect();
+        if let Err(e) = crate::user_catalog::atomic_write(file, text.as_bytes()) {
+            tracing::warn!(
+                "cannot record the gateway's port {port} in {}: {e}",
+                file.display()
+            );
+        }
     }
 
     pub fn ports(&self) -> Vec<u16> {
-        let ports = self.ports.read().unwrap_or_else(|p| p.into_inner());
-        ports.iter().copied().collect()
+        let mut ports = self.ports.read().unwrap_or_else(|p| p.into_inner()).clone();
+        if let Some(file) = &self.recorded {
+            ports.extend(read_recorded_ports(file));
+        }
+        ports.into_iter().collect()
     }
 
     /// Whether `url` reaches Patchbay's own gateway (see [`patchbay_catalog::own_gateway`]).
@@ -346,6 +387,14 @@ pub fn managed_entry(
     Some((converted.entry, secrets))
 }
 
+/// The ports recorded in `file`; none when it is absent or unreadable, and lines that are no
+/// port are skipped (the file is ours, but a reader must not fail on it).
+fn read_recorded_ports(file: &std::path::Path) -> Vec<u16> {
+    std::fs::read_to_string(file)
+        .map(|text| text.lines().filter_map(|l| l.trim().parse().ok()).collect())
+        .unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -380,5 +429,39 @@ mod tests {
         )
         .unwrap();
         assert_eq!(cache.get(&setup).merged.len(), 2);
+    }
+
+    #[test]
+    fn a_port_one_process_serves_on_is_own_for_another_and_only_the_last_are_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join(OWN_GATEWAY_PORTS_FILE);
+        let gateway = OwnGateway::recorded_in(file.clone());
+        let status = OwnGateway::recorded_in(file.clone());
+        assert!(!status.is_own("http://localhost:4100/mcp"));
+        gateway.add_port(4100);
+        assert!(status.is_own("http://localhost:4100/mcp"));
+        assert!(status.is_own("http://[::1]:4100/mcp/fx"));
+        assert!(
+            status.is_own("http://127.0.0.1:3119/mcp"),
+            "the default stays"
+        );
+        assert!(!status.is_own("http://127.0.0.1:4101/mcp"));
+
+        // A line that is no port is skipped, not a failure; the oldest ports go first.
+        std::fs::write(&file, "4100\nnot a port\n").unwrap();
+        for port in 5000..5000 + RECORDED_PORTS as u16 {
+            gateway.add_port(port);
+        }
+        assert!(!OwnGateway::recorded_in(file.clone()).is_own("http://127.0.0.1:4100/mcp"));
+        assert!(status.is_own("http://127.0.0.1:5000/mcp"));
+        assert_eq!(
+            std::fs::read_to_string(&file).unwrap().lines().count(),
+            RECORDED_PORTS
+        );
+        // Served again: moved to the end, not listed twice.
+        gateway.add_port(5000);
+        let text = std::fs::read_to_string(&file).unwrap();
+        assert_eq!(text.lines().last(), Some("5000"));
+        assert_eq!(text.matches("5000").count(), 1);
     }
 }
