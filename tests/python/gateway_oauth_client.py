@@ -9,8 +9,13 @@ calls one.
 
 STORE is a JSON file the client keeps its registration and tokens in (as a real client would),
 so a second run signs in without a browser unless the tokens were revoked. One JSON object is
-printed: {"ok": true, "tools": [...], "called": "text", "browser_runs": N} or
-{"ok": false, "error": "..."}.
+printed: {"ok": true, "tools": [...], "called": "text", "browser_runs": N, "client_id": "..."}
+or {"ok": false, "error": "..."}.
+
+With CLIENT_DOCUMENT_CA=FILE the client identifies itself by a Client ID Metadata Document
+instead of registering (the SDK's `client_metadata_url`): it serves that document itself, over
+https on 127.0.0.1 with a certificate from a throwaway CA whose certificate it writes to FILE
+(the gateway trusts FILE through SSL_CERT_FILE), as a client's own website would.
 """
 
 import asyncio
@@ -57,6 +62,76 @@ class FileStorage:
 
     async def set_client_info(self, info) -> None:
         self._write("client", info.model_dump(mode="json", exclude_none=True))
+
+
+def throwaway_tls(ca_file: Path):
+    """A CA (its certificate written to ca_file) and a server certificate for 127.0.0.1 it
+    signed, as an ssl.SSLContext."""
+    import datetime
+    import ipaddress
+    import ssl
+    import tempfile
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+    now = datetime.datetime.now(datetime.timezone.utc)
+    window = (now - datetime.timedelta(minutes=5), now + datetime.timedelta(hours=1))
+
+    def certificate(subject, issuer, key, signer, ca):
+        builder = (x509.CertificateBuilder().subject_name(subject).issuer_name(issuer)
+                   .public_key(key.public_key()).serial_number(x509.random_serial_number())
+                   .not_valid_before(window[0]).not_valid_after(window[1])
+                   .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True))
+        if not ca:
+            builder = (builder
+                       .add_extension(x509.SubjectAlternativeName(
+                           [x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+                       .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]),
+                                      critical=False))
+        return builder.sign(signer, hashes.SHA256())
+
+    ca_key, leaf_key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "Patchbay e2e client CA")])
+    ca = certificate(ca_name, ca_name, ca_key, ca_key, True)
+    leaf_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    leaf = certificate(leaf_name, ca_name, leaf_key, ca_key, False)
+    ca_file.write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    pem = tempfile.NamedTemporaryFile(suffix=".pem", delete=False)
+    pem.write(leaf.public_bytes(serialization.Encoding.PEM))
+    pem.write(leaf_key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                     serialization.NoEncryption()))
+    pem.close()
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(pem.name)
+    os.unlink(pem.name)
+    return context
+
+
+async def serve_document(ca_file: Path, redirect_uri: str, port: int = 0) -> str:
+    """The client's metadata document at https://127.0.0.1:PORT/oauth/client.json: its URL."""
+    server = None
+
+    async def answer(reader, writer):
+        line = (await reader.readline()).decode()
+        while (await reader.readline()) not in (b"\r\n", b"\n", b""):
+            pass
+        body = json.dumps({
+            "client_id": url, "client_name": "Python SDK e2e (CIMD)",
+            "redirect_uris": [redirect_uri], "grant_types": ["authorization_code", "refresh_token"],
+            "response_types": ["code"], "token_endpoint_auth_method": "none",
+        }).encode()
+        status = "200 OK" if line.startswith("GET /oauth/client.json ") else "404 Not Found"
+        writer.write(f"HTTP/1.1 {status}\r\nContent-Type: application/json\r\nConnection: close\r\n"
+                     f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(answer, "127.0.0.1", port, ssl=throwaway_tls(ca_file))
+    url = f"https://127.0.0.1:{server.sockets[0].getsockname()[1]}/oauth/client.json"
+    return url
 
 
 class Callback:
@@ -115,6 +190,12 @@ async def main() -> dict:
     saved = await FileStorage(store).get_client_info()
     port = urllib.parse.urlsplit(str(saved.redirect_uris[0])).port if saved and saved.redirect_uris else 0
     redirect_uri = await callback.start(port)
+    ca_file = os.environ.get("CLIENT_DOCUMENT_CA")
+    # A client id that is a document's URL stays that URL: a later run serves it there again.
+    document_port = (urllib.parse.urlsplit(saved.client_id).port or 0
+                     if saved and saved.client_id.startswith("https://") else 0)
+    document_url = (await serve_document(Path(ca_file), redirect_uri, document_port)
+                    if ca_file else None)
     provider = OAuthClientProvider(
         server_url=url,
         client_metadata=OAuthClientMetadata(
@@ -127,6 +208,7 @@ async def main() -> dict:
         storage=FileStorage(store),
         redirect_handler=callback.open_browser,
         callback_handler=callback.wait,
+        client_metadata_url=document_url,
     )
     result = {"ok": True}
     async with httpx2.AsyncClient(auth=provider, timeout=STEP) as http:
@@ -138,6 +220,8 @@ async def main() -> dict:
                 result["called"] = " ".join(getattr(c, "text", "") for c in called.content)
                 result["is_error"] = bool(called.is_error)
     result["browser_runs"] = callback.browser_runs
+    saved = await FileStorage(store).get_client_info()
+    result["client_id"] = saved.client_id if saved else None
     return result
 
 

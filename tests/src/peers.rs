@@ -282,20 +282,32 @@ impl Serving {
     }
 
     pub fn start_on(sandbox: &Sandbox, catalog: &Path, port: u16) -> Serving {
-        Serving::spawn(sandbox, Some(catalog), port, None, None)
+        Serving::spawn(sandbox, Some(catalog), port, None, None, &[])
+    }
+
+    /// As [`Serving::start`], with the variables `env` set too.
+    pub fn start_with_env(sandbox: &Sandbox, catalog: &Path, env: &[(&str, &Path)]) -> Serving {
+        Serving::spawn(sandbox, Some(catalog), free_port(), None, None, env)
     }
 
     /// As a user runs it: no `--catalog` (the sandbox's user catalog, `mcp.json`, and the
     /// shipped gallery), so the clients' configs count too, read from HOME (and XDG_CONFIG_HOME
     /// under it) at `home`.
     pub fn start_in_home(sandbox: &Sandbox, home: &Path) -> Serving {
-        Serving::spawn(sandbox, None, free_port(), None, Some(home))
+        Serving::spawn(sandbox, None, free_port(), None, Some(home), &[])
     }
 
     /// As [`Serving::start`], the gateway's open-file limit (`ulimit -n`) set to `open_files`
     /// first: what a process is often given, for tests that make it run short of descriptors.
     pub fn start_with_open_files(sandbox: &Sandbox, catalog: &Path, open_files: u32) -> Serving {
-        Serving::spawn(sandbox, Some(catalog), free_port(), Some(open_files), None)
+        Serving::spawn(
+            sandbox,
+            Some(catalog),
+            free_port(),
+            Some(open_files),
+            None,
+            &[],
+        )
     }
 
     fn spawn(
@@ -304,6 +316,7 @@ impl Serving {
         port: u16,
         open_files: Option<u32>,
         home: Option<&Path>,
+        env: &[(&str, &Path)],
     ) -> Serving {
         let logs = tempfile::tempdir().unwrap();
         let file = |name: &str| std::fs::File::create(logs.path().join(name)).unwrap();
@@ -315,6 +328,9 @@ impl Serving {
             .stderr(file("stderr"));
         if let Some(catalog) = catalog {
             gateway.arg("--catalog").arg(catalog);
+        }
+        for (name, value) in env {
+            gateway.env(name, value);
         }
         if let Some(home) = home {
             gateway

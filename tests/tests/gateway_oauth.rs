@@ -32,6 +32,11 @@ struct Front {
 
 impl Front {
     fn start() -> Front {
+        Front::start_with(&[])
+    }
+
+    /// With the gateway's environment holding `env` too.
+    fn start_with(env: &[(&str, &Path)]) -> Front {
         let alpha = SdkServer::streamable_http();
         let beta = SdkServer::streamable_http();
         let sandbox = Sandbox::new(false);
@@ -43,7 +48,7 @@ impl Front {
             } })
             .to_string(),
         );
-        let gateway = Serving::start(&sandbox, &catalog);
+        let gateway = Serving::start_with_env(&sandbox, &catalog, env);
         let consent_log = sandbox.path().join("consent.log");
         Front {
             _alpha: alpha,
@@ -57,6 +62,18 @@ impl Front {
     /// The Python SDK's OAuth client on `url` with its store `store` (in the sandbox), the
     /// browser answering `consent`; optionally calling `tool` with `{"name": "Ada"}`.
     fn python(&self, url: &str, store: &str, consent: &str, tool: Option<&str>) -> Value {
+        self.python_with(url, store, consent, tool, &[])
+    }
+
+    /// As [`Front::python`], the client's environment holding `env` too.
+    fn python_with(
+        &self,
+        url: &str,
+        store: &str,
+        consent: &str,
+        tool: Option<&str>,
+        env: &[(&str, &Path)],
+    ) -> Value {
         let python = tests_dir().join("python/.venv/bin/python");
         assert!(
             python.is_file(),
@@ -69,6 +86,9 @@ impl Front {
             .arg(self.sandbox.path().join(store));
         if let Some(tool) = tool {
             cmd.arg(tool).arg(r#"{"name": "Ada"}"#);
+        }
+        for (name, value) in env {
+            cmd.env(name, value);
         }
         let out = cmd
             .env("PATCHBAY_CONSENT", consent)
@@ -201,6 +221,86 @@ fn the_python_sdk_signs_in_with_one_allow_and_a_second_client_only_to_what_it_wa
     let first_again = front.python(&aggregate, "first.json", "deny", Some("alpha__greet"));
     assert_eq!(first_again["ok"], true, "{first_again}");
     assert_eq!(first_again["is_error"], false, "{first_again}");
+}
+
+/// A client identified by a Client ID Metadata Document (the Python SDK's `client_metadata_url`,
+/// the document served by the client itself over https on 127.0.0.1, its CA trusted by the
+/// gateway through SSL_CERT_FILE): nothing registered, one Allow on a consent page naming the
+/// document's client with the host vouching for it, then tools listed and called; the gateway
+/// client it became is the document's URL, renewed with its refresh token like any other.
+#[test]
+fn a_client_metadata_document_stands_in_for_registration() {
+    let trust = tempfile::tempdir().unwrap();
+    let ca = trust.path().join("client-ca.pem");
+    let front = Front::start_with(&[("SSL_CERT_FILE", &ca)]);
+    let aggregate = front.gateway.aggregate_url();
+    let (_, answer) = raw_http(
+        front.gateway.port,
+        "GET",
+        "/.well-known/oauth-authorization-server/oauth",
+        &[],
+        "",
+    );
+    let metadata: Value =
+        serde_json::from_str(answer.split("\r\n\r\n").nth(1).unwrap_or_default()).unwrap();
+    assert_eq!(metadata["client_id_metadata_document_supported"], true);
+
+    let env = [("CLIENT_DOCUMENT_CA", ca.as_path())];
+    let signed_in = front.python_with(&aggregate, "cimd.json", "allow", Some("alpha__greet"), &env);
+    assert_eq!(
+        signed_in["ok"],
+        true,
+        "{signed_in}\n{}",
+        front.gateway.output()
+    );
+    let client_id = signed_in["client_id"].as_str().unwrap();
+    assert!(
+        client_id.starts_with("https://127.0.0.1:") && client_id.ends_with("/oauth/client.json"),
+        "the document's URL is the client id: {signed_in}"
+    );
+    assert!(
+        signed_in["called"].as_str().unwrap().contains("Ada"),
+        "{signed_in}"
+    );
+    let shown = &front.consents()[0];
+    assert_eq!(
+        shown["heading"], "Allow Python SDK e2e (CIMD) (127.0.0.1)?",
+        "{shown}"
+    );
+    let registrations = front.sandbox.path().join("gateway-oauth-clients.json");
+    assert!(
+        !std::fs::read_to_string(&registrations)
+            .unwrap_or_default()
+            .contains(client_id),
+        "a document's client is not registered"
+    );
+    assert_eq!(front.client_labels().len(), 1);
+
+    // Renewed with its refresh token under the document's URL (the client id it holds), and
+    // the new access token is let in; the old one and another client id are not.
+    let tokens = front.stored("cimd.json");
+    let refresh = tokens["refresh_token"].as_str().unwrap();
+    // Neither holds a character a form value must escape (`:` and `/` may stand as they are).
+    let form =
+        |id: &str| format!("grant_type=refresh_token&client_id={id}&refresh_token={refresh}");
+    let (status, answer) = raw_form(
+        front.gateway.port,
+        "/oauth/token",
+        &[],
+        &form("https://127.0.0.1:1/oauth/client.json"),
+    );
+    assert_eq!(status, 400, "another client id: {answer}");
+    let (status, answer) = raw_form(front.gateway.port, "/oauth/token", &[], &form(client_id));
+    assert_eq!(status, 200, "{answer}");
+    let renewed: Value =
+        serde_json::from_str(answer.split("\r\n\r\n").nth(1).unwrap_or_default()).unwrap();
+    let access = renewed["access_token"].as_str().unwrap();
+    assert_eq!(front.initialize_with("/mcp", access), 200);
+    assert_eq!(
+        front.initialize_with("/mcp", tokens["access_token"].as_str().unwrap()),
+        401,
+        "the access token it replaced"
+    );
 }
 
 #[test]

@@ -7,9 +7,11 @@
 //!   authorization server, whose RFC 8414 metadata is at
 //!   `/.well-known/oauth-authorization-server/oauth` (and at the root, for clients that look
 //!   only there).
-//! - Clients register dynamically (`/oauth/register`, RFC 7591; public clients, PKCE S256 only).
-//!   Registrations are kept in `gateway-oauth-clients.json` (no secrets in it; at most
-//!   [`MAX_REGISTRATIONS`]).
+//! - A client whose id is an https URL is described by the Client ID Metadata Document there,
+//!   fetched when its consent page opens (`metadata_document`; the metadata says
+//!   `client_id_metadata_document_supported`). Others register dynamically (`/oauth/register`,
+//!   RFC 7591; public clients, PKCE S256 only). Registrations are kept in
+//!   `gateway-oauth-clients.json` (no secrets in it; at most [`MAX_REGISTRATIONS`]).
 //! - `/oauth/authorize` is Patchbay's consent page, in the browser the client opened: which
 //!   client wants which connectors, every connector in use or only some (`--only`), Allow or
 //!   Deny. It is behind the gateway's Host and Origin gates, its Allow must come from the page
@@ -23,6 +25,7 @@
 //! Pending consents and codes are kept in memory only: a gateway restart in the middle of a
 //! consent means clicking Authorize again, never a token lost.
 
+mod metadata_document;
 mod page;
 mod registrations;
 
@@ -182,6 +185,7 @@ async fn server_metadata(headers: HeaderMap) -> Response {
         "response_types_supported": ["code"],
         "grant_types_supported": ["authorization_code", "refresh_token"],
         "code_challenge_methods_supported": ["S256"],
+        "client_id_metadata_document_supported": true,
         "token_endpoint_auth_methods_supported": ["none"],
         "revocation_endpoint_auth_methods_supported": ["none"],
         "authorization_response_iss_parameter_supported": true,
@@ -218,10 +222,25 @@ async fn consent_page(
     let Some(client_id) = get("client_id") else {
         return page::problem("The request names no client (client_id is missing).");
     };
-    let Some(client) = state.authorization.registrations.find(client_id) else {
-        return page::problem(
-            "The client asking is not registered with Patchbay's gateway (or was forgotten). Connect it again.",
-        );
+    let client = match state.authorization.registrations.find(client_id) {
+        Some(registered) => registered,
+        // A Client ID Metadata Document: the URL is the client, described where it points.
+        None if metadata_document::is_document_url(client_id) => {
+            match metadata_document::fetch(client_id).await {
+                Ok(described) => described,
+                Err(why) => {
+                    tracing::info!("a client's metadata document was refused: {why}");
+                    return page::problem(&format!(
+                        "The client asking cannot be used: {why}."
+                    ));
+                }
+            }
+        }
+        None => {
+            return page::problem(
+                "The client asking is not registered with Patchbay's gateway (or was forgotten). Connect it again.",
+            )
+        }
     };
     let redirect_uri = match get("redirect_uri") {
         Some(uri) => uri.to_owned(),

@@ -156,7 +156,8 @@ fn load<'a>(path: &Path, cached: &'a mut Option<RegistrationsFile>) -> &'a mut R
     })
 }
 
-fn acceptable_redirect(uri: &str) -> bool {
+/// A redirect URI a client may name (see the module docs); a metadata document's too.
+pub(super) fn acceptable_redirect(uri: &str) -> bool {
     let Ok(url) = url::Url::parse(uri) else {
         return false;
     };
