@@ -26,6 +26,8 @@ fn main() {
             "switch_candidates",
             "gateway_clients",
             "revoke_gateway_client",
+            "consent_requests",
+            "answer_consent",
             "get_launch_at_login",
             "set_launch_at_login",
             "page_listening",

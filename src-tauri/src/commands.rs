@@ -234,6 +234,34 @@ pub async fn revoke_gateway_client(
     )?)
 }
 
+/// The gateway's consents waiting for an answer, the oldest first (none while it is off).
+#[tauri::command]
+pub async fn consent_requests(
+    state: State<'_, AppState>,
+) -> Result<Vec<patchbay_gateway::ConsentRequest>, IpcError> {
+    Ok(state
+        .consent_desk
+        .get()
+        .map(|desk| desk.requests())
+        .unwrap_or_default())
+}
+
+/// Allow (every connector in use, or the one asked for) or deny a waiting consent; its page
+/// then sends the browser on to the client. Answers the list.
+#[tauri::command]
+pub async fn answer_consent(
+    state: State<'_, AppState>,
+    id: String,
+    allow: bool,
+) -> Result<Vec<patchbay_gateway::ConsentRequest>, IpcError> {
+    let desk = state
+        .consent_desk
+        .get()
+        .ok_or(patchbay_gateway::ConsentDeskError::Gone)?;
+    desk.answer(&id, allow)?;
+    Ok(desk.requests())
+}
+
 /// Whether Patchbay starts at login (the window's setting; off by default).
 #[tauri::command]
 pub async fn get_launch_at_login() -> Result<bool, IpcError> {

@@ -41,6 +41,32 @@ use tauri::{AppHandle, Emitter, Manager, RunEvent, Runtime};
 pub const STATUS_EVENT: &str = "status-changed";
 /// The event telling the window that checks were recorded (fetch the health board again).
 pub const HEALTH_EVENT: &str = "health-changed";
+/// The gateway's waiting consents changed; the payload is the list now.
+pub const CONSENTS_EVENT: &str = "consents-changed";
+
+/// Push the gateway's waiting consents to the window as they change, and say a new one on the
+/// desktop (the client's browser shows it too, but may be behind other windows).
+async fn push_consents(app: AppHandle, desk: patchbay_gateway::ConsentDesk) {
+    let mut changes = desk.changes();
+    let mut known = std::collections::BTreeSet::new();
+    while changes.changed().await.is_ok() {
+        let requests = desk.requests();
+        for request in requests.iter().filter(|r| !known.contains(&r.id)) {
+            notification::show(
+                &app,
+                patchbay_core::Notice {
+                    connector: request.connector.clone().unwrap_or_default(),
+                    title: format!("{} asks to use your connectors", request.client_name),
+                    body: "Allow or deny it in your browser or in the Connectors window.".into(),
+                },
+            );
+        }
+        known = requests.iter().map(|r| r.id.clone()).collect();
+        if let Err(error) = app.emit(CONSENTS_EVENT, &requests) {
+            tracing::warn!("cannot emit {CONSENTS_EVENT}: {error}");
+        }
+    }
+}
 /// The command-line flag that starts Patchbay in the tray only (the launch at login passes it);
 /// without it a launch opens the Connectors window.
 pub use patchbay_core::autostart::BACKGROUND_FLAG;
@@ -70,6 +96,8 @@ pub struct AppState {
     notices: Mutex<NeedsHumanTracker>,
     schedule: Mutex<Option<tauri::async_runtime::JoinHandle<()>>>,
     checks: Mutex<Option<tauri::async_runtime::JoinHandle<()>>>,
+    /// The in-process gateway's waiting consents, once it listens.
+    consent_desk: std::sync::OnceLock<patchbay_gateway::ConsentDesk>,
 }
 
 impl AppState {
@@ -177,6 +205,7 @@ fn setup(app: &mut tauri::App) -> Result<(), Box<dyn std::error::Error>> {
         notices: Mutex::new(notices),
         schedule: Mutex::new(None),
         checks: Mutex::new(None),
+        consent_desk: std::sync::OnceLock::new(),
         authorizer,
         core,
         bridges: bridges.clone(),
@@ -256,9 +285,19 @@ fn setup(app: &mut tauri::App) -> Result<(), Box<dyn std::error::Error>> {
         Some(app.state::<AppState>().refresher().clone()),
     )
     .with_authorizer(app.state::<AppState>().authorizer().clone());
+    // Its consents wait in the window too: offered on the desk, and pushed as they change.
+    let on_consents = handle.clone();
     tauri::async_runtime::spawn(async move {
         match patchbay_gateway::Gateway::bind(upstreams, Default::default()).await {
-            Ok(gateway) => gateway.serve(std::future::pending()).await,
+            Ok(gateway) => {
+                let desk = gateway.consent_desk();
+                let _ = on_consents
+                    .state::<AppState>()
+                    .consent_desk
+                    .set(desk.clone());
+                tauri::async_runtime::spawn(push_consents(on_consents, desk));
+                gateway.serve(std::future::pending()).await
+            }
             Err(error) => tracing::warn!("the MCP gateway is off: {error}"),
         }
     });
@@ -401,6 +440,8 @@ pub fn run() {
             commands::switch_candidates,
             commands::gateway_clients,
             commands::revoke_gateway_client,
+            commands::consent_requests,
+            commands::answer_consent,
             commands::get_launch_at_login,
             commands::set_launch_at_login,
             commands::page_listening,

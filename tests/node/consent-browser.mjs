@@ -4,6 +4,8 @@
 // browser has landed on the client's redirect URI (the client's own callback answered it).
 //
 //   PATCHBAY_CONSENT=allow (the default) | deny | only:NAME[,NAME]
+//                    | window (click nothing: the request is answered in the Connectors window,
+//                      and the page must follow that answer to the client by itself)
 //   PATCHBAY_CONSENT_LOG=FILE   appends one JSON line: what the page showed and where it went
 //
 // Because a real engine does the clicking, the page's CSP (form-action, no script) and the
@@ -43,12 +45,14 @@ try {
       if (keep.has(name)) await box.check(); else await box.uncheck();
     }
   }
-  const button = answer === "deny" ? "Deny" : "Allow";
-  // Click, then wait for the browser to leave the page for the redirect URI and load it.
-  await Promise.all([
-    page.waitForURL((u) => !u.href.startsWith(start.split("?")[0]), { timeout: STEP }),
-    page.getByRole("button", { name: button }).click(),
-  ]);
+  const left = page.waitForURL((u) => !u.href.startsWith(start.split("?")[0]), { timeout: STEP });
+  if (answer === "window") {
+    await left;
+  } else {
+    // Click, then wait for the browser to leave the page for the redirect URI and load it.
+    const button = answer === "deny" ? "Deny" : "Allow";
+    await Promise.all([left, page.getByRole("button", { name: button }).click()]);
+  }
   await page.waitForLoadState("load", { timeout: STEP });
   seen.landed = page.url();
   seen.csp_violations = violations;

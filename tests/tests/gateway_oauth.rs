@@ -5,7 +5,8 @@
 //! tests/node/consent-browser.mjs), which answers it: Allow, Deny or "only these". Then the
 //! client lists and calls tools through the aggregate. Also: a second client, `--only`,
 //! revocation (the CLI's and RFC 7009's), and the page's gates (Host, Origin, Sec-Fetch-Site,
-//! no framing).
+//! no framing); a client identified by a metadata document; and the same request answered in
+//! the Connectors window (its desk, in process), which the page follows.
 //!
 //! The connectors are the SDK's plain example server twice (no upstream OAuth), so no keychain
 //! is needed: what is under test is the gateway's own authorization.
@@ -74,35 +75,11 @@ impl Front {
         tool: Option<&str>,
         env: &[(&str, &Path)],
     ) -> Value {
-        let python = tests_dir().join("python/.venv/bin/python");
-        assert!(
-            python.is_file(),
-            "{} is missing: run scripts/setup.sh",
-            python.display()
-        );
-        let mut cmd = Command::new(python);
-        cmd.arg(tests_dir().join("python/gateway_oauth_client.py"))
-            .arg(url)
-            .arg(self.sandbox.path().join(store));
-        if let Some(tool) = tool {
-            cmd.arg(tool).arg(r#"{"name": "Ada"}"#);
-        }
-        for (name, value) in env {
-            cmd.env(name, value);
-        }
-        let out = cmd
-            .env("PATCHBAY_CONSENT", consent)
-            .env("PATCHBAY_CONSENT_LOG", &self.consent_log)
+        let store = self.sandbox.path().join(store);
+        let out = python_client(url, &store, consent, &self.consent_log, tool, env)
             .output()
             .expect("run the Python SDK client");
-        let line = String::from_utf8_lossy(&out.stdout);
-        serde_json::from_str(line.lines().last().unwrap_or("")).unwrap_or_else(|_| {
-            panic!(
-                "no JSON from the Python client: {line}\n{}\n--- gateway:\n{}",
-                String::from_utf8_lossy(&out.stderr),
-                self.gateway.output()
-            )
-        })
+        client_answer(&out, &self.gateway.output())
     }
 
     /// What the browser saw on each consent page so far, in order.
@@ -151,6 +128,50 @@ impl Front {
         )
         .0
     }
+}
+
+/// The Python SDK's OAuth client (tests/python/gateway_oauth_client.py) on `url` with its store
+/// at `store`, the browser answering `consent` and logging what it saw to `consent_log`;
+/// optionally calling `tool` with `{"name": "Ada"}`; `env` added to its environment.
+fn python_client(
+    url: &str,
+    store: &Path,
+    consent: &str,
+    consent_log: &Path,
+    tool: Option<&str>,
+    env: &[(&str, &Path)],
+) -> Command {
+    let python = tests_dir().join("python/.venv/bin/python");
+    assert!(
+        python.is_file(),
+        "{} is missing: run scripts/setup.sh",
+        python.display()
+    );
+    let mut cmd = Command::new(python);
+    cmd.arg(tests_dir().join("python/gateway_oauth_client.py"))
+        .arg(url)
+        .arg(store);
+    if let Some(tool) = tool {
+        cmd.arg(tool).arg(r#"{"name": "Ada"}"#);
+    }
+    for (name, value) in env {
+        cmd.env(name, value);
+    }
+    cmd.env("PATCHBAY_CONSENT", consent)
+        .env("PATCHBAY_CONSENT_LOG", consent_log);
+    cmd
+}
+
+/// The one JSON line the Python client printed last (`gateway`: the gateway's log, for the
+/// panic when there is none).
+fn client_answer(out: &std::process::Output, gateway: &str) -> Value {
+    let line = String::from_utf8_lossy(&out.stdout);
+    serde_json::from_str(line.lines().last().unwrap_or("")).unwrap_or_else(|_| {
+        panic!(
+            "no JSON from the Python client: {line}\n{}\n--- gateway:\n{gateway}",
+            String::from_utf8_lossy(&out.stderr),
+        )
+    })
 }
 
 fn tools(answer: &Value) -> Vec<String> {
@@ -301,6 +322,116 @@ fn a_client_metadata_document_stands_in_for_registration() {
         401,
         "the access token it replaced"
     );
+}
+
+/// The consent waits in the Connectors window too: the app runs the gateway in its process, as
+/// this test does (a memory vault; the connector needs no credential). While the browser
+/// (headless chromium, told to click nothing) shows the page, the window's desk lists the
+/// Python SDK client's request; Allow there sends the page on to the client by itself, which then
+/// lists and calls tools; the request is gone from both sides. Deny there reaches a second
+/// client as `access_denied`, and nothing is granted to it.
+#[test]
+fn a_consent_answered_in_the_window_is_followed_by_its_page() {
+    let alpha = SdkServer::streamable_http();
+    let sandbox = Sandbox::new(false);
+    let catalog = sandbox.write(
+        "catalog.json",
+        &json!({ "mcpServers": { "alpha": { "type": "http", "url": alpha.url() } } }).to_string(),
+    );
+    let paths = patchbay_core::Paths::resolve(Some(sandbox.path().to_path_buf()))
+        .unwrap()
+        .with_catalog_override(Some(catalog))
+        .unwrap();
+    let store = std::sync::Arc::new(patchbay_vault::MemoryStore::new());
+    let core = std::sync::Arc::new(patchbay_core::Patchbay::with_store(paths, store).unwrap());
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let (desk, port) = runtime.block_on(async {
+        let options = patchbay_gateway::GatewayOptions {
+            port: 0,
+            ..Default::default()
+        };
+        let upstreams = patchbay_gateway::Upstreams::new(core, None);
+        let gateway = patchbay_gateway::Gateway::bind(upstreams, options)
+            .await
+            .unwrap();
+        let (desk, port) = (gateway.consent_desk(), gateway.port());
+        tokio::spawn(gateway.serve(std::future::pending()));
+        (desk, port)
+    });
+    let aggregate = format!("http://127.0.0.1:{port}/mcp");
+    let consent_log = sandbox.path().join("consent.log");
+    let mut changes = desk.changes();
+    let waiting = || {
+        let deadline = Instant::now() + STEP;
+        loop {
+            if let Some(request) = desk.requests().into_iter().next() {
+                return request;
+            }
+            assert!(Instant::now() < deadline, "no consent waited in the window");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+
+    let store = sandbox.path().join("window.json");
+    let client = python_client(
+        &aggregate,
+        &store,
+        "window",
+        &consent_log,
+        Some("alpha__greet"),
+        &[],
+    )
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    let request = waiting();
+    assert_eq!(request.client_name, "Python SDK e2e");
+    assert_eq!(request.connector, None, "the aggregate: every connector");
+    assert!(changes.has_changed().unwrap(), "the window is told");
+    changes.mark_unchanged();
+    desk.answer(&request.id, true).unwrap();
+    let answer = client_answer(&client.wait_with_output().unwrap(), "(in this process)");
+    assert_eq!(answer["ok"], true, "{answer}");
+    assert!(
+        answer["called"].as_str().unwrap().contains("Ada"),
+        "{answer}"
+    );
+    let shown = &std::fs::read_to_string(&consent_log).unwrap();
+    let shown: Value = serde_json::from_str(shown.lines().next().unwrap()).unwrap();
+    assert!(
+        shown["landed"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("code="),
+        "the page followed the window's Allow to the client: {shown}"
+    );
+    assert_eq!(shown["csp_violations"], json!([]), "{shown}");
+    assert!(desk.requests().is_empty());
+    assert!(matches!(
+        desk.answer(&request.id, true),
+        Err(patchbay_gateway::ConsentDeskError::Gone)
+    ));
+    assert!(changes.has_changed().unwrap());
+
+    let store = sandbox.path().join("denied.json");
+    let client = python_client(&aggregate, &store, "window", &consent_log, None, &[])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let request = waiting();
+    desk.answer(&request.id, false).unwrap();
+    let answer = client_answer(&client.wait_with_output().unwrap(), "(in this process)");
+    assert_eq!(answer["ok"], false, "{answer}");
+    assert!(
+        answer["error"].as_str().unwrap().contains("access_denied"),
+        "{answer}"
+    );
+    let clients = patchbay_gateway::Clients::new(sandbox.path())
+        .list()
+        .unwrap();
+    assert_eq!(clients.len(), 1, "only the allowed client: {clients:?}");
 }
 
 #[test]

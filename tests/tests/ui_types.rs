@@ -43,7 +43,8 @@ fn render() -> String {
     };
     // What the window receives: get_status and the status-changed event, check_connector,
     // get_health_board, start_authorization, client_targets, switch_candidates, add_to_client
-    // and switch_client_entry, gateway_clients, and every command's error.
+    // and switch_client_entry, gateway_clients, the gateway's consents, and every command's
+    // error.
     decls.visit::<patchbay_status::StatusReport>();
     decls.visit::<patchbay_core::ConnectorCheck>();
     decls.visit::<patchbay_core::HealthBoard>();
@@ -52,6 +53,8 @@ fn render() -> String {
     decls.visit::<patchbay_core::client_config::SwitchCandidate>();
     decls.visit::<patchbay_gateway::client_entries::ClientWrite>();
     decls.visit::<patchbay_gateway::client_entries::GatewayClients>();
+    // consent_requests, answer_consent and the consents-changed event.
+    decls.visit::<patchbay_gateway::ConsentRequest>();
     decls.visit::<patchbay_core::IpcError>();
     // page_listening: the row requests kept until the page listened.
     decls.visit::<patchbay_core::tray_model::QueuedRowRequest>();

@@ -15,9 +15,9 @@ import type {
   StatusReport,
   SwitchCandidate,
 } from "./types";
-import type { PageBoot, QueuedRowRequest } from "./generated/ipc";
+import type { ConsentRequest, PageBoot, QueuedRowRequest } from "./generated/ipc";
 
-export type { PageBoot, QueuedRowRequest };
+export type { ConsentRequest, PageBoot, QueuedRowRequest };
 
 export interface Backend {
   getStatus(): Promise<StatusReport>;
@@ -72,6 +72,16 @@ export interface Backend {
   gatewayClients(): Promise<GatewayClients>;
   /** Revokes a gateway client (its secret stops working); answers the list. */
   revokeGatewayClient(label: string): Promise<GatewayClients>;
+  /** The gateway's sign-in requests waiting for an answer, the oldest first. */
+  consentRequests(): Promise<ConsentRequest[]>;
+  /**
+   * Allow (every connector in use, or the one asked for) or deny a sign-in request; its page in
+   * the browser then goes on to the client. Answers the list. Rejects with kind `not_pending`
+   * when it was answered in the browser or expired.
+   */
+  answerConsent(id: string, allow: boolean): Promise<ConsentRequest[]>;
+  /** The waiting sign-in requests changed (one came, or was answered): the list now. */
+  onConsentsChanged(cb: (requests: ConsentRequest[]) => void): Promise<() => void>;
   /** Whether Patchbay starts at login (the login entry; off by default). Rejects with kind `launch_at_login`. */
   getLaunchAtLogin(): Promise<boolean>;
   /** "Start at login" on or off; answers the setting as it now is. Rejects with kind `launch_at_login`. */
@@ -147,6 +157,9 @@ function tauriBackend(): Backend {
     switchCandidates: () => invoke<SwitchCandidate[]>("switch_candidates"),
     gatewayClients: () => invoke<GatewayClients>("gateway_clients"),
     revokeGatewayClient: (label) => invoke<GatewayClients>("revoke_gateway_client", { label }),
+    consentRequests: () => invoke<ConsentRequest[]>("consent_requests"),
+    answerConsent: (id, allow) => invoke<ConsentRequest[]>("answer_consent", { id, allow }),
+    onConsentsChanged: (cb) => listen<ConsentRequest[]>("consents-changed", (e) => cb(e.payload)),
     getLaunchAtLogin: () => invoke<boolean>("get_launch_at_login"),
     setLaunchAtLogin: (enabled) => invoke<boolean>("set_launch_at_login", { enabled }),
     onStatusChanged: (cb) => listen<StatusReport>("status-changed", (e) => cb(e.payload)),

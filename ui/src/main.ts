@@ -1,6 +1,7 @@
 import "./styles.css";
 import { ConnectorsWindow } from "./app";
 import { createBackend, toBackendError } from "./backend";
+import { buildConsentRequests } from "./consents";
 import { buildSettingsFooter } from "./launch-at-login";
 
 async function main(): Promise<void> {
@@ -8,9 +9,12 @@ async function main(): Promise<void> {
   const announcer = document.getElementById("announcer");
   try {
     const backend = await createBackend();
+    const announce = (text: string) => announcer && (announcer.textContent = text);
     const win = new ConnectorsWindow(root, backend, announcer);
+    // Sign-in requests from the gateway's clients, above everything else while any waits.
+    root.prepend(buildConsentRequests(backend, announce));
     // The window's one app-wide setting, in a footer: after the connectors in the tab order.
-    root.append(buildSettingsFooter(backend, (text) => announcer && (announcer.textContent = text)));
+    root.append(buildSettingsFooter(backend, announce));
     await win.start();
   } catch (err) {
     const e = toBackendError(err);

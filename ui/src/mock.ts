@@ -54,6 +54,11 @@
 // setting cannot be read: the switch says it is unavailable) and `fail=set_launch_at_login`
 // (every change rejects: the switch goes back) reject with kind `launch_at_login`.
 //
+// Sign-in requests (the gateway's consents): `consents=CLIENT[:CONNECTOR],…` is what
+// consent_requests answers (ids consent-1, consent-2, … in order); answer_consent removes the one
+// it answers (kind `not_pending` for one not there) and answers the rest; `emitConsents(list)`
+// sends consents-changed. `fail=answer_consent`: every answer rejects.
+//
 // The page as the app creates it: `boot=1` sets window.__patchbayBoot to the fixture's report and
 // board (src-tauri/src/window.rs). `hold=get_status` (comma-separated commands): their calls wait
 // until `release("get_status")`, so a test sees what the page draws before the answer.
@@ -63,7 +68,7 @@
 // calls answer none, as the backend hands them over once).
 
 import { now, setClock } from "./clock";
-import type { Backend, QueuedRowRequest } from "./backend";
+import type { Backend, ConsentRequest, QueuedRowRequest } from "./backend";
 import type {
   BackendError,
   CheckErrorSummary,
@@ -139,6 +144,10 @@ export interface PatchbayMock {
   emitHealthChanged(): void;
   /** Lets the held calls of `cmd` (`hold=`) answer, and later ones answer at once. */
   release(cmd: string): void;
+  /** The sign-in requests consent_requests answers. */
+  consents: ConsentRequest[];
+  /** Sends consents-changed with `requests` (and keeps them), as the gateway does. */
+  emitConsents(requests: ConsentRequest[]): void;
   /** Start at login as the mock keeps it (the login entry's presence). */
   launchAtLogin: boolean;
   fixtureNames: string[];
@@ -252,6 +261,10 @@ export async function createMockBackend(params: URLSearchParams): Promise<Backen
     });
   }
 
+  if (failing.has("answer_consent")) {
+    always.set("answer_consent", { kind: "internal", message: "Patchbay cannot draw a random number: getrandom failed" });
+  }
+
   if (params.get("boot") === "1") window.__patchbayBoot = { report: clone(report), board: clone(board) };
   const holding = new Set((params.get("hold") ?? "").split(",").filter(Boolean));
   const held = new Map<string, (() => void)[]>();
@@ -264,8 +277,20 @@ export async function createMockBackend(params: URLSearchParams): Promise<Backen
       return { request: item.slice(0, at) as QueuedRowRequest["request"], name: item.slice(at + 1) };
     });
 
+  const consentListeners = new Set<(requests: ConsentRequest[]) => void>();
   const mock: PatchbayMock = {
     calls: [],
+    consents: (params.get("consents") ?? "")
+      .split(",")
+      .filter(Boolean)
+      .map((item, i) => {
+        const [client, connector] = item.split(":");
+        return { id: `consent-${i + 1}`, client_name: client, connector: connector ?? null, waiting_secs: 5 };
+      }),
+    emitConsents(requests) {
+      mock.consents = clone(requests);
+      for (const cb of consentListeners) cb(clone(requests));
+    },
     launchAtLogin: params.get("login") === "on",
     get report() {
       return report;
@@ -608,6 +633,19 @@ export async function createMockBackend(params: URLSearchParams): Promise<Backen
         clients.gateway.clients = clients.gateway.clients.filter((g) => g.label !== label);
         return clone(clients.gateway);
       }),
+    consentRequests: () => call("consent_requests", {}, () => clone(mock.consents)),
+    answerConsent: (id, allow) =>
+      call("answer_consent", { id, allow }, () => {
+        if (!mock.consents.some((c) => c.id === id)) {
+          throw { kind: "not_pending", message: "this request was answered already or has expired" };
+        }
+        mock.consents = mock.consents.filter((c) => c.id !== id);
+        return clone(mock.consents);
+      }),
+    onConsentsChanged: async (cb) => {
+      consentListeners.add(cb);
+      return () => consentListeners.delete(cb);
+    },
     getLaunchAtLogin: () => call("get_launch_at_login", {}, () => mock.launchAtLogin),
     setLaunchAtLogin: (enabled) =>
       call("set_launch_at_login", { enabled }, () => {

@@ -210,6 +210,24 @@ origin: Origin,
  */
 credential_source: CredentialSource | null, };
 
+export type ConsentRequest = { 
+/**
+ * Names the request to [`ConsentDesk::answer`]; random, the page's own.
+ */
+id: string, 
+/**
+ * The client as its registration or metadata document names it (with the document's host).
+ */
+client_name: string, 
+/**
+ * The one connector it asks for (it was given `/mcp/NAME`); `null`: every connector in use.
+ */
+connector: string | null, 
+/**
+ * How long it has waited, in seconds.
+ */
+waiting_secs: number, };
+
 export type CredentialSource = "patchbay" | "claude_code" | "codex" | "mcp_remote";
 
 export type CredentialSummary = { key: string, expires_at: string | null, has_refresh_token: boolean, issuer: string | null, updated_at: string, 

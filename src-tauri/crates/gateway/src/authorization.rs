@@ -22,12 +22,19 @@
 //!   revocable alike) whose secret is an access token that lapses in an hour, renewed with a
 //!   rotating refresh token. `/oauth/revoke` (RFC 7009) forgets it.
 //!
+//! - The same request waits in the Connectors window ([`ConsentDesk`], for the app that runs
+//!   the gateway in its process): answered there, the page learns it by asking
+//!   `/oauth/authorize/answer` each second and follows the answer to the client.
+//!
 //! Pending consents and codes are kept in memory only: a gateway restart in the middle of a
 //! consent means clicking Authorize again, never a token lost.
 
+mod desk;
 mod metadata_document;
 mod page;
 mod registrations;
+
+pub use desk::{ConsentDesk, ConsentDeskError, ConsentRequest};
 
 use crate::clients::Consent;
 use crate::connections::ConnectionEnds;
@@ -80,11 +87,29 @@ struct IssuedCode {
     resource: Option<String>,
 }
 
+/// A consent answered elsewhere than its page (the window): where its page sends the browser.
+#[derive(Debug, Clone)]
+struct Answered {
+    at: Instant,
+    redirect: String,
+}
+
+/// How a consent is answered: Allow, given every connector in use (`None`) or only some, or
+/// Deny.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConsentAnswer {
+    Allow { only: Option<Vec<String>> },
+    Deny,
+}
+
 /// The authorization server's state: registrations on disk, consents and codes in memory.
 pub(crate) struct Authorization {
     registrations: Registrations,
     pending: Mutex<HashMap<String, Pending>>,
     codes: Mutex<HashMap<String, IssuedCode>>,
+    answered: Mutex<HashMap<String, Answered>>,
+    /// Bumped whenever a consent starts waiting or stops: the window's cue to look again.
+    changes: tokio::sync::watch::Sender<u64>,
 }
 
 impl Authorization {
@@ -93,7 +118,13 @@ impl Authorization {
             registrations: Registrations::new(data_dir),
             pending: Mutex::default(),
             codes: Mutex::default(),
+            answered: Mutex::default(),
+            changes: tokio::sync::watch::Sender::new(0),
         }
+    }
+
+    fn changed(&self) {
+        self.changes.send_modify(|n| *n = n.wrapping_add(1));
     }
 }
 
@@ -123,6 +154,7 @@ pub(crate) fn routes() -> axum::Router<Arc<GatewayState>> {
         )
         .route("/oauth/register", post(register))
         .route("/oauth/authorize", get(consent_page).post(decide))
+        .route("/oauth/authorize/answer", get(answer_for_page))
         .route("/oauth/token", post(token))
         .route("/oauth/revoke", post(revoke))
 }
@@ -303,7 +335,84 @@ async fn consent_page(
     };
     let shown = page::consent(&id, &pending, &in_use);
     remember(&state.authorization.pending, id, pending, |p| p.at);
+    state.authorization.changed();
     shown
+}
+
+/// The consent page asking whether its request was answered elsewhere: 200 with where to go,
+/// 204 while it waits, 404 once it is gone (answered on the page itself, or expired).
+async fn answer_for_page(
+    State(state): State<Arc<GatewayState>>,
+    Query(query): Query<HashMap<String, String>>,
+) -> Response {
+    let Some(id) = query.get("request") else {
+        return oauth_error(
+            StatusCode::BAD_REQUEST,
+            "invalid_request",
+            "request is missing",
+        );
+    };
+    let answered = lock(&state.authorization.answered).remove(id);
+    if let Some(answered) = answered.filter(|a| a.at.elapsed() < CONSENT_LIFETIME) {
+        return no_store(axum::Json(json!({ "redirect": answered.redirect })));
+    }
+    let waiting = lock(&state.authorization.pending)
+        .get(id)
+        .is_some_and(|p| p.at.elapsed() < CONSENT_LIFETIME);
+    match waiting {
+        true => no_store(StatusCode::NO_CONTENT),
+        false => oauth_error(StatusCode::NOT_FOUND, "not_found", "no such request waits"),
+    }
+}
+
+/// Settle `pending` with `answer`: the URL its browser goes to next (a code, or
+/// `access_denied`), or why it cannot be.
+fn settle(state: &GatewayState, pending: Pending, answer: ConsentAnswer) -> Result<String, String> {
+    state.authorization.changed();
+    let only = match answer {
+        ConsentAnswer::Deny => {
+            return redirect_url(
+                &pending.redirect_uri,
+                &[
+                    ("error", Some("access_denied")),
+                    ("error_description", Some("the user denied the request")),
+                    ("state", pending.state.as_deref()),
+                    ("iss", Some(&pending.issuer)),
+                ],
+            )
+        }
+        // A consent for one connector's URL is for that one, whatever else was said.
+        ConsentAnswer::Allow { only } => match &pending.connector {
+            Some(one) => Some(vec![one.clone()]),
+            None => only,
+        },
+    };
+    let code =
+        random_token("pbgwc_").map_err(|e| format!("Patchbay cannot draw a random number: {e}"))?;
+    let issued = IssuedCode {
+        at: Instant::now(),
+        consent: Consent {
+            client_id: pending.client.client_id.clone(),
+            client_name: pending.client.client_name.clone(),
+            only,
+        },
+        redirect_uri: pending.redirect_uri.clone(),
+        code_challenge: pending.code_challenge.clone(),
+        resource: pending.resource.clone(),
+    };
+    remember(&state.authorization.codes, code.clone(), issued, |c| c.at);
+    tracing::info!(
+        client = pending.client.client_name,
+        "a client was allowed through the gateway"
+    );
+    redirect_url(
+        &pending.redirect_uri,
+        &[
+            ("code", Some(&code)),
+            ("state", pending.state.as_deref()),
+            ("iss", Some(&pending.issuer)),
+        ],
+    )
 }
 
 /// Allow or Deny, posted by the consent page.
@@ -351,55 +460,22 @@ async fn decide(
             "This request was answered already or has expired. Start again from the client.",
         );
     };
-    if field("decision") != Some("allow") {
-        return redirect_with(
-            &pending.redirect_uri,
-            &[
-                ("error", Some("access_denied")),
-                ("error_description", Some("the user denied the request")),
-                ("state", pending.state.as_deref()),
-                ("iss", Some(&pending.issuer)),
-            ],
-        );
-    }
-    let only = match (&pending.connector, field("access")) {
-        (Some(one), _) => Some(vec![one.clone()]),
-        (None, Some("some")) => Some(
-            form.iter()
-                .filter(|(n, _)| n == "connector")
-                .map(|(_, v)| v.clone())
-                .collect(),
-        ),
-        (None, _) => None,
-    };
-    let code = match random_token("pbgwc_") {
-        Ok(code) => code,
-        Err(e) => return page::problem(&format!("Patchbay cannot draw a random number: {e}")),
-    };
-    let issued = IssuedCode {
-        at: Instant::now(),
-        consent: Consent {
-            client_id: pending.client.client_id.clone(),
-            client_name: pending.client.client_name.clone(),
-            only,
+    let answer = match (field("decision"), field("access")) {
+        (Some("allow"), Some("some")) => ConsentAnswer::Allow {
+            only: Some(
+                form.iter()
+                    .filter(|(n, _)| n == "connector")
+                    .map(|(_, v)| v.clone())
+                    .collect(),
+            ),
         },
-        redirect_uri: pending.redirect_uri.clone(),
-        code_challenge: pending.code_challenge.clone(),
-        resource: pending.resource.clone(),
+        (Some("allow"), _) => ConsentAnswer::Allow { only: None },
+        _ => ConsentAnswer::Deny,
     };
-    remember(&state.authorization.codes, code.clone(), issued, |c| c.at);
-    tracing::info!(
-        client = pending.client.client_name,
-        "a client was allowed through the gateway"
-    );
-    redirect_with(
-        &pending.redirect_uri,
-        &[
-            ("code", Some(&code)),
-            ("state", pending.state.as_deref()),
-            ("iss", Some(&pending.issuer)),
-        ],
-    )
+    match settle(&state, pending, answer) {
+        Ok(next) => see_other(next),
+        Err(why) => page::problem(&why),
+    }
 }
 
 async fn token(
@@ -620,9 +696,16 @@ fn random_token(prefix: &str) -> Result<String, getrandom::Error> {
 
 /// 303 to `uri` with `params` added to its query.
 fn redirect_with(uri: &str, params: &[(&str, Option<&str>)]) -> Response {
-    let Ok(mut url) = url::Url::parse(uri) else {
-        return page::problem("The client's redirect_uri is not a URL.");
-    };
+    match redirect_url(uri, params) {
+        Ok(next) => see_other(next),
+        Err(why) => page::problem(&why),
+    }
+}
+
+/// `uri` with `params` added to its query.
+fn redirect_url(uri: &str, params: &[(&str, Option<&str>)]) -> Result<String, String> {
+    let mut url =
+        url::Url::parse(uri).map_err(|_| "The client's redirect_uri is not a URL.".to_owned())?;
     {
         let mut query = url.query_pairs_mut();
         for (k, v) in params {
@@ -631,7 +714,11 @@ fn redirect_with(uri: &str, params: &[(&str, Option<&str>)]) -> Response {
             }
         }
     }
-    no_store((StatusCode::SEE_OTHER, [(header::LOCATION, url.to_string())]))
+    Ok(url.to_string())
+}
+
+fn see_other(next: String) -> Response {
+    no_store((StatusCode::SEE_OTHER, [(header::LOCATION, next)]))
 }
 
 fn invalid_grant(why: &str) -> Response {

@@ -269,6 +269,11 @@ impl Gateway {
         self.state.port
     }
 
+    /// Its waiting consents, for the window; good for as long as the gateway serves.
+    pub fn consent_desk(&self) -> crate::authorization::ConsentDesk {
+        crate::authorization::ConsentDesk::new(Arc::clone(&self.state))
+    }
+
     /// The addresses it listens on.
     pub fn addresses(&self) -> Vec<SocketAddr> {
         self.listeners

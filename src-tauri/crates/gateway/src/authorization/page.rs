@@ -1,6 +1,7 @@
-//! The consent page and the authorization server's error pages: plain HTML, no script, every
-//! value escaped, behind a CSP that allows only its own inline style (by hash-free nonce), a
-//! form posted to itself and the client's redirect, and no framing.
+//! The consent page and the authorization server's error pages: plain HTML, every value
+//! escaped, behind a CSP that allows only its own inline style and, on the consent page, its one
+//! script (both by nonce: it asks `/oauth/authorize/answer` whether the window answered, and
+//! follows the answer), a form posted to itself and the client's redirect, and no framing.
 
 use super::Pending;
 use axum::http::{header, StatusCode};
@@ -41,15 +42,39 @@ fn redirect_source(uri: &str) -> String {
     }
 }
 
+/// The consent page's script: every second, ask whether the request was answered in the
+/// window; follow the answer, stop once the request is gone (answered here, or expired).
+const FOLLOW_THE_WINDOW: &str = "(()=>{const f=document.querySelector('form input[name=request]');if(!f)return;\
+const ask=async()=>{try{const r=await fetch('/oauth/authorize/answer?request='+encodeURIComponent(f.value),{cache:'no-store'});\
+if(r.status===200){const a=await r.json();location.replace(a.redirect);return}if(r.status===404)return}catch(e){}setTimeout(ask,1000)};\
+setTimeout(ask,1000)})();";
+
 fn html(status: StatusCode, form_action: &str, title: &str, body: &str) -> Response {
+    html_with(status, form_action, title, body, None)
+}
+
+fn html_with(
+    status: StatusCode,
+    form_action: &str,
+    title: &str,
+    body: &str,
+    script: Option<&str>,
+) -> Response {
     let mut nonce = [0u8; 16];
     let _ = getrandom::getrandom(&mut nonce);
     let nonce = crate::clients::hex(&nonce);
+    let (script_src, script_tag) = match script {
+        Some(code) => (
+            format!("; script-src 'nonce-{nonce}'; connect-src 'self'"),
+            format!("<script nonce=\"{nonce}\">{code}</script>"),
+        ),
+        None => (String::new(), String::new()),
+    };
     let csp = format!(
-        "default-src 'none'; style-src 'nonce-{nonce}'; form-action {form_action}; frame-ancestors 'none'; base-uri 'none'"
+        "default-src 'none'; style-src 'nonce-{nonce}'{script_src}; form-action {form_action}; frame-ancestors 'none'; base-uri 'none'"
     );
     let page = format!(
-        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width\"><title>{title} · Patchbay</title><style nonce=\"{nonce}\">{STYLE}</style></head><body><div class=\"brand\">Patchbay</div>{body}</body></html>"
+        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width\"><title>{title} · Patchbay</title><style nonce=\"{nonce}\">{STYLE}</style></head><body><div class=\"brand\">Patchbay</div>{body}{script_tag}</body></html>"
     );
     let mut answer = (status, page).into_response();
     let h = answer.headers_mut();
@@ -138,17 +163,18 @@ pub(super) fn consent(
          <input type=\"hidden\" name=\"request\" value=\"{id}\">{what}\
          <p class=\"muted\">It reaches them through Patchbay's gateway on this computer and never sees their tokens. \
          You can revoke it any time in the Connectors window or with <code>patchbay gateway client revoke</code>.</p>\
-         <p class=\"muted\">After you answer, the browser returns to {dest}.</p>\
+         <p class=\"muted\">After you answer, here or in Patchbay's Connectors window, the browser returns to {dest}.</p>\
          <div class=\"actions\"><button type=\"submit\" name=\"decision\" value=\"deny\">Deny</button>\
          <button class=\"allow\" type=\"submit\" name=\"decision\" value=\"allow\">Allow</button></div></form>",
         id = escape(request_id),
         dest = escape(&destination(&pending.redirect_uri)),
     );
-    html(
+    html_with(
         StatusCode::OK,
         &format!("'self' {}", redirect_source(&pending.redirect_uri)),
         &format!("Allow {client}?"),
         &body,
+        Some(FOLLOW_THE_WINDOW),
     )
 }
 
