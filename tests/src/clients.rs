@@ -177,7 +177,7 @@ pub fn inspector_cli(home: &Path, args: &[&OsStr]) -> Output {
         &[],
     );
     cmd.arg("--cli").args(args);
-    output_within(&mut cmd, "mcp-inspector --cli")
+    crate::output_within(&mut cmd, STEP, "mcp-inspector --cli")
 }
 
 /// `gemini mcp list` (npm `@google/gemini-cli`) in `cwd`, with HOME `home` whose
@@ -200,7 +200,7 @@ pub fn gemini_mcp_list_in(home: &Path, cwd: &Path) -> String {
         &[],
     );
     cmd.args(["mcp", "list"]);
-    let out = output_within(&mut cmd, "gemini mcp list");
+    let out = crate::output_within(&mut cmd, STEP, "gemini mcp list");
     let text = format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),
@@ -208,28 +208,4 @@ pub fn gemini_mcp_list_in(home: &Path, cwd: &Path) -> String {
     );
     assert!(out.status.success(), "`gemini mcp list` failed:\n{text}");
     text
-}
-
-/// `cmd`'s output once it exits; killed (and the test failed) after [`STEP`].
-fn output_within(cmd: &mut Command, what: &str) -> Output {
-    let logs = tempfile::tempdir().unwrap();
-    let file = |name: &str| std::fs::File::create(logs.path().join(name)).unwrap();
-    let read = |name: &str| std::fs::read(logs.path().join(name)).unwrap_or_default();
-    let mut child = cmd
-        .stdout(file("stdout"))
-        .stderr(file("stderr"))
-        .spawn()
-        .unwrap_or_else(|e| panic!("start {what}: {e}"));
-    let status = crate::wait_within(&mut child, STEP, what, || {
-        format!(
-            "{}{}",
-            String::from_utf8_lossy(&read("stdout")),
-            String::from_utf8_lossy(&read("stderr"))
-        )
-    });
-    Output {
-        status,
-        stdout: read("stdout"),
-        stderr: read("stderr"),
-    }
 }

@@ -234,6 +234,32 @@ pub fn wait_within(
     }
 }
 
+/// Runs `cmd` to its end within `limit` (killed and the test failed past it, with what it wrote
+/// so far); its output, read from files so that a child's children holding the pipes cannot
+/// stall it.
+pub fn output_within(cmd: &mut Command, limit: std::time::Duration, what: &str) -> Output {
+    let logs = tempfile::tempdir().expect("tempdir");
+    let file = |n: &str| std::fs::File::create(logs.path().join(n)).expect("log file");
+    let read = |n: &str| std::fs::read(logs.path().join(n)).unwrap_or_default();
+    let mut child = cmd
+        .stdout(file("stdout"))
+        .stderr(file("stderr"))
+        .spawn()
+        .unwrap_or_else(|e| panic!("start {what}: {e}"));
+    let status = wait_within(&mut child, limit, what, || {
+        format!(
+            "stdout:\n{}\nstderr:\n{}",
+            String::from_utf8_lossy(&read("stdout")),
+            String::from_utf8_lossy(&read("stderr"))
+        )
+    });
+    Output {
+        status,
+        stdout: read("stdout"),
+        stderr: read("stderr"),
+    }
+}
+
 /// Copy a directory tree (a fixture home into a sandbox, so a test may change it).
 pub fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).expect("create the copy");

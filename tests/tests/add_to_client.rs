@@ -696,6 +696,16 @@ fn a_switched_entry_runs_as_the_client_launches_it() {
         .assert_clean();
 }
 
+/// A home with no client's files yet, and a PATH without patchbay on it, in `sandbox`.
+fn fresh_home(sandbox: &Sandbox) -> (PathBuf, PathBuf) {
+    let home = sandbox.path().join("fresh-home");
+    let empty_path = sandbox.path().join("empty-bin");
+    for dir in [&home, &empty_path] {
+        std::fs::create_dir_all(dir).unwrap();
+    }
+    (home, empty_path)
+}
+
 /// `add-to claude-code` and `add-to codex` on a Patchbay running on a data directory of its own
 /// and one catalog (both written into the entry), in a home with neither client's files yet:
 /// the real Claude Code launches the entry and reaches the connector; Codex reads the entry
@@ -704,10 +714,7 @@ fn a_switched_entry_runs_as_the_client_launches_it() {
 fn claude_code_and_codex_run_what_add_to_writes_for_them() {
     let server = SdkServer::streamable_http();
     let sandbox = Sandbox::new(false);
-    let home = sandbox.path().join("fresh-home");
-    std::fs::create_dir_all(&home).unwrap();
-    let empty_path = sandbox.path().join("empty-bin");
-    std::fs::create_dir_all(&empty_path).unwrap();
+    let (home, empty_path) = fresh_home(&sandbox);
     let catalog = sandbox.write(
         "catalog.json",
         &json!({ "mcpServers": { "demo": { "type": "http", "url": server.url() } } }).to_string(),
@@ -823,10 +830,7 @@ fn gemini_cli_shows_both_entries_add_to_writes_connected() {
     let direct = SdkServer::streamable_http();
     let relayed = SdkServer::streamable_http();
     let sandbox = Sandbox::new(false);
-    let home = sandbox.path().join("fresh-home");
-    std::fs::create_dir_all(&home).unwrap();
-    let empty_path = sandbox.path().join("empty-bin");
-    std::fs::create_dir_all(&empty_path).unwrap();
+    let (home, empty_path) = fresh_home(&sandbox);
     let catalog = sandbox.write(
         "catalog.json",
         &json!({ "mcpServers": {
@@ -835,12 +839,7 @@ fn gemini_cli_shows_both_entries_add_to_writes_connected() {
         .to_string(),
     );
     let catalog_arg = catalog.to_str().unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-        .to_string();
+    let port = patchbay_e2e::sdk_servers::free_port().to_string();
     let run = |args: &[&str]| run_in(&sandbox, &home, &empty_path, args);
     let said = ok(&run(&[
         "--catalog",

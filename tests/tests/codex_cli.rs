@@ -35,6 +35,7 @@
 //! refreshing again.
 
 use chrono::{Duration, Utc};
+use patchbay_e2e::clients::codex_offline_model;
 use patchbay_e2e::secret_scan::{
     read_issued_file, record_issued_module, Issuer, SecretScan, ISSUED_ENV,
 };
@@ -607,21 +608,13 @@ fn codex_refresh_round_trip(mode: &str) {
     std::fs::create_dir_all(&codex).unwrap();
     // The model provider is a port nobody listens on: `codex exec` starts its MCP servers, and
     // its model requests fail on loopback.
-    let dead_port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let config = codex.join("config.toml");
     std::fs::write(
-        codex.join("config.toml"),
-        format!(
-            "mcp_oauth_credentials_store = \"{mode}\"\nmodel_provider = \"offline\"\n\
-             model = \"offline-model\"\n\n[model_providers.offline]\nname = \"offline\"\n\
-             base_url = \"http://127.0.0.1:{dead_port}/v1\"\nwire_api = \"responses\"\n\
-             request_max_retries = 0\nstream_max_retries = 0\n"
-        ),
+        &config,
+        format!("mcp_oauth_credentials_store = \"{mode}\"\n"),
     )
     .unwrap();
+    codex_offline_model(&config);
     let home = tempfile::tempdir().unwrap();
     clear_keyring_item(key.as_str());
 
@@ -864,21 +857,9 @@ fn codex_waits_for_its_refresh_lock_and_then_uses_patchbays_refresh() {
     let catalog_arg = catalog.to_str().unwrap();
     let codex = sandbox.path().join("codex");
     std::fs::create_dir_all(&codex).unwrap();
-    let dead_port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    std::fs::write(
-        codex.join("config.toml"),
-        format!(
-            "mcp_oauth_credentials_store = \"file\"\nmodel_provider = \"offline\"\n\
-             model = \"offline-model\"\n\n[model_providers.offline]\nname = \"offline\"\n\
-             base_url = \"http://127.0.0.1:{dead_port}/v1\"\nwire_api = \"responses\"\n\
-             request_max_retries = 0\nstream_max_retries = 0\n"
-        ),
-    )
-    .unwrap();
+    let config = codex.join("config.toml");
+    std::fs::write(&config, "mcp_oauth_credentials_store = \"file\"\n").unwrap();
+    codex_offline_model(&config);
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()

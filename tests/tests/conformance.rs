@@ -26,7 +26,7 @@ use patchbay_e2e::peers::{initialize_status, listening, tests_dir};
 use patchbay_e2e::secret_scan::{
     read_issued_file, record_issued_module, Issuer, SecretScan, ISSUED_ENV,
 };
-use patchbay_e2e::{json, require_keychain, state_of, wait_within, Sandbox};
+use patchbay_e2e::{json, require_keychain, state_of, Sandbox};
 use std::io::Write;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -384,26 +384,7 @@ fn enc(s: &str) -> String {
 
 /// Runs `cmd` to its end within [`COMMAND`], killing it past that.
 fn run_bounded(mut cmd: Command, what: &str) -> Output {
-    let logs = tempfile::tempdir().expect("tempdir");
-    let file = |n: &str| std::fs::File::create(logs.path().join(n)).expect("log file");
-    let read = |n: &str| std::fs::read(logs.path().join(n)).unwrap_or_default();
-    let mut child = cmd
-        .stdout(file("stdout"))
-        .stderr(file("stderr"))
-        .spawn()
-        .expect("spawn patchbay");
-    let status = wait_within(&mut child, COMMAND, what, || {
-        format!(
-            "stdout:\n{}\nstderr:\n{}",
-            String::from_utf8_lossy(&read("stdout")),
-            String::from_utf8_lossy(&read("stderr"))
-        )
-    });
-    Output {
-        status,
-        stdout: read("stdout"),
-        stderr: read("stderr"),
-    }
+    patchbay_e2e::output_within(&mut cmd, COMMAND, what)
 }
 
 fn text(out: &Output) -> String {
