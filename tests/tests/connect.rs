@@ -24,7 +24,7 @@
 //! Patchbay's own error.
 
 use patchbay_e2e::clients::{codex_offline_model, inspector_cli, CodexAppServer};
-use patchbay_e2e::peers::{authorize, wait_for, OAuthServer, STARTUP, STEP};
+use patchbay_e2e::peers::{authorize, wait_for, OAuthServer, Serving, STARTUP, STEP};
 use patchbay_e2e::sdk_servers::{node_dir, SdkServer};
 use patchbay_e2e::secret_scan::SecretScan;
 use patchbay_e2e::{patchbay_bin, require_keychain, Sandbox};
@@ -52,6 +52,15 @@ struct McpClient {
 
 impl McpClient {
     fn spawn(sandbox: &Sandbox, patchbay_args: &[&str]) -> (McpClient, Value) {
+        McpClient::spawn_with(sandbox, patchbay_args, &[])
+    }
+
+    /// As [`McpClient::spawn`], `env` set on top of the sandbox's environment.
+    fn spawn_with(
+        sandbox: &Sandbox,
+        patchbay_args: &[&str],
+        env: &[(&str, &str)],
+    ) -> (McpClient, Value) {
         let logs = tempfile::tempdir().unwrap();
         let mut cmd = Command::new("node");
         cmd.current_dir(node_dir())
@@ -64,6 +73,9 @@ impl McpClient {
                 Some(v) => cmd.env(key, v),
                 None => cmd.env_remove(key),
             };
+        }
+        for (key, value) in env {
+            cmd.env(key, value);
         }
         let mut child = cmd
             .stdin(Stdio::piped())
@@ -718,6 +730,38 @@ fn assert_no_bus_error(shown: &str) {
     assert!(!shown.contains("t0k"), "{shown}");
 }
 
+/// tests/python/stdio_bridge_client.py: the MCP Python SDK's `stdio_client` launching
+/// `patchbay --data-dir SANDBOX --catalog CATALOG connect fx` with only HOME, LOGNAME, PATH,
+/// SHELL, TERM, USER and `env`, listing tools and calling `greet`; its one JSON answer.
+fn python_stdio_client(sandbox: &Sandbox, catalog: &Path, env: Value) -> Value {
+    let python = patchbay_e2e::peers::tests_dir().join("python/.venv/bin/python");
+    assert!(
+        python.is_file(),
+        "{}: run scripts/setup.sh",
+        python.display()
+    );
+    let spec = json!({
+        "command": patchbay_bin(),
+        "args": ["--data-dir", sandbox.path(), "--catalog", catalog, "connect", "fx"],
+        "env": env, "tool": "greet", "arguments": { "name": "Ada" },
+    });
+    let out = Command::new(&python)
+        .arg(patchbay_e2e::peers::tests_dir().join("python/stdio_bridge_client.py"))
+        .arg(spec.to_string())
+        .env_clear()
+        .env("HOME", sandbox.path().join("home"))
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("USER", "e2e")
+        .env("LOGNAME", "e2e")
+        .env("SHELL", "/bin/sh")
+        .env("TERM", "dumb")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    serde_json::from_str(text.lines().last().unwrap_or(""))
+        .unwrap_or_else(|_| panic!("{text}\n{}", String::from_utf8_lossy(&out.stderr)))
+}
+
 /// The MCP Python SDK 2.3.0's `stdio_client` (tests/python/stdio_bridge_client.py) judges the
 /// bridge as it launches every stdio server: only HOME, LOGNAME, PATH, SHELL, TERM and USER.
 /// With the session bus where systemd puts it (`$XDG_RUNTIME_DIR/bus`, named in the entry's
@@ -726,39 +770,9 @@ fn assert_no_bus_error(shown: &str) {
 #[test]
 fn the_python_sdks_stdio_client_lists_and_calls_tools_or_shows_why_not() {
     require_keychain!();
-    let python = patchbay_e2e::peers::tests_dir().join("python/.venv/bin/python");
-    assert!(
-        python.is_file(),
-        "{}: run scripts/setup.sh",
-        python.display()
-    );
     let sandbox = Sandbox::new(true);
     let (_server, catalog) = vault_backed_fx(&sandbox);
-    let catalog = catalog.to_str().unwrap();
-    let home = sandbox.path().join("home");
-    let data_dir = sandbox.path().to_str().unwrap();
-    let run = |env: Value| -> Value {
-        let spec = json!({
-            "command": patchbay_bin(),
-            "args": ["--data-dir", data_dir, "--catalog", catalog, "connect", "fx"],
-            "env": env, "tool": "greet", "arguments": { "name": "Ada" },
-        });
-        let out = Command::new(&python)
-            .arg(patchbay_e2e::peers::tests_dir().join("python/stdio_bridge_client.py"))
-            .arg(spec.to_string())
-            .env_clear()
-            .env("HOME", &home)
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("USER", "e2e")
-            .env("LOGNAME", "e2e")
-            .env("SHELL", "/bin/sh")
-            .env("TERM", "dumb")
-            .output()
-            .unwrap();
-        let text = String::from_utf8_lossy(&out.stdout);
-        serde_json::from_str(text.lines().last().unwrap_or(""))
-            .unwrap_or_else(|_| panic!("{text}\n{}", String::from_utf8_lossy(&out.stderr)))
-    };
+    let run = |env: Value| python_stdio_client(&sandbox, &catalog, env);
 
     if let Some(runtime) = runtime_with_bus(&sandbox) {
         let answer = run(json!({ "XDG_RUNTIME_DIR": runtime }));
@@ -899,4 +913,99 @@ fn the_inspectors_cli_lists_and_calls_tools_through_the_bridge_or_shows_why_not(
         assert_ne!(code, Some(0), "{shown}");
         assert_no_bus_error(&shown);
     }
+}
+
+/// With a gateway serving the same data directory (as the app's does), a bridge launched with no
+/// session bus anywhere asks it for the connector (its socket, `bridge.sock` there) and never
+/// opens the keychain: the Python SDK's `stdio_client` lists and calls tools through the vault's
+/// credential all the same. With the gateway gone, the same launch shows Patchbay's own "no
+/// D-Bus session bus was found" (the vault, the fallback, cannot answer).
+#[test]
+fn with_a_gateway_running_a_bridge_without_a_bus_gets_its_credential_from_it() {
+    require_keychain!();
+    if !no_standard_bus() {
+        return;
+    }
+    let sandbox = Sandbox::new(true);
+    let (_server, catalog) = vault_backed_fx(&sandbox);
+    let gateway = Serving::start(&sandbox, &catalog);
+    let socket = bridge_socket(&sandbox, &gateway);
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&socket).unwrap().permissions().mode();
+        assert_eq!(mode & 0o077, 0, "the owner's only: {mode:o}");
+    }
+
+    let answer = python_stdio_client(&sandbox, &catalog, Value::Null);
+    assert_eq!(answer["ok"], true, "{answer}\n{}", gateway.output());
+    assert!(
+        answer["called"].as_str().unwrap().contains("Ada"),
+        "{answer}"
+    );
+
+    drop(gateway);
+    let answer = python_stdio_client(&sandbox, &catalog, Value::Null);
+    assert_eq!(answer["ok"], false, "{answer}");
+    assert_no_bus_error(answer["error"].as_str().unwrap());
+}
+
+/// The gateway's socket for bridges in `sandbox`, once `gateway` serves it.
+fn bridge_socket(sandbox: &Sandbox, gateway: &Serving) -> PathBuf {
+    let socket = sandbox.path().join("bridge.sock");
+    let deadline = Instant::now() + STARTUP;
+    while !socket.exists() {
+        assert!(
+            Instant::now() < deadline,
+            "no {}:\n{}",
+            socket.display(),
+            gateway.output()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    socket
+}
+
+/// With a gateway serving the data directory, the lean bridge's renewal goes through it too: a
+/// bridge whose keychain cannot answer (its bus leads nowhere) keeps calling tools across an
+/// access token that lapses mid-session, renewed by the gateway's refresher of record (one
+/// refresh at the server, said in the gateway's log), never by the bridge.
+#[test]
+fn with_a_gateway_running_a_bridge_renews_through_it() {
+    require_keychain!();
+    let mut server = OAuthServer::start_keeping_tokens("sdk-oauth-expiring-server.mjs");
+    let sandbox = Sandbox::new(true);
+    let catalog = sandbox.write(
+        "catalog.json",
+        &json!({ "mcpServers": { "sdk": { "type": "http", "url": server.mcp_url() } } })
+            .to_string(),
+    );
+    authorize(&sandbox, &catalog, "sdk");
+    let gateway = Serving::start(&sandbox, &catalog);
+    bridge_socket(&sandbox, &gateway);
+    let nowhere = format!("unix:path={}/no-such-bus", sandbox.path().display());
+    let (mut client, _) = McpClient::spawn_with(
+        &sandbox,
+        &["--catalog", catalog.to_str().unwrap(), "connect", "sdk"],
+        &[("DBUS_SESSION_BUS_ADDRESS", &nowhere)],
+    );
+    assert_eq!(
+        greeting(&client.call_greet("Ada"), &client.stderr()),
+        "Hello, Ada!"
+    );
+    server.expire_tokens();
+    assert_eq!(
+        greeting(&client.call_greet("Grace"), &client.stderr()),
+        "Hello, Grace!"
+    );
+    assert_eq!(server.stdout_lines("REFRESHED"), 1, "{}", server.output());
+    assert!(
+        gateway.output().contains("renewed after a 401"),
+        "renewed by the gateway:\n{}",
+        gateway.output()
+    );
+    assert!(
+        client.stderr().contains("resolved by the running gateway"),
+        "{}",
+        client.stderr()
+    );
 }

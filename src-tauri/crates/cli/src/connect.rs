@@ -4,11 +4,16 @@
 //! connector, and then, on Unix, hands it over a pipe to `patchbay-bridge` (beside this binary),
 //! exec'd in this process's place so the long-lived bridge holds none of the catalog, clients or
 //! vault in memory; elsewhere, or without that binary, it bridges in this process.
-//! `connect --renew NAME` is the lean bridge's way back to the refresher of record.
+//! `connect --renew NAME` is the lean bridge's way back to the refresher of record. When a
+//! gateway (the app's, or `gateway serve`) serves the same data directory, both ask it instead
+//! (`patchbay_gateway::bridge_socket`) and never open the keychain here; the vault is the
+//! fallback when none answers.
 
 use anyhow::{Context, Result};
 use clap::Args;
 use patchbay_core::{Authorizer, AuthorizerOptions, Bridges, RefreshPolicy, Refresher};
+#[cfg(unix)]
+use patchbay_gateway::bridge_socket::{Answer, Request, RENEW_TIMEOUT, RESOLVE_TIMEOUT};
 use patchbay_gateway::Upstreams;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -55,15 +60,80 @@ pub fn connect(
         .build()
         .context("cannot start the async runtime")?;
     if args.renew {
+        // The refused bearer and a step-up's scope, one line each (the lean bridge's request).
+        let mut lines = [String::new(), String::new()];
+        for line in &mut lines {
+            std::io::stdin().read_line(line)?;
+        }
+        #[cfg(unix)]
+        {
+            let [refused, scope] = lines.clone().map(|l| Some(l.trim().to_owned()));
+            let request = Request::Renew {
+                target: args.target.clone(),
+                catalog: absolute_catalog(&catalog),
+                refused: refused.filter(|l| !l.is_empty()),
+                scope: scope.filter(|l| !l.is_empty()),
+            };
+            if let Some(Answer::Renewed(line)) = ask_the_gateway(&data_dir, &request, RENEW_TIMEOUT)
+            {
+                println!("{line}");
+                return Ok(ExitCode::SUCCESS);
+            }
+        }
         let upstream = upstreams(&data_dir, &catalog, true)?.resolve(&args.target);
-        let stdin = std::io::stdin().lock();
         let stdout = patchbay_gateway::stdio::stdout_handle()?;
         runtime.block_on(patchbay_gateway::stdio::renew_for_bridge(
-            upstream, stdin, stdout,
+            upstream,
+            std::io::Cursor::new(lines.concat()),
+            stdout,
         ))?;
         return Ok(ExitCode::SUCCESS);
     }
     note_ignored(&args.ignored);
+
+    // The gateway running beside this bridge (the app's, or `gateway serve`) resolves the
+    // connector when it serves this data directory: the keychain is then never opened here.
+    #[cfg(unix)]
+    {
+        let request = Request::Resolve {
+            target: args.target.clone(),
+            catalog: absolute_catalog(&catalog),
+        };
+        match ask_the_gateway(&data_dir, &request, RESOLVE_TIMEOUT) {
+            Some(Answer::Resolved(mut handoff)) => {
+                tracing::info!(
+                    connector = handoff.connector,
+                    "resolved by the running gateway (the keychain is not opened here)"
+                );
+                handoff.renew = renew_command(&data_dir, &catalog, &handoff.connector)?;
+                if hands_off() {
+                    if let Some(bridge) = lean_bridge() {
+                        let e = exec_lean_bridge(&bridge, &handoff);
+                        tracing::warn!(
+                            "cannot start {} ({e:#}); bridging in this process",
+                            bridge.display()
+                        );
+                    }
+                }
+                runtime.block_on(patchbay_gateway::stdio::run_handoff(*handoff))?;
+                return Ok(ExitCode::SUCCESS);
+            }
+            Some(Answer::Refused { reason, message }) => {
+                let message = format!("Patchbay cannot connect to {}: {message}", args.target);
+                eprintln!("patchbay: {message}");
+                let stdout = patchbay_gateway::stdio::stdout_handle()?;
+                runtime.block_on(patchbay_gateway::stdio::refuse_session(
+                    &message,
+                    &reason,
+                    tokio::io::stdin(),
+                    stdout,
+                ))?;
+                return Ok(ExitCode::from(2));
+            }
+            // Another catalog, or no gateway: resolved here, from the vault.
+            Some(Answer::NotMine | Answer::Renewed(_)) | None => {}
+        }
+    }
     let started = upstreams(&data_dir, &catalog, !hands_off()).and_then(|upstreams| {
         let patchbay = upstreams.patchbay().clone();
         Ok((patchbay, upstreams.resolve(&args.target)?))
@@ -132,6 +202,27 @@ fn upstreams(
         upstreams = upstreams.with_authorizer(authorizer);
     }
     Ok(upstreams)
+}
+
+/// The answer of the gateway serving this data directory, when one does (`None` also when the
+/// data directory cannot be told: the bridge then fails, or not, on its own).
+#[cfg(unix)]
+fn ask_the_gateway(
+    data_dir: &Option<PathBuf>,
+    request: &Request,
+    within: std::time::Duration,
+) -> Option<Answer> {
+    let paths = patchbay_core::Paths::resolve(data_dir.clone()).ok()?;
+    patchbay_gateway::bridge_socket::ask(&paths.data_dir, request, within)
+}
+
+/// `--catalog` as the gateway compares it (its own is absolute; this process's directory is
+/// not the gateway's).
+#[cfg(unix)]
+fn absolute_catalog(catalog: &Option<PathBuf>) -> Option<PathBuf> {
+    catalog
+        .as_ref()
+        .map(|c| std::path::absolute(c).unwrap_or_else(|_| c.clone()))
 }
 
 /// Whether this process hands the session to the lean bridge rather than bridging itself.

@@ -6,6 +6,7 @@
 
 pub mod aggregate;
 pub mod authorization;
+pub mod bridge_socket;
 pub mod client_entries;
 pub mod clients;
 mod connections;

@@ -290,6 +290,9 @@ impl Gateway {
             max_unproven: self.state.options.max_unproven_connections,
             ceiling: crate::connections::ceiling_for(self.state.options.max_unproven_connections),
         };
+        // Patchbay's own stdio bridges ask this gateway for their connector's credential.
+        #[cfg(unix)]
+        let bridges = tokio::spawn(crate::bridge_socket::serve(self.state.upstreams.clone()));
         let app = router(self.state);
         let unproven = Arc::default();
         let mut servers = tokio::task::JoinSet::new();
@@ -302,6 +305,8 @@ impl Gateway {
             ));
         }
         shutdown.await;
+        #[cfg(unix)]
+        bridges.abort();
         servers.abort_all();
     }
 }
