@@ -180,16 +180,23 @@ fn stored_access_token(sandbox: &Sandbox, catalog: &Path) -> Option<String> {
         .map(|t| t.access_token.expose().to_owned())
 }
 
-#[test]
-fn the_sdk_client_calls_tools_through_expiry_restart_and_a_lapsed_grant() {
-    require_keychain!();
-    let mut server = OAuthServer::start_keeping_tokens("sdk-oauth-expiring-server.mjs");
+/// The MCP SDK's example OAuth server whose tokens lapse on demand (tests/node/
+/// sdk-oauth-expiring-server.mjs) as connector `sdk` of a catalog in a new sandbox.
+fn expiring_sdk_connector() -> (OAuthServer, Sandbox, PathBuf) {
+    let server = OAuthServer::start_keeping_tokens("sdk-oauth-expiring-server.mjs");
     let sandbox = Sandbox::new(true);
     let catalog = sandbox.write(
         "catalog.json",
         &json!({ "mcpServers": { "sdk": { "type": "http", "url": server.mcp_url() } } })
             .to_string(),
     );
+    (server, sandbox, catalog)
+}
+
+#[test]
+fn the_sdk_client_calls_tools_through_expiry_restart_and_a_lapsed_grant() {
+    require_keychain!();
+    let (mut server, sandbox, catalog) = expiring_sdk_connector();
     let authorized = authorize(&sandbox, &catalog, "sdk");
     let first_token = stored_access_token(&sandbox, &catalog).expect("authorized");
 
@@ -972,13 +979,7 @@ fn bridge_socket(sandbox: &Sandbox, gateway: &Serving) -> PathBuf {
 #[test]
 fn with_a_gateway_running_a_bridge_renews_through_it() {
     require_keychain!();
-    let mut server = OAuthServer::start_keeping_tokens("sdk-oauth-expiring-server.mjs");
-    let sandbox = Sandbox::new(true);
-    let catalog = sandbox.write(
-        "catalog.json",
-        &json!({ "mcpServers": { "sdk": { "type": "http", "url": server.mcp_url() } } })
-            .to_string(),
-    );
+    let (mut server, sandbox, catalog) = expiring_sdk_connector();
     authorize(&sandbox, &catalog, "sdk");
     let gateway = Serving::start(&sandbox, &catalog);
     bridge_socket(&sandbox, &gateway);
