@@ -48,20 +48,12 @@ pub const CONSENTS_EVENT: &str = "consents-changed";
 /// desktop (the client's browser shows it too, but may be behind other windows).
 async fn push_consents(app: AppHandle, desk: patchbay_gateway::ConsentDesk) {
     let mut changes = desk.changes();
-    let mut known = std::collections::BTreeSet::new();
+    let mut notices = patchbay_gateway::ConsentNotices::default();
     while changes.changed().await.is_ok() {
         let requests = desk.requests();
-        for request in requests.iter().filter(|r| !known.contains(&r.id)) {
-            notification::show(
-                &app,
-                patchbay_core::Notice {
-                    connector: request.connector.clone().unwrap_or_default(),
-                    title: format!("{} asks to use your connectors", request.client_name),
-                    body: "Allow or deny it in your browser or in the Connectors window.".into(),
-                },
-            );
+        for notice in notices.new_among(&requests) {
+            notification::show(&app, notice);
         }
-        known = requests.iter().map(|r| r.id.clone()).collect();
         if let Err(error) = app.emit(CONSENTS_EVENT, &requests) {
             tracing::warn!("cannot emit {CONSENTS_EVENT}: {error}");
         }

@@ -61,18 +61,18 @@ pub fn connect(
         .context("cannot start the async runtime")?;
     if args.renew {
         // The refused bearer and a step-up's scope, one line each (the lean bridge's request).
-        let mut lines = [String::new(), String::new()];
-        for line in &mut lines {
-            std::io::stdin().read_line(line)?;
-        }
+        let [refused, scope] = [(), ()].map(|()| {
+            let mut line = String::new();
+            let _ = std::io::stdin().read_line(&mut line);
+            Some(line.trim().to_owned()).filter(|l| !l.is_empty())
+        });
         #[cfg(unix)]
         {
-            let [refused, scope] = lines.clone().map(|l| Some(l.trim().to_owned()));
             let request = Request::Renew {
                 target: args.target.clone(),
                 catalog: absolute_catalog(&catalog),
-                refused: refused.filter(|l| !l.is_empty()),
-                scope: scope.filter(|l| !l.is_empty()),
+                refused: refused.clone(),
+                scope: scope.clone(),
             };
             if let Some(Answer::Renewed(line)) = ask_the_gateway(&data_dir, &request, RENEW_TIMEOUT)
             {
@@ -81,12 +81,13 @@ pub fn connect(
             }
         }
         let upstream = upstreams(&data_dir, &catalog, true)?.resolve(&args.target);
-        let stdout = patchbay_gateway::stdio::stdout_handle()?;
-        runtime.block_on(patchbay_gateway::stdio::renew_for_bridge(
+        let refused = refused.map(patchbay_vault::Secret::new);
+        let line = runtime.block_on(patchbay_gateway::stdio::renewal(
             upstream,
-            std::io::Cursor::new(lines.concat()),
-            stdout,
-        ))?;
+            refused.as_ref(),
+            scope.as_deref().unwrap_or_default(),
+        ));
+        println!("{line}");
         return Ok(ExitCode::SUCCESS);
     }
     note_ignored(&args.ignored);
@@ -107,28 +108,13 @@ pub fn connect(
                 );
                 handoff.renew = renew_command(&data_dir, &catalog, &handoff.connector)?;
                 if hands_off() {
-                    if let Some(bridge) = lean_bridge() {
-                        let e = exec_lean_bridge(&bridge, &handoff);
-                        tracing::warn!(
-                            "cannot start {} ({e:#}); bridging in this process",
-                            bridge.display()
-                        );
-                    }
+                    hand_over(&handoff);
                 }
                 runtime.block_on(patchbay_gateway::stdio::run_handoff(*handoff))?;
                 return Ok(ExitCode::SUCCESS);
             }
             Some(Answer::Refused { reason, message }) => {
-                let message = format!("Patchbay cannot connect to {}: {message}", args.target);
-                eprintln!("patchbay: {message}");
-                let stdout = patchbay_gateway::stdio::stdout_handle()?;
-                runtime.block_on(patchbay_gateway::stdio::refuse_session(
-                    &message,
-                    &reason,
-                    tokio::io::stdin(),
-                    stdout,
-                ))?;
-                return Ok(ExitCode::from(2));
+                return refuse(&runtime, &args.target, &message, &reason);
             }
             // Another catalog, or no gateway: resolved here, from the vault.
             Some(Answer::NotMine | Answer::Renewed(_)) | None => {}
@@ -146,35 +132,56 @@ pub fn connect(
             let reason = e
                 .downcast_ref::<patchbay_gateway::UpstreamError>()
                 .map_or("cannot_start", patchbay_gateway::UpstreamError::reason);
-            let message = format!("Patchbay cannot connect to {}: {e:#}", args.target);
-            eprintln!("patchbay: {message}");
-            let stdout = patchbay_gateway::stdio::stdout_handle()?;
-            runtime.block_on(patchbay_gateway::stdio::refuse_session(
-                &message,
-                reason,
-                tokio::io::stdin(),
-                stdout,
-            ))?;
-            return Ok(ExitCode::from(2));
+            return refuse(&runtime, &args.target, &format!("{e:#}"), reason);
         }
     };
 
     #[cfg(unix)]
     if hands_off() {
-        if let Some(bridge) = lean_bridge() {
-            let renew = renew_command(&data_dir, &catalog, upstream.name())?;
-            let health = patchbay_gateway::stdio::health_file(&patchbay);
-            let handoff = patchbay_gateway::stdio::Handoff::new(&upstream, renew, Some(health));
-            // Returns only when the exec failed: then bridge here.
-            let e = exec_lean_bridge(&bridge, &handoff);
-            tracing::warn!(
-                "cannot start {} ({e:#}); bridging in this process",
-                bridge.display()
-            );
-        }
+        let renew = renew_command(&data_dir, &catalog, upstream.name())?;
+        let health = patchbay_gateway::stdio::health_file(&patchbay);
+        hand_over(&patchbay_gateway::stdio::Handoff::new(
+            &upstream,
+            renew,
+            Some(health),
+        ));
     }
     runtime.block_on(patchbay_gateway::stdio::serve_upstream(&patchbay, upstream))?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The client waits for an answer: every request it sends gets Patchbay's JSON-RPC error (`why`,
+/// with `reason` as its data) until it hangs up; exit 2. An exit would read as "connection
+/// closed".
+fn refuse(
+    runtime: &tokio::runtime::Runtime,
+    target: &str,
+    why: &str,
+    reason: &str,
+) -> Result<ExitCode> {
+    let message = format!("Patchbay cannot connect to {target}: {why}");
+    eprintln!("patchbay: {message}");
+    let stdout = patchbay_gateway::stdio::stdout_handle()?;
+    runtime.block_on(patchbay_gateway::stdio::refuse_session(
+        &message,
+        reason,
+        tokio::io::stdin(),
+        stdout,
+    ))?;
+    Ok(ExitCode::from(2))
+}
+
+/// Exec the lean bridge with `handoff`, when it is beside this binary. Returns only when there
+/// is none or the exec failed: then the caller bridges in this process.
+#[cfg(unix)]
+fn hand_over(handoff: &patchbay_gateway::stdio::Handoff) {
+    if let Some(bridge) = lean_bridge() {
+        let e = exec_lean_bridge(&bridge, handoff);
+        tracing::warn!(
+            "cannot start {} ({e:#}); bridging in this process",
+            bridge.display()
+        );
+    }
 }
 
 /// Patchbay opened, and the upstreams it reaches, renewing through the refresher of record.

@@ -233,6 +233,8 @@ pub fn add_client_servers(
     own: &OwnGateway,
 ) -> Synthesized {
     let mut out = Synthesized::default();
+    // Read once here (the recorded ports are a file), not once per client entry.
+    let own_ports = own.ports();
     // The catalog's names by server identity, in catalog order: each client server finds its
     // entries in one lookup (a scan of every entry per client server grew as their product).
     let mut identities: HashMap<ServerIdentity, Vec<String>> = HashMap::new();
@@ -269,7 +271,7 @@ pub fn add_client_servers(
             .unwrap_or(&merged.entries[0])
             .transport
             .url();
-        if url.is_some_and(|u| own.is_own(u)) {
+        if url.is_some_and(|u| patchbay_catalog::own_gateway::is_own_gateway_url(u, &own_ports)) {
             merged.entries.iter().for_each(|e| own.say_skipped(e));
             continue;
         }

@@ -34,7 +34,7 @@ mod metadata_document;
 mod page;
 mod registrations;
 
-pub use desk::{ConsentDesk, ConsentDeskError, ConsentRequest};
+pub use desk::{ConsentDesk, ConsentDeskError, ConsentNotices, ConsentRequest};
 
 use crate::clients::Consent;
 use crate::connections::ConnectionEnds;

@@ -189,29 +189,9 @@ mod unix {
                 },
             },
             Request::Renew { refused, scope, .. } => {
-                // The renew command's own code, fed the lines it reads from its stdin.
-                let input = format!(
-                    "{}\n{}\n",
-                    refused.unwrap_or_default(),
-                    scope.unwrap_or_default()
-                );
-                let mut output = Vec::new();
-                let renewed = crate::stdio::renew_for_bridge(
-                    upstream,
-                    std::io::Cursor::new(input),
-                    &mut output,
-                )
-                .await;
-                match renewed
-                    .ok()
-                    .and_then(|()| serde_json::from_slice(&output).ok())
-                {
-                    Some(line) => Answer::Renewed(line),
-                    None => Answer::Refused {
-                        reason: "unavailable".into(),
-                        message: "the gateway could not renew it".into(),
-                    },
-                }
+                let refused = refused.map(patchbay_vault::Secret::new);
+                let scope = scope.unwrap_or_default();
+                Answer::Renewed(crate::stdio::renewal(upstream, refused.as_ref(), &scope).await)
             }
         }
     }

@@ -18,7 +18,7 @@ pub mod stdio;
 mod translated;
 pub mod upstream;
 
-pub use authorization::{ConsentDesk, ConsentDeskError, ConsentRequest};
+pub use authorization::{ConsentDesk, ConsentDeskError, ConsentNotices, ConsentRequest};
 pub use clients::{ClientRecord, Clients, ClientsError};
 pub use server::{Gateway, GatewayError, GatewayOptions, DEFAULT_PORT, HOP_HEADER};
 pub use upstream::{Upstream, UpstreamError, UpstreamTransport, Upstreams};

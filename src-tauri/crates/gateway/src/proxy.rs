@@ -18,6 +18,7 @@
 use crate::clients::{ClientRecord, CLIENT_HEADER};
 use crate::server::GatewayState;
 use crate::sessions::MCP_SESSION_ID;
+use crate::stdio::error_chain;
 use crate::upstream::{Upstream, UpstreamError, UpstreamTransport};
 use axum::body::{Body, Bytes};
 use axum::extract::{Path, Request, State};
@@ -597,17 +598,6 @@ async fn send(
         };
         return Err(Failure::Unreachable(failure));
     }
-}
-
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        text.push_str(": ");
-        text.push_str(&s.to_string());
-        source = s.source();
-    }
-    text
 }
 
 /// A POST's answer is bounded by the connector's `timeout_ms` as a whole; a GET (the server's

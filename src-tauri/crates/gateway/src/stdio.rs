@@ -50,7 +50,7 @@ mod link;
 mod revision;
 mod sse;
 pub(crate) mod upstream_http;
-pub use handoff::{renew_for_bridge, run_handoff, Delegated, Handoff};
+pub use handoff::{renewal, run_handoff, Delegated, Handoff};
 // The one SSE parser, shared with the connection check's legacy SSE client.
 pub use patchbay_check::sse::{SseEvent, SseEventTooLarge, SseParser, MAX_SSE_EVENT_BYTES};
 

@@ -108,3 +108,56 @@ impl ConsentDesk {
         self.state.authorization.changes.subscribe()
     }
 }
+
+/// The desktop notices for requests that came since the last look: each request is said once,
+/// however often the list is pushed again.
+#[derive(Debug, Default)]
+pub struct ConsentNotices {
+    known: std::collections::BTreeSet<String>,
+}
+
+impl ConsentNotices {
+    /// A notice for each of `requests` not seen before; `requests` is the list now.
+    pub fn new_among(&mut self, requests: &[ConsentRequest]) -> Vec<patchbay_core::Notice> {
+        let notices = requests
+            .iter()
+            .filter(|r| !self.known.contains(&r.id))
+            .map(|r| patchbay_core::Notice {
+                connector: r.connector.clone().unwrap_or_default(),
+                title: format!("{} asks to use your connectors", r.client_name),
+                body: "Allow or deny it in your browser or in the Connectors window.".into(),
+            })
+            .collect();
+        self.known = requests.iter().map(|r| r.id.clone()).collect();
+        notices
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(id: &str, client: &str) -> ConsentRequest {
+        ConsentRequest {
+            id: id.into(),
+            client_name: client.into(),
+            connector: None,
+            waiting_secs: 0,
+        }
+    }
+
+    #[test]
+    fn each_request_is_said_once_and_an_answered_one_is_forgotten() {
+        let mut notices = ConsentNotices::default();
+        let said = notices.new_among(&[request("a", "Cursor")]);
+        assert_eq!(said.len(), 1);
+        assert_eq!(said[0].title, "Cursor asks to use your connectors");
+        assert!(notices.new_among(&[request("a", "Cursor")]).is_empty());
+        let said = notices.new_among(&[request("a", "Cursor"), request("b", "VS Code")]);
+        assert_eq!(said.len(), 1);
+        assert_eq!(said[0].title, "VS Code asks to use your connectors");
+        assert!(notices.new_among(&[]).is_empty());
+        // Gone, then back under the same id (a page reopened): said again.
+        assert_eq!(notices.new_among(&[request("a", "Cursor")]).len(), 1);
+    }
+}

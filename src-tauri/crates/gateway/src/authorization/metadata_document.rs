@@ -12,6 +12,7 @@
 //! with the host that vouches for it, so a name alone cannot pass for another client.
 
 use super::registrations::{acceptable_redirect, Registration};
+use crate::stdio::error_chain;
 use serde_json::Value;
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
@@ -220,18 +221,6 @@ fn registration_from(
         redirect_uris,
         created_at: now,
     })
-}
-
-/// An error with its sources (reqwest's own message says only "error sending request").
-fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@ use crate::upstream::{with_bearer, Upstream, UpstreamError, UpstreamTransport};
 use patchbay_core::StepUpBudget;
 use patchbay_vault::Secret;
 use serde::{Deserialize, Serialize};
-use std::io::{BufRead, Write};
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::{Arc, RwLock};
@@ -198,32 +198,27 @@ fn run_renew(
     }
 }
 
-/// The renew command's side, in the full `patchbay`: reads the refused bearer and a step-up's
-/// scope from `input`, renews through [`Upstream::on_unauthorized`] (or steps up through
-/// [`Upstream::on_insufficient_scope`]) and writes the answer's one JSON line.
-pub async fn renew_for_bridge(
+/// The renew command's answer line (`patchbay connect --renew`, in the full `patchbay`), and
+/// the gateway's bridge socket's: a new bearer through [`Upstream::on_unauthorized`] (the
+/// refresher of record's locked transaction) after `rejected` was refused, or through
+/// [`Upstream::on_insufficient_scope`] for `scope` (a step-up, when not empty).
+/// `{"bearer": …}` or `{"error": …}`.
+pub async fn renewal(
     upstream: Result<Upstream, UpstreamError>,
-    mut input: impl BufRead,
-    mut output: impl Write,
-) -> std::io::Result<()> {
-    let mut line = String::new();
-    input.read_line(&mut line)?;
-    let rejected = Some(line.trim()).filter(|l| !l.is_empty()).map(Secret::new);
-    let mut scope = String::new();
-    input.read_line(&mut scope)?;
-    let scope = scope.trim();
-    let answer = match upstream {
-        Ok(upstream) => match match scope.is_empty() {
-            true => upstream.on_unauthorized(rejected.as_ref()).await,
+    rejected: Option<&Secret>,
+    scope: &str,
+) -> serde_json::Value {
+    let renewed = match upstream {
+        Ok(upstream) => match scope.is_empty() {
+            true => upstream.on_unauthorized(rejected).await,
             false => upstream.on_insufficient_scope(scope).await,
-        } {
-            Ok(bearer) => serde_json::json!({ "bearer": bearer.expose() }),
-            Err(e) => serde_json::json!({ "error": e.to_string() }),
         },
-        Err(e) => serde_json::json!({ "error": e.to_string() }),
+        Err(e) => Err(e),
     };
-    writeln!(output, "{answer}")?;
-    output.flush()
+    match renewed {
+        Ok(bearer) => serde_json::json!({ "bearer": bearer.expose() }),
+        Err(e) => serde_json::json!({ "error": e.to_string() }),
+    }
 }
 
 /// The lean bridge's main: runs [`run`] on stdin and stdout with the handed-off credentials.
