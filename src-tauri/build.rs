@@ -11,6 +11,7 @@ fn main() {
             "delete_unclaimed_credential",
             "start_authorization",
             "complete_authorization",
+            "enter_client",
             "add_to_runtime",
             "refresh_connector",
             "disconnect_connector",

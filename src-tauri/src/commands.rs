@@ -43,6 +43,26 @@ pub async fn start_authorization(
     Ok(state.authorizer().start(&name, open_browser).await?)
 }
 
+/// Keep the OAuth client the user made at a provider that offers no way to register Patchbay
+/// (after `start_authorization` failed with `client_needed`), then start authorizing with it.
+/// An empty secret is a public client's.
+#[tauri::command]
+pub async fn enter_client(
+    state: State<'_, AppState>,
+    name: String,
+    client_id: String,
+    client_secret: patchbay_vault::Secret,
+) -> Result<Started, IpcError> {
+    state
+        .authorizer()
+        .enter_client(&name, &client_id, Some(client_secret))?;
+    let open_browser = StartOptions {
+        open_browser: true,
+        ..StartOptions::default()
+    };
+    Ok(state.authorizer().start(&name, open_browser).await?)
+}
+
 /// "Add to Claude Code" / "Add to Codex": configure the connector in the runtime
 /// (`claude_code`, `codex`), write its credential through, then answer the new status.
 #[tauri::command]

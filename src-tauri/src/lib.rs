@@ -416,6 +416,7 @@ pub fn run() {
             commands::get_status,
             commands::delete_unclaimed_credential,
             commands::start_authorization,
+            commands::enter_client,
             commands::complete_authorization,
             commands::add_to_runtime,
             commands::refresh_connector,

@@ -2,6 +2,7 @@
 
 import type { Backend } from "./backend";
 import { takePageBoot, toBackendError } from "./backend";
+import { carrySecretField, clientEntryFor } from "./client-entry";
 import { now } from "./clock";
 import { el } from "./format";
 import { icon } from "./icons";
@@ -427,7 +428,9 @@ export class ConnectorsWindow {
       ) {
         ui = { ...ui, check: null };
       }
-      if (ui && !authorizeAction(c.action) && !authorizeAction(ui.check?.result.action)) ui = { ...ui, pending: false, flow: null };
+      if (ui && !authorizeAction(c.action) && !authorizeAction(ui.check?.result.action)) {
+        ui = { ...ui, pending: false, flow: null, clientEntry: null };
+      }
       // No credential any more (disconnected, retired elsewhere): nothing to refresh or disconnect.
       if (ui && !c.credential && (ui.refreshing || ui.disconnect)) ui = { ...ui, refreshing: false, disconnect: null };
       if (ui?.historyOpen && !c.refresh_history?.length) ui = { ...ui, historyOpen: false };
@@ -449,6 +452,7 @@ export class ConnectorsWindow {
           toolsOpen: null,
           clientsOpen: null,
           flow: state.flow && { ...state.flow, draft: null },
+          clientEntry: state.clientEntry && { ...state.clientEntry, draft: null },
           disconnect: state.disconnect && { ...state.disconnect, forget: null },
         },
         health,
@@ -457,6 +461,7 @@ export class ConnectorsWindow {
       let entry = this.rows.get(c.name);
       if (!entry || entry.sig !== sig) {
         const fresh = buildRow(c, state, t, health, clients);
+        carrySecretField(entry?.el, fresh);
         // A highlight under way (focus-connector, Add) survives a re-render of its row.
         if (entry?.el.classList.contains("row--highlight")) fresh.classList.add("row--highlight");
         if (entry) entry.el.replaceWith(fresh);
@@ -975,7 +980,7 @@ export class ConnectorsWindow {
           this.cancelDisconnect(name, true);
           return;
         }
-        if (this.rowUi.get(name)?.flow) {
+        if (this.rowUi.get(name)?.flow || this.rowUi.get(name)?.clientEntry) {
           e.preventDefault();
           this.closeFlow(name);
           return;
@@ -1051,6 +1056,10 @@ export class ConnectorsWindow {
       this.closeFlow(name);
       return;
     }
+    if (btn.dataset.control === "save-client") {
+      // A submit button: the form's submit event does the work.
+      return;
+    }
     if (btn.dataset.control === "add-runtime") {
       if (btn.getAttribute("aria-disabled") !== "true") void this.addToRuntime(name, btn.dataset.runtime ?? "", c.state);
       return;
@@ -1097,15 +1106,22 @@ export class ConnectorsWindow {
   }
 
   private onListSubmit(e: SubmitEvent): void {
-    const form = (e.target as HTMLElement).closest<HTMLFormElement>("form[data-control=paste-form]");
+    const form = (e.target as HTMLElement).closest<HTMLFormElement>("form[data-control=paste-form], form[data-control=client-form]");
     const row = form?.closest<HTMLLIElement>("li[data-connector]");
     if (!form || !row) return;
     e.preventDefault();
-    void this.completePaste(row.dataset.connector!);
+    if (form.dataset.control === "client-form") void this.enterClient(row.dataset.connector!);
+    else void this.completePaste(row.dataset.connector!);
   }
 
   private onListInput(e: Event): void {
     const input = e.target as HTMLInputElement;
+    if (input.dataset.control === "client-id") {
+      const name = input.closest<HTMLLIElement>("li[data-connector]")?.dataset.connector;
+      const entry = name ? this.rowUi.get(name)?.clientEntry : null;
+      if (entry) entry.draft = input.value;
+      return;
+    }
     if (input.dataset.control !== "pasted") return;
     const name = input.closest<HTMLLIElement>("li[data-connector]")?.dataset.connector;
     const flow = name ? this.rowUi.get(name)?.flow : null;
@@ -1184,7 +1200,7 @@ export class ConnectorsWindow {
   }
 
   private closeFlow(name: string): void {
-    this.updateRowUi(name, { flow: null });
+    this.updateRowUi(name, { flow: null, clientEntry: null });
     const row = this.rows.get(name)?.el;
     (row?.querySelector<HTMLElement>("[data-control=primary]") ?? row)?.focus();
   }
@@ -1266,15 +1282,56 @@ export class ConnectorsWindow {
   // ---- actions --------------------------------------------------------------------------
 
   private async authorize(name: string, state: ConnectorStateId): Promise<void> {
-    this.updateRowUi(name, { pending: true, notice: null, flow: null });
+    this.updateRowUi(name, { pending: true, notice: null, flow: null, clientEntry: null });
     let started: StartedFlow;
     try {
       started = await this.backend.startAuthorization(name);
     } catch (err) {
       const e = toBackendError(err);
+      const clientEntry = clientEntryFor(e, state);
+      if (clientEntry) {
+        this.updateRowUi(name, { pending: false, clientEntry });
+        this.announce("Patchbay needs a client made at the provider: enter its client id");
+        this.rows.get(name)?.el.querySelector<HTMLInputElement>("[data-control=client-id]")?.focus();
+        return;
+      }
       this.updateRowUi(name, { pending: false, notice: { tone: "error", text: e.message, kind: e.kind, forState: state } });
       return;
     }
+    this.started(name, started, state);
+  }
+
+  /** Save and authorize: keeps the client typed into the row's form, then authorizing starts. */
+  private async enterClient(name: string): Promise<void> {
+    const entry = this.rowUi.get(name)?.clientEntry;
+    if (!entry || entry.busy) return;
+    const row = this.rows.get(name)?.el;
+    const clientId = row?.querySelector<HTMLInputElement>("[data-control=client-id]")?.value ?? entry.draft;
+    const secretField = row?.querySelector<HTMLInputElement>("[data-control=client-secret]");
+    if (clientId.trim() === "") {
+      this.updateRowUi(name, {
+        clientEntry: { ...entry, draft: clientId, error: { kind: "invalid_input", message: "Enter the client id the provider gave you." } },
+      });
+      this.rows.get(name)?.el.querySelector<HTMLInputElement>("[data-control=client-id]")?.focus();
+      return;
+    }
+    const secret = secretField?.value ?? "";
+    this.updateRowUi(name, { clientEntry: { ...entry, draft: clientId, busy: true, error: null } });
+    let started: StartedFlow;
+    try {
+      started = await this.backend.enterClient(name, clientId, secret);
+    } catch (err) {
+      const now = this.rowUi.get(name)?.clientEntry;
+      if (now) this.updateRowUi(name, { clientEntry: { ...now, busy: false, error: toBackendError(err) } });
+      this.rows.get(name)?.el.querySelector<HTMLInputElement>("[data-control=client-id]")?.focus();
+      return;
+    }
+    this.updateRowUi(name, { clientEntry: null });
+    this.started(name, started, entry.forState);
+  }
+
+  /** An authorization started: the paste-back panel, or the note that the browser finishes it. */
+  private started(name: string, started: StartedFlow, state: ConnectorStateId): void {
     const notice = started.notice ?? null;
     if (started.completion === "paste_back") {
       this.updateRowUi(name, {

@@ -11,6 +11,7 @@ import type {
   ConnectorCheck,
   GatewayClients,
   HealthBoard,
+  IpcError,
   StartedFlow,
   StatusReport,
   SwitchCandidate,
@@ -26,6 +27,11 @@ export interface Backend {
   startAuthorization(name: string): Promise<StartedFlow>;
   /** Finishes a paste-back flow from the pasted address or code; answers the new report. */
   completeAuthorization(name: string, pasted: string): Promise<StatusReport>;
+  /**
+   * After `startAuthorization` rejected with kind `client_needed`: keeps the client the user made
+   * at the provider (an empty secret: a public client) and starts authorizing with it.
+   */
+  enterClient(name: string, clientId: string, clientSecret: string): Promise<StartedFlow>;
   /** "Add to Claude Code" / "Add to Codex"; answers the new report. Rejects with a BackendError. */
   addToRuntime(name: string, runtime: string): Promise<StatusReport>;
   /**
@@ -127,7 +133,10 @@ export function toBackendError(err: unknown): BackendError {
   if (err && typeof err === "object") {
     const o = err as Record<string, unknown>;
     const message = typeof o.message === "string" ? o.message : JSON.stringify(err);
-    if (typeof o.kind === "string") return { kind: o.kind as ErrorKind, message };
+    if (typeof o.kind === "string") {
+      const needed = o.needs_client as IpcError["needs_client"];
+      return needed ? { kind: o.kind as ErrorKind, message, needs_client: needed } : { kind: o.kind as ErrorKind, message };
+    }
     return { kind: "error", message: err instanceof Error ? `${err.name}: ${message}` : message };
   }
   if (typeof err === "string") return { kind: "error", message: err };
@@ -141,6 +150,7 @@ function tauriBackend(): Backend {
       invoke<StatusReport>("delete_unclaimed_credential", { credentialKey }),
     startAuthorization: (name) => invoke<StartedFlow>("start_authorization", { name }),
     completeAuthorization: (name, pasted) => invoke<StatusReport>("complete_authorization", { name, pasted }),
+    enterClient: (name, clientId, clientSecret) => invoke<StartedFlow>("enter_client", { name, clientId, clientSecret }),
     addToRuntime: (name, runtime) => invoke<StatusReport>("add_to_runtime", { name, runtime }),
     refreshConnector: (name) => invoke<StatusReport>("refresh_connector", { name }),
     disconnectConnector: (name, forgetRegistration) =>

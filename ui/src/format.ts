@@ -81,3 +81,18 @@ export function el<K extends keyof HTMLElementTagNameMap>(
   if (text !== undefined) node.textContent = text;
   return node;
 }
+
+/** An address as selectable text with a Copy button (the window cannot open URLs itself). */
+export function buildLinkLine(url: string, id: string, copyLabel = "Copy the authorization address"): HTMLDivElement {
+  const line = el("div", "linkline");
+  const code = el("code", "linkline__url", url);
+  code.id = id;
+  const copy = el("button", "btn linkline__copy", "Copy");
+  copy.type = "button";
+  copy.dataset.control = "copy-link";
+  copy.dataset.copy = url;
+  copy.setAttribute("aria-label", copyLabel);
+  copy.setAttribute("aria-describedby", id);
+  line.append(code, copy);
+  return line;
+}

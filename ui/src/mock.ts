@@ -7,8 +7,10 @@
 //   fail=refresh_connector / fail=disconnect_connector
 //                      every Refresh now / Disconnect rejects (comma-separate to combine)
 //   now=<iso>|real     the clock; default: the fixture's generated_at (stable screenshots)
-//   start=receiver|paste_back|port_taken
-//                      what start_authorization answers (default receiver)
+//   start=receiver|paste_back|port_taken|client_needed
+//                      what start_authorization answers (default receiver); client_needed
+//                      rejects as a provider with no way to register does, until enter_client
+//                      was called for that connector (then it starts with the receiver)
 //   health=<name>      which health board to serve (ui/src/fixtures/health/<name>.json; default:
 //                      the fixture's name, else an empty board: nothing checked yet)
 //   checkfail=<names>|all
@@ -82,6 +84,7 @@ import type {
   HealthBoard,
   HealthRow,
   InUseReason,
+  IpcError,
   RefreshEntry,
   StartedFlow,
   StatusReport,
@@ -201,6 +204,9 @@ export async function createMockBackend(params: URLSearchParams): Promise<Backen
   const askAuthorizeListeners = new Set<(n: string) => void>();
   const healthListeners = new Set<() => void>();
   const failures = new Map<string, (BackendError | string)[]>();
+  // start=client_needed: the connectors asked for a client, and those a client was entered for.
+  const asked = new Set<string>();
+  const enteredClients = new Set<string>();
   const results = new Map<string, unknown[]>();
   const handlers = new Map<string, Handler>();
   // Commands that reject on every call (`fail=refresh_connector`).
@@ -371,7 +377,22 @@ export async function createMockBackend(params: URLSearchParams): Promise<Backen
         return clone(report);
       }),
     startAuthorization: (name) =>
-      call("start_authorization", { name }, () => startedFlow(name, params.get("start") ?? "receiver")),
+      call("start_authorization", { name }, () => {
+        const start = params.get("start") ?? "receiver";
+        if (start === "client_needed" && !enteredClients.has(name)) {
+          asked.add(name);
+          throw clientNeeded();
+        }
+        return startedFlow(name, start === "client_needed" ? "receiver" : start);
+      }),
+    enterClient: (name, clientId, clientSecret) =>
+      call("enter_client", { name, clientId, secretGiven: clientSecret !== "" }, () => {
+        if (!asked.has(name)) throw { kind: "invalid_input", message: `${name} has not asked for a client` };
+        if (clientId.trim() === "") throw { kind: "invalid_input", message: "a client id is one line of text, not empty" };
+        asked.delete(name);
+        enteredClients.add(name);
+        return startedFlow(name, "receiver");
+      }),
     completeAuthorization: (name, pasted) =>
       call("complete_authorization", { name, pasted }, () => {
         report = {
@@ -782,6 +803,17 @@ function toGallery(c: Connector): GalleryEntry {
 
 function authorizeLike(c: Connector): boolean {
   return c.action === "authorize" || c.action === "reauthorize";
+}
+
+/** What start_authorization rejects with where nothing registers Patchbay. */
+function clientNeeded(): IpcError {
+  const issuer = "https://auth.example.com";
+  const redirect_uri = "http://127.0.0.1:3118/callback";
+  return {
+    kind: "client_needed",
+    message: `${issuer} offers no way to register Patchbay. Create an OAuth client there (a public client, with the redirect URI ${redirect_uri}), then enter its client id here.`,
+    needs_client: { issuer, redirect_uri },
+  };
 }
 
 function startedFlow(connector: string, completion: string): StartedFlow {

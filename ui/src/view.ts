@@ -1,7 +1,8 @@
 // Pure builders: a report (or part of one) in, DOM out. No state, no listeners.
 
-import { agoText, absoluteText, appendRich, el, expiryText, parseTime, untilText } from "./format";
+import { agoText, absoluteText, appendRich, buildLinkLine, el, expiryText, parseTime, untilText } from "./format";
 import { icon } from "./icons";
+import { buildClientEntry, type ClientEntry } from "./client-entry";
 import type {
   BackendError,
   CatalogSource,
@@ -102,6 +103,8 @@ export interface RowUi {
   /** The runtime an "Add to …" is under way for. */
   adding?: string | null;
   flow: PasteFlow | null;
+  /** The provider offers no way to register Patchbay: the form that asks for a client. */
+  clientEntry?: ClientEntry | null;
   /** The refresh history drawer is open (kept across re-renders of the row). */
   historyOpen?: boolean;
   /** A "Refresh now" is under way. */
@@ -585,6 +588,7 @@ export function buildRow(
   if (ui.check) main.append(buildCheckResult(c, ui, ui.check.result, id, nowMs));
   if (ui.notice) main.append(buildNotice(ui.notice, id));
   if (ui.flow) main.append(buildPasteFlow(c, ui.flow, id));
+  if (ui.clientEntry) main.append(buildClientEntry(c, ui.clientEntry, id));
 
   const side = el("div", "row__side");
   const badges = el("div", "row__badges");
@@ -1301,21 +1305,6 @@ function buildNotice(n: RowNotice, id: string): HTMLDivElement {
   close.append(icon("close", "icon"));
   box.append(close);
   return box;
-}
-
-/** An address as selectable text with a Copy button (the window cannot open URLs itself). */
-function buildLinkLine(url: string, id: string): HTMLDivElement {
-  const line = el("div", "linkline");
-  const code = el("code", "linkline__url", url);
-  code.id = id;
-  const copy = el("button", "btn linkline__copy", "Copy");
-  copy.type = "button";
-  copy.dataset.control = "copy-link";
-  copy.dataset.copy = url;
-  copy.setAttribute("aria-label", "Copy the authorization address");
-  copy.setAttribute("aria-describedby", id);
-  line.append(code, copy);
-  return line;
 }
 
 /** The paste-back panel: why, the authorize link, and the field for the redirected address. */

@@ -253,7 +253,7 @@ export type DegradedStatus = { since: string,
  */
 error: string, };
 
-export type ErrorKind = "no_home" | "secret_store" | "unknown_connector" | "invalid_entry" | "no_credential" | "not_pending" | "refused" | "io" | "bad_file" | "internal" | "runtime_store" | "client_config" | "not_authorizable" | "invalid_input" | "oauth" | "timed_out" | "watch" | "health_store" | "catalog_write" | "conflict" | "gateway_clients" | "launch_at_login";
+export type ErrorKind = "no_home" | "secret_store" | "unknown_connector" | "invalid_entry" | "no_credential" | "not_pending" | "refused" | "io" | "bad_file" | "internal" | "runtime_store" | "client_config" | "not_authorizable" | "invalid_input" | "oauth" | "client_needed" | "timed_out" | "watch" | "health_store" | "catalog_write" | "conflict" | "gateway_clients" | "launch_at_login";
 
 export type ErrorSummary = { 
 /**
@@ -328,11 +328,18 @@ export type IpcError = { kind: ErrorKind,
 /**
  * An English sentence for the user.
  */
-message: string, };
+message: string, 
+/**
+ * With `client_needed`: the client to create at the provider, then enter with
+ * `enter_client`.
+ */
+needs_client?: NeededClient, };
 
 export type KnownTools = { checked_at: string, transport: TransportKind, tools: Array<StoredTool>, };
 
 export type MissingVariable = { name: string, field: string, };
+
+export type NeededClient = { issuer: string, redirect_uri: string, };
 
 export type Needs = "oauth" | "secret" | "nothing";
 

@@ -703,7 +703,7 @@ fn ask_for_client(
     let secret =
         rpassword::prompt_password("Client secret (not shown; empty for a public client): ")
             .map_err(|e| CoreError::io("read", std::path::Path::new("the terminal"), e))?;
-    auth.keep_entered_client(issuer, redirect_uri, &id, Some(Secret::new(secret)))
+    auth.enter_client(name, &id, Some(Secret::new(secret)))
 }
 
 async fn authorize_once(auth: &Authorizer, name: &str, no_browser: bool) -> Result<(), CoreError> {

@@ -160,6 +160,20 @@ struct Inner {
     /// The states whose callback this Authorizer is finishing now (taken from the vault, the
     /// code exchange under way): gone from the vault but not spent elsewhere.
     finishing: Mutex<std::collections::HashSet<String>>,
+    /// Per connector, the authorization server its last start found no way to register with:
+    /// where a client the user enters is kept (see [`Authorizer::enter_client`]). The caller
+    /// names only the connector, so a window cannot aim a client at another issuer.
+    needs_client: Mutex<HashMap<String, NeededClient>>,
+}
+
+/// What a user must create at a provider that offers no way to register Patchbay (the spec's
+/// last resort, "ask the user"): an OAuth client at `issuer`, registered with `redirect_uri`.
+/// Sent to the window inside the error of `start_authorization`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct NeededClient {
+    pub issuer: String,
+    pub redirect_uri: String,
 }
 
 /// A flow this Authorizer started. No `Debug`: the state finishes the flow.
@@ -194,6 +208,7 @@ impl Authorizer {
                 step_ups: StepUpBudget::default(),
                 own_flows: Mutex::new(HashMap::new()),
                 finishing: Mutex::new(std::collections::HashSet::new()),
+                needs_client: Mutex::new(HashMap::new()),
             }),
         }
     }
@@ -268,7 +283,27 @@ impl Authorizer {
             now: patchbay.now(),
             ttl: inner.options.flow_ttl,
         };
-        let begun = flow::begin(&inner.http, patchbay.vault(), &request).await?;
+        let begun = match flow::begin(&inner.http, patchbay.vault(), &request).await {
+            Ok(begun) => begun,
+            Err(error) => {
+                if let patchbay_oauth::OAuthError::NoClient {
+                    issuer,
+                    redirect_uri,
+                    ..
+                } = &error
+                {
+                    lock(&inner.needs_client).insert(
+                        name.to_string(),
+                        NeededClient {
+                            issuer: issuer.clone(),
+                            redirect_uri: redirect_uri.clone(),
+                        },
+                    );
+                }
+                return Err(error.into());
+            }
+        };
+        lock(&inner.needs_client).remove(name);
         lock(&inner.outcomes).remove(name);
         lock(&inner.own_flows)
             .entry(name.to_string())
@@ -394,17 +429,23 @@ impl Authorizer {
         }
     }
 
-    /// Keeps a client the user entered for an authorization server that offers no way to
-    /// register (the spec's last resort: ask the user): its id and secret in the vault, as the
-    /// client for `issuer` and `redirect_uri`, used by the next authorization there like a
-    /// registration Patchbay made.
-    pub fn keep_entered_client(
+    /// Keeps a client the user entered for `connector`, whose last [`Self::start`] found no way
+    /// to register Patchbay (the spec's last resort: ask the user): its id and secret in the
+    /// vault, as the client for that authorization server and redirect URI, used by the next
+    /// authorization there like a registration Patchbay made. An empty secret means a public
+    /// client.
+    pub fn enter_client(
         &self,
-        issuer: &str,
-        redirect_uri: &str,
+        connector: &str,
         client_id: &str,
         client_secret: Option<patchbay_vault::Secret>,
     ) -> Result<(), CoreError> {
+        let needed = lock(&self.inner.needs_client).get(connector).cloned();
+        let Some(needed) = needed else {
+            return Err(CoreError::InvalidInput(format!(
+                "{connector} has not asked for a client: authorize it first, and enter a client only when Patchbay says its server offers no way to register"
+            )));
+        };
         let client_id = client_id.trim();
         if client_id.is_empty() || client_id.chars().any(char::is_control) {
             return Err(CoreError::InvalidInput(
@@ -415,14 +456,19 @@ impl Authorizer {
         patchbay
             .vault()
             .put_registration(&patchbay_vault::Registration {
-                issuer: issuer.to_string(),
-                redirect_uri: redirect_uri.to_string(),
+                issuer: needed.issuer.clone(),
+                redirect_uri: needed.redirect_uri.clone(),
                 client_id: client_id.to_string(),
                 client_secret: client_secret.filter(|s| !s.expose().is_empty()),
                 token_auth_method: None,
                 created_at: patchbay.now(),
             })?;
-        tracing::info!(issuer, "kept the client id the user entered");
+        lock(&self.inner.needs_client).remove(connector);
+        tracing::info!(
+            connector,
+            issuer = needed.issuer,
+            "kept the client the user entered"
+        );
         Ok(())
     }
 

@@ -162,6 +162,9 @@ impl CoreError {
             CoreError::ClientConfig(_) => ErrorKind::ClientConfig,
             CoreError::NotAuthorizable(_) => ErrorKind::NotAuthorizable,
             CoreError::InvalidInput(_) => ErrorKind::InvalidInput,
+            CoreError::OAuth(patchbay_oauth::OAuthError::NoClient { .. }) => {
+                ErrorKind::ClientNeeded
+            }
             CoreError::OAuth(_) => ErrorKind::Oauth,
             CoreError::WaitTimedOut { .. } => ErrorKind::TimedOut,
             CoreError::Watch { .. } => ErrorKind::Watch,
@@ -203,6 +206,9 @@ pub enum ErrorKind {
     NotAuthorizable,
     InvalidInput,
     Oauth,
+    /// The authorization server offers no way to register Patchbay: the user is asked for a
+    /// client made at the provider ([`IpcError::needs_client`] says where).
+    ClientNeeded,
     TimedOut,
     Watch,
     HealthStore,
@@ -234,6 +240,7 @@ impl ErrorKind {
             ErrorKind::NotAuthorizable => "not_authorizable",
             ErrorKind::InvalidInput => "invalid_input",
             ErrorKind::Oauth => "oauth",
+            ErrorKind::ClientNeeded => "client_needed",
             ErrorKind::TimedOut => "timed_out",
             ErrorKind::Watch => "watch",
             ErrorKind::HealthStore => "health_store",
@@ -266,23 +273,49 @@ pub struct IpcError {
     pub kind: ErrorKind,
     /// An English sentence for the user.
     pub message: String,
+    /// With `client_needed`: the client to create at the provider, then enter with
+    /// `enter_client`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub needs_client: Option<crate::NeededClient>,
+}
+
+impl IpcError {
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> IpcError {
+        IpcError {
+            kind,
+            message: message.into(),
+            needs_client: None,
+        }
+    }
 }
 
 impl From<CoreError> for IpcError {
     fn from(error: CoreError) -> IpcError {
-        IpcError {
-            kind: error.kind(),
-            message: error.to_string(),
+        match error {
+            // Said for the window, not the terminal the core's text points to.
+            CoreError::OAuth(patchbay_oauth::OAuthError::NoClient {
+                issuer,
+                redirect_uri,
+                ..
+            }) => IpcError {
+                kind: ErrorKind::ClientNeeded,
+                message: format!(
+                    "{issuer} offers no way to register Patchbay. Create an OAuth client there (a public client, with the redirect URI {redirect_uri}), then enter its client id here."
+                ),
+                needs_client: Some(crate::NeededClient {
+                    issuer,
+                    redirect_uri,
+                }),
+            },
+            error => IpcError::new(error.kind(), error.to_string()),
         }
     }
 }
 
 impl From<crate::autostart::AutostartError> for IpcError {
     fn from(error: crate::autostart::AutostartError) -> IpcError {
-        IpcError {
-            kind: ErrorKind::LaunchAtLogin,
-            message: error.to_string(),
-        }
+        IpcError::new(ErrorKind::LaunchAtLogin, error.to_string())
     }
 }
 
@@ -344,6 +377,30 @@ mod tests {
             after: std::time::Duration::from_secs(1),
         };
         assert_eq!(timed_out.kind(), "timed_out");
+    }
+
+    #[test]
+    fn the_window_is_asked_for_a_client_where_nothing_registers_patchbay() {
+        let no_client = CoreError::from(patchbay_oauth::OAuthError::NoClient {
+            server: "fx".into(),
+            issuer: "https://auth.example".into(),
+            redirect_uri: "http://127.0.0.1:3118/callback".into(),
+            clients_file: "/home/u/.config/patchbay/oauth-clients.json".into(),
+        });
+        assert_eq!(no_client.kind(), "client_needed");
+        let json = serde_json::to_value(IpcError::from(no_client)).unwrap();
+        assert_eq!(json["kind"], "client_needed");
+        assert_eq!(
+            json["needs_client"],
+            serde_json::json!({ "issuer": "https://auth.example", "redirect_uri": "http://127.0.0.1:3118/callback" })
+        );
+        let message = json["message"].as_str().unwrap();
+        assert!(
+            message.contains("http://127.0.0.1:3118/callback") && !message.contains("terminal"),
+            "said for the window: {message}"
+        );
+        let other = serde_json::to_value(IpcError::from(CoreError::NoHome)).unwrap();
+        assert!(other.get("needs_client").is_none(), "{other}");
     }
 
     #[test]

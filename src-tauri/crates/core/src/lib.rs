@@ -27,7 +27,8 @@ pub mod user_catalog;
 pub mod watch;
 
 pub use authorize::{
-    Authorizer, AuthorizerOptions, Completion, StartOptions, Started, StepUpBudget, MAX_STEP_UPS,
+    Authorizer, AuthorizerOptions, Completion, NeededClient, StartOptions, Started, StepUpBudget,
+    MAX_STEP_UPS,
 };
 pub use bridges::Bridges;
 pub use check::{Checker, CheckerOptions, ConnectorCheck, HealthBoard};

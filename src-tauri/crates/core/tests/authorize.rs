@@ -1219,13 +1219,19 @@ async fn where_nothing_registers_patchbay_a_client_the_user_entered_is_kept_and_
     };
     assert_eq!(issuer, r.fake.issuer());
     assert_eq!(redirect_uri, "http://127.0.0.1:3118/callback");
-    assert!(r
-        .auth
-        .keep_entered_client(&issuer, &redirect_uri, " \n", None)
-        .is_err());
+    // Only the connector is named: the client goes to the issuer its start found.
+    assert!(
+        r.auth.enter_client("other", "hand-made", None).is_err(),
+        "no client was asked for other"
+    );
+    assert!(r.auth.enter_client("fx", " \n", None).is_err());
     r.auth
-        .keep_entered_client(&issuer, &redirect_uri, "hand-made\n", Some(Secret::new("")))
+        .enter_client("fx", "hand-made\n", Some(Secret::new("")))
         .unwrap();
+    assert!(
+        r.auth.enter_client("fx", "again", None).is_err(),
+        "the need is met once"
+    );
     r.authorize().await.unwrap();
     assert_eq!(r.row().client_id.as_deref(), Some("hand-made"));
     let token = &r.fake.requests("/token")[0];

@@ -55,16 +55,13 @@ pub enum EntryError {
 impl From<EntryError> for patchbay_core::IpcError {
     fn from(error: EntryError) -> patchbay_core::IpcError {
         use patchbay_core::ErrorKind;
-        let kind = match &error {
-            EntryError::Core(core) => core.kind(),
+        let kind = match error {
+            EntryError::Core(core) => return core.into(),
             EntryError::Conflict(_) => ErrorKind::Conflict,
             EntryError::Clients(_) | EntryError::LabelsTaken(_) => ErrorKind::GatewayClients,
             EntryError::Via(_) => ErrorKind::InvalidInput,
         };
-        patchbay_core::IpcError {
-            kind,
-            message: error.to_string(),
-        }
+        patchbay_core::IpcError::new(kind, error.to_string())
     }
 }
 

@@ -29,6 +29,13 @@ impl std::fmt::Display for Secret {
     }
 }
 
+/// A secret arriving over IPC (a client secret typed in the window) is wrapped as it is read.
+impl<'de> serde::Deserialize<'de> for Secret {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Secret, D::Error> {
+        String::deserialize(deserializer).map(Secret::new)
+    }
+}
+
 impl From<String> for Secret {
     fn from(value: String) -> Self {
         Secret::new(value)

@@ -42,10 +42,7 @@ impl From<ConsentDeskError> for patchbay_core::IpcError {
             ConsentDeskError::Gone => patchbay_core::ErrorKind::NotPending,
             ConsentDeskError::Failed(_) => patchbay_core::ErrorKind::Internal,
         };
-        patchbay_core::IpcError {
-            kind,
-            message: error.to_string(),
-        }
+        patchbay_core::IpcError::new(kind, error.to_string())
     }
 }
 
