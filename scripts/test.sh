@@ -23,7 +23,19 @@ if [ -z "${PATCHBAY_TEST_INNER:-}" ]; then
     "$0"
 fi
 
-step() { printf '\n==> %s\n' "$*"; }
+# Each step says how long the one before it took, and the last the whole run's times, so a slow
+# step shows in any CI log (CI's budget is 90 minutes).
+step_name= step_started=$SECONDS run_started=$SECONDS step_times=
+step() {
+  if [ -n "$step_name" ]; then
+    local took=$((SECONDS - step_started))
+    printf '   (%s: %d s)\n' "$step_name" "$took"
+    step_times+=$(printf '   %5d s  %s' "$took" "$step_name")$'\n'
+  fi
+  step_name=$*
+  step_started=$SECONDS
+  printf '\n==> %s\n' "$*"
+}
 
 # CI's machine has a bounded disk, and each step below builds into its own directory (debug, the
 # Windows target, the fuzz build, release): together they outgrow it (a CI run ran out of space
@@ -58,9 +70,7 @@ npm --prefix ui test
 # server scenarios through the gateway (it reads target/debug/patchbay, so before the prune);
 # tests/conformance/expected-failures.txt lists what fails today (docs/compatibility.md).
 step "conformance: the MCP framework's scenarios, 2025-11-25 and 2026-07-28"
-conformance_started=$SECONDS
 PATCHBAY_BIN="$target_dir/debug/patchbay" bash scripts/ci/conformance.sh
-echo "   conformance step: $((SECONDS - conformance_started))s"
 # Nothing below reads the debug build: the Windows step builds its own target, the package its
 # release build.
 prune "$target_dir/debug"
@@ -84,3 +94,4 @@ fi
 step "package: .deb built, installed, launched by a patchbay:// link, purged"
 bash scripts/ci/package.sh
 step "all checks passed"
+printf 'step times:\n%s   %5d s  in all\n' "$step_times" "$((SECONDS - run_started))"
