@@ -63,6 +63,30 @@ pub async fn enter_client(
     Ok(state.authorizer().start(&name, open_browser).await?)
 }
 
+/// Store a key the connector's entry uses (`${VARIABLE}`) in the vault, from the row's masked
+/// field; then answer the new status. The value is never sent back.
+#[tauri::command]
+pub async fn set_connector_key(
+    state: State<'_, AppState>,
+    name: String,
+    variable: String,
+    value: patchbay_vault::Secret,
+) -> Result<StatusReport, IpcError> {
+    state.core().set_connector_key(&name, &variable, &value)?;
+    Ok(state.refresh())
+}
+
+/// Remove a key the connector's entry uses from the vault; then answer the new status.
+#[tauri::command]
+pub async fn clear_connector_key(
+    state: State<'_, AppState>,
+    name: String,
+    variable: String,
+) -> Result<StatusReport, IpcError> {
+    state.core().clear_connector_key(&name, &variable)?;
+    Ok(state.refresh())
+}
+
 /// "Add to Claude Code" / "Add to Codex": configure the connector in the runtime
 /// (`claude_code`, `codex`), write its credential through, then answer the new status.
 #[tauri::command]

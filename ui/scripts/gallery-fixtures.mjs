@@ -78,6 +78,7 @@ write("first-run", report({}));
 const base = {
   description: null,
   missing_variables: [],
+  variables: [],
   unavailable_reason: null,
   one_shot: false,
   one_shot_note: null,

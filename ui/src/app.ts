@@ -2,7 +2,8 @@
 
 import type { Backend } from "./backend";
 import { takePageBoot, toBackendError } from "./backend";
-import { carrySecretField, clientEntryFor } from "./client-entry";
+import { clientEntryFor } from "./client-entry";
+import { carryTypedSecrets, KeysActions, type KeysUi } from "./keys";
 import { now } from "./clock";
 import { el } from "./format";
 import { icon } from "./icons";
@@ -32,7 +33,6 @@ import {
   outcomeTone,
   refreshTimes,
   runtimeName,
-  secretCommand,
   setDeleteButton,
   setRevokeButton,
   writtenText,
@@ -139,12 +139,22 @@ export class ConnectorsWindow {
   private readonly gatewayCount = el("span", "section-count");
   private readonly gatewayNote = el("p", "section-note");
   private readonly gatewayProblem = el("div", "gateway__problem");
+  /** The rows' Keys parts: set, replace and clear a connector's variables. */
+  private readonly keyActions: KeysActions;
 
   constructor(
     private readonly root: HTMLElement,
     private readonly backend: Backend,
     private readonly announcer: HTMLElement | null,
   ) {
+    this.keyActions = new KeysActions({
+      backend,
+      keys: (name) => this.rowUi.get(name)?.keys ?? {},
+      setKeys: (name, keys: KeysUi) => this.updateRowUi(name, { keys }),
+      render: (report) => this.render(report),
+      rowEl: (name) => this.rows.get(name)?.el,
+      announce: (text) => this.announce(text),
+    });
     this.buildSkeleton();
   }
 
@@ -461,7 +471,7 @@ export class ConnectorsWindow {
       let entry = this.rows.get(c.name);
       if (!entry || entry.sig !== sig) {
         const fresh = buildRow(c, state, t, health, clients);
-        carrySecretField(entry?.el, fresh);
+        carryTypedSecrets(entry?.el, fresh);
         // A highlight under way (focus-connector, Add) survives a re-render of its row.
         if (entry?.el.classList.contains("row--highlight")) fresh.classList.add("row--highlight");
         if (entry) entry.el.replaceWith(fresh);
@@ -726,12 +736,16 @@ export class ConnectorsWindow {
       return;
     }
     this.focusConnector(name);
-    const next = this.rows.get(name)?.el.querySelector<HTMLElement>("[data-control=primary]");
-    next?.focus({ preventScroll: true });
+    const row = this.rows.get(name)?.el;
+    const next = row?.querySelector<HTMLElement>("[data-control=primary]");
+    const key = row?.querySelector<HTMLInputElement>(".keys [data-control=key-value]");
+    (next ?? key)?.focus({ preventScroll: true });
     this.announce(
       next
-        ? `${title} added. Next: ${next.textContent}${c.action === "set_variable" ? `, ${secretCommand(c)}` : ""}`
-        : `${title} added: ${c.label}`,
+        ? `${title} added. Next: ${next.textContent}`
+        : key
+          ? `${title} added. Next: enter ${key.getAttribute("aria-label")?.replace(/^Value of /, "") ?? "its key"}`
+          : `${title} added: ${c.label}`,
     );
   }
 
@@ -938,6 +952,11 @@ export class ConnectorsWindow {
     const target = e.target as HTMLElement;
     const row = target.closest<HTMLLIElement>("li[data-connector]");
     if (!row) return;
+    if (target.closest(".keys") && target !== row) {
+      // In the Keys part the keys are its fields' and buttons'; Escape closes a Replace or Clear.
+      if (e.key === "Escape" && this.keyActions.escape(row.dataset.connector!)) e.preventDefault();
+      return;
+    }
     if (target.closest(".flow")) {
       // Inside the paste-back panel the keys are the field's and the buttons'; Escape closes it.
       if (e.key === "Escape") {
@@ -970,7 +989,10 @@ export class ConnectorsWindow {
       case " ":
         if (target === row) {
           e.preventDefault();
-          row.querySelector<HTMLButtonElement>("[data-control=primary]")?.click();
+          const primary = row.querySelector<HTMLButtonElement>("[data-control=primary]");
+          // A row waiting for a key has its field as its action.
+          if (primary) primary.click();
+          else row.querySelector<HTMLInputElement>(".keys [data-control=key-value]")?.focus();
         }
         return;
       case "Escape": {
@@ -1019,6 +1041,7 @@ export class ConnectorsWindow {
     const name = row.dataset.connector!;
     const c = this.report.connectors.find((x) => x.name === name);
     if (!c) return;
+    if (this.keyActions.click(btn, name)) return;
     if (btn.dataset.control === "dismiss") {
       this.updateRowUi(name, { notice: null });
       this.rows.get(name)?.el.focus();
@@ -1101,11 +1124,17 @@ export class ConnectorsWindow {
     }
     if (btn.dataset.control !== "primary" || btn.getAttribute("aria-disabled") === "true") return;
     if (c.action === "authorize" || c.action === "reauthorize") void this.authorize(name, c.state);
-    else if (c.action === "set_variable") void this.copy(btn, name, secretCommand(c) ?? "", c.state);
     else if (c.action === "edit_catalog" && c.source) void this.copy(btn, name, c.source, c.state);
   }
 
   private onListSubmit(e: SubmitEvent): void {
+    const keyForm = (e.target as HTMLElement).closest<HTMLFormElement>("form[data-control=key-form]");
+    const keyRow = keyForm?.closest<HTMLLIElement>("li[data-connector]");
+    if (keyForm && keyRow) {
+      e.preventDefault();
+      this.keyActions.submit(keyForm, keyRow.dataset.connector!);
+      return;
+    }
     const form = (e.target as HTMLElement).closest<HTMLFormElement>("form[data-control=paste-form], form[data-control=client-form]");
     const row = form?.closest<HTMLLIElement>("li[data-connector]");
     if (!form || !row) return;
@@ -1814,7 +1843,7 @@ function addedNotice(c: Connector, g: GalleryEntry | null): RowUi["notice"] {
   if (c.action === "authorize" || c.action === "reauthorize") {
     text = `${title} is added. Authorize it to finish: Patchbay opens the sign-in page in your browser.`;
   } else if (c.action === "set_variable") {
-    text = `${title} is added. Set its key to finish: \`${secretCommand(c) ?? "patchbay secret set NAME"}\`.`;
+    text = `${title} is added. Enter its ${c.missing_variables.length > 1 ? "keys" : "key"} below to finish; Patchbay keeps ${c.missing_variables.length > 1 ? "them" : "it"} in the system keychain.`;
   } else if (!c.needs_attention) {
     text = `${title} is added and ready to use.`;
   } else {

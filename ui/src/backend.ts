@@ -32,6 +32,10 @@ export interface Backend {
    * at the provider (an empty secret: a public client) and starts authorizing with it.
    */
   enterClient(name: string, clientId: string, clientSecret: string): Promise<StartedFlow>;
+  /** Stores a `${VARIABLE}` the connector's entry uses in the vault; answers the new report. */
+  setConnectorKey(name: string, variable: string, value: string): Promise<StatusReport>;
+  /** Removes a `${VARIABLE}` the connector's entry uses from the vault; answers the new report. */
+  clearConnectorKey(name: string, variable: string): Promise<StatusReport>;
   /** "Add to Claude Code" / "Add to Codex"; answers the new report. Rejects with a BackendError. */
   addToRuntime(name: string, runtime: string): Promise<StatusReport>;
   /**
@@ -151,6 +155,8 @@ function tauriBackend(): Backend {
     startAuthorization: (name) => invoke<StartedFlow>("start_authorization", { name }),
     completeAuthorization: (name, pasted) => invoke<StatusReport>("complete_authorization", { name, pasted }),
     enterClient: (name, clientId, clientSecret) => invoke<StartedFlow>("enter_client", { name, clientId, clientSecret }),
+    setConnectorKey: (name, variable, value) => invoke<StatusReport>("set_connector_key", { name, variable, value }),
+    clearConnectorKey: (name, variable) => invoke<StatusReport>("clear_connector_key", { name, variable }),
     addToRuntime: (name, runtime) => invoke<StatusReport>("add_to_runtime", { name, runtime }),
     refreshConnector: (name) => invoke<StatusReport>("refresh_connector", { name }),
     disconnectConnector: (name, forgetRegistration) =>

@@ -87,10 +87,3 @@ export function buildClientEntry(c: Connector, f: ClientEntry, id: string): HTML
   box.append(form);
   return box;
 }
-
-/** A rebuilt row keeps what was typed into the secret field (the window's state never holds it). */
-export function carrySecretField(from: HTMLElement | undefined, to: HTMLElement): void {
-  const old = from?.querySelector<HTMLInputElement>("[data-control=client-secret]");
-  const fresh = to.querySelector<HTMLInputElement>("[data-control=client-secret]");
-  if (old && fresh && old.value !== "") fresh.value = old.value;
-}

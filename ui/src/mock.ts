@@ -56,6 +56,10 @@
 // setting cannot be read: the switch says it is unavailable) and `fail=set_launch_at_login`
 // (every change rejects: the switch goes back) reject with kind `launch_at_login`.
 //
+// Keys (issue 21): set_connector_key and clear_connector_key answer the report as it is unless a
+// test scripts the answer with `nextResult`; the calls record whether a value was given, never
+// the value.
+//
 // Sign-in requests (the gateway's consents): `consents=CLIENT[:CONNECTOR],…` is what
 // consent_requests answers (ids consent-1, consent-2, … in order); answer_consent removes the one
 // it answers (kind `not_pending` for one not there) and answers the rest; `emitConsents(list)`
@@ -517,6 +521,11 @@ export async function createMockBackend(params: URLSearchParams): Promise<Backen
         mock.emitStatus(report);
         return clone(report);
       }),
+    // No rule of the backend's here: a test scripts the report a key's save answers
+    // (`nextResult`); by default the report is answered as it is.
+    setConnectorKey: (name, variable, value) =>
+      call("set_connector_key", { name, variable, valueGiven: value !== "" }, () => clone(report)),
+    clearConnectorKey: (name, variable) => call("clear_connector_key", { name, variable }, () => clone(report)),
     enableConnector: (name) =>
       call("enable_connector", { name }, () => {
         const entry = (report.gallery ?? []).find((g) => g.name === name);
@@ -757,6 +766,7 @@ function fromGallery(g: GalleryEntry, source: string): Connector {
       detail: `Authorize Patchbay with ${g.title}: click Authorize, or run \`patchbay authorize ${g.name}\`.`,
       action: "authorize",
       missing_variables: [],
+      variables: [],
     };
   }
   if (g.needs === "secret") {
@@ -770,6 +780,7 @@ function fromGallery(g: GalleryEntry, source: string): Connector {
       detail: `Set ${g.variables.map((v) => `\`${v}\``).join(", ")}: run \`patchbay secret set ${g.variables[0] ?? "NAME"}\`.`,
       action: "set_variable",
       missing_variables: g.variables.map((v) => ({ name: v, field: g.transport === "stdio" ? `env.${v}` : "headers" })),
+      variables: g.variables.map((v) => ({ name: v, field: g.transport === "stdio" ? `env.${v}` : "headers", source: "missing" as const })),
     };
   }
   return {
@@ -782,6 +793,7 @@ function fromGallery(g: GalleryEntry, source: string): Connector {
     detail: g.transport === "stdio" ? "Runs locally and needs no credential." : "Needs no credential.",
     action: null,
     missing_variables: [],
+    variables: [],
   };
 }
 

@@ -3,6 +3,7 @@
 import { agoText, absoluteText, appendRich, buildLinkLine, el, expiryText, parseTime, untilText } from "./format";
 import { icon } from "./icons";
 import { buildClientEntry, type ClientEntry } from "./client-entry";
+import { buildKeys, type KeysUi } from "./keys";
 import type {
   BackendError,
   CatalogSource,
@@ -103,6 +104,8 @@ export interface RowUi {
   /** The runtime an "Add to …" is under way for. */
   adding?: string | null;
   flow: PasteFlow | null;
+  /** The Keys part: a Replace open, a Clear to confirm, a save under way, an error. */
+  keys?: KeysUi | null;
   /** The provider offers no way to register Patchbay: the form that asks for a client. */
   clientEntry?: ClientEntry | null;
   /** The refresh history drawer is open (kept across re-renders of the row). */
@@ -396,8 +399,9 @@ export function primaryLabel(c: Connector): string | null {
       return c.state === "needs_authorization" ? "Authorize" : null;
     case "reauthorize":
       return c.state === "needs_reauth" ? "Re-authorize" : null;
+    // The row's Keys part is its action: a field per missing key.
     case "set_variable":
-      return secretCommand(c) ? (c.missing_variables.length > 1 ? "Copy commands" : "Copy command") : null;
+      return null;
     case "edit_catalog":
       return c.source ? "Copy catalog path" : null;
     default:
@@ -494,18 +498,10 @@ export function buildRow(
     describedBy.push(`${id}-degraded`);
   }
 
-  if (c.missing_variables.length > 0) {
-    const list = el("ul", "row__missing");
-    list.id = `${id}-missing`;
-    list.setAttribute("aria-label", "Missing variables");
-    for (const v of c.missing_variables) {
-      const item = el("li", "row__missing-item");
-      item.append("Missing ", el("code", "", v.name));
-      if (v.field) item.append(" in ", el("span", "row__field", v.field));
-      list.append(item);
-    }
-    main.append(list);
-    describedBy.push(list.id);
+  const keys = buildKeys(c, ui.keys, id);
+  if (keys) {
+    main.append(keys);
+    if (c.missing_variables.length > 0) describedBy.push(keys.id);
   }
 
   const expires = parseTime(c.credential?.expires_at);
@@ -615,8 +611,6 @@ export function buildRow(
         btn.textContent = "Opening browser…";
         btn.setAttribute("aria-disabled", "true");
       }
-    } else if (c.action === "set_variable") {
-      btn.title = secretCommand(c) ?? "";
     } else if (c.source) {
       btn.title = c.source;
     }

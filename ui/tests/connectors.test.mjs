@@ -65,7 +65,7 @@ describe("rendering", () => {
     assert.equal(await page.locator('li[data-connector="figma"] .row__oneshot').count(), 1);
     assert.equal(await page.locator('li[data-connector="notion"] .row__oneshot').count(), 0);
     // missing variables with their field, the unavailable reason
-    assert.match(await page.locator('li[data-connector="github"] .row__missing').textContent(), /Missing GITHUB_PAT in headers\.Authorization/);
+    assert.match(await page.locator('li[data-connector="github"] .key[data-variable=GITHUB_PAT]').textContent(), /GITHUB_PAT Not set in headers\.Authorization/);
     assert.match(await page.locator('li[data-connector="stripe"] .row__reason').textContent(), /retired this endpoint/);
     await page.context.close();
   });
@@ -148,14 +148,15 @@ describe("actions", () => {
     await page.context.close();
   });
 
-  test("Copy command copies `patchbay secret set NAME`", async () => {
+  test("the terminal's way stays one Copy away: `patchbay secret set NAME`", async () => {
     const page = await open("fixture=mixed");
     await page.context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: suite.url });
-    const btn = page.locator('li[data-connector="github"] [data-control=primary]');
+    assert.equal(await page.locator('li[data-connector="github"] [data-control=primary]').count(), 0, "the key's field is the action");
+    const btn = page.locator('li[data-connector="github"] .keys__cli [data-control=copy-link]');
     assert.equal(await btn.textContent(), "Copy command");
     await btn.click();
     await page.waitForFunction(() =>
-      document.querySelector('li[data-connector="github"] [data-control=primary]').textContent === "Copied",
+      document.querySelector('li[data-connector="github"] .keys__cli [data-control=copy-link]').textContent === "Copied",
     );
     assert.equal(await page.evaluate(() => navigator.clipboard.readText()), "patchbay secret set GITHUB_PAT");
     await page.context.close();
@@ -1435,10 +1436,15 @@ describe("keyboard", () => {
     assert.equal(await focusedRow(page), "github");
     await page.keyboard.press("Tab");
     assert.equal(await focusedRow(page), "github");
-    // Its "Use in another client" drawer (issue 12) first, then the buttons beside.
-    assert.equal(await page.evaluate(() => document.activeElement.dataset.control), "clients");
+    // Its key's field and Save, the terminal command's Copy, its "Use in another client"
+    // drawer (issue 12), then the buttons beside.
+    assert.equal(await page.evaluate(() => document.activeElement.dataset.control), "key-value");
+    await page.keyboard.press("Tab");
+    assert.equal(await page.evaluate(() => document.activeElement.textContent), "Save");
     await page.keyboard.press("Tab");
     assert.equal(await page.evaluate(() => document.activeElement.textContent), "Copy command");
+    await page.keyboard.press("Tab");
+    assert.equal(await page.evaluate(() => document.activeElement.dataset.control), "clients");
     await page.keyboard.press("Tab");
     assert.equal(await page.evaluate(() => document.activeElement.textContent), "Test");
     // the focused row's own buttons are the only ones in the tab order; the next stop is past the list

@@ -199,7 +199,7 @@ describe("the gallery", () => {
     await page.context.close();
   });
 
-  test("Add on an entry that needs a key: the row's Copy command for that key has the focus", async () => {
+  test("Add on an entry that needs a key: the row's field for that key has the focus", async () => {
     const page = await open("fixture=first-run");
     await openGallery(page);
     await page.locator("#gallery-search").fill("context");
@@ -207,12 +207,12 @@ describe("the gallery", () => {
     await page.waitForSelector('li[data-connector="context7"]');
     const a = await active(page);
     assert.equal(a.row, "context7");
-    assert.equal(a.control, "primary");
-    assert.equal(a.text, "Copy command");
-    const title = await page.evaluate(() => document.activeElement.title);
-    assert.equal(title, "patchbay secret set CONTEXT7_API_KEY");
-    assert.match(await row(page, "context7").locator(".row__missing").textContent(), /CONTEXT7_API_KEY/);
-    assert.match(await row(page, "context7").locator(".notice--info").textContent(), /Set its key to finish/);
+    assert.equal(a.control, "key-value");
+    const label = await page.evaluate(() => document.activeElement.getAttribute("aria-label"));
+    assert.equal(label, "Value of CONTEXT7_API_KEY");
+    assert.equal(await page.evaluate(() => document.activeElement.type), "password");
+    assert.match(await row(page, "context7").locator(".keys__cli").textContent(), /patchbay secret set CONTEXT7_API_KEY/);
+    assert.match(await row(page, "context7").locator(".notice--info").textContent(), /Enter its key below to finish/);
     await page.context.close();
   });
 

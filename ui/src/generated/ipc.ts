@@ -172,7 +172,11 @@ export type ConnectorStatus = { name: string, title: string, description: string
 /**
  * `stdio`, `streamable-http`, `sse`, or `unknown` for an entry that failed validation.
  */
-transport: string, url: string | null, state: ConnectorState, label: string, severity: number, needs_attention: boolean, blocks_start: boolean, detail: string, action: Action | null, missing_variables: Array<MissingVariable>, unavailable_reason: string | null, one_shot: boolean, one_shot_note: string | null, credential: CredentialSummary | null, source: string, 
+transport: string, url: string | null, state: ConnectorState, label: string, severity: number, needs_attention: boolean, blocks_start: boolean, detail: string, action: Action | null, missing_variables: Array<MissingVariable>, 
+/**
+ * Every variable its entry uses, once each, in the order first used.
+ */
+variables: Array<VariableStatus>, unavailable_reason: string | null, one_shot: boolean, one_shot_note: string | null, credential: CredentialSummary | null, source: string, 
 /**
  * The runtime servers this connector is bridged to (docs/status-json.md).
  */
@@ -467,6 +471,14 @@ export type Transition = "healthy" | "recovered" | "counted" | "in_backoff" | "n
 export type TransportKind = "streamable-http" | "sse" | "stdio";
 
 export type UnclaimedCredential = { credential_key: string, server_name: string, server_url: string | null, updated_at: string, why: string, };
+
+export type VariableSource = "vault" | "environment" | "default" | "missing" | "locked";
+
+export type VariableStatus = { name: string, 
+/**
+ * The first field that uses it (`env.GITHUB_TOKEN`, `headers.Authorization`).
+ */
+field: string, source: VariableSource, };
 
 export type Via = "stdio" | "gateway";
 

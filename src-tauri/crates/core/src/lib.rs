@@ -11,6 +11,7 @@ pub mod badge;
 pub mod bridges;
 pub mod check;
 pub mod client_config;
+mod connector_keys;
 pub mod deeplink;
 pub mod due;
 pub mod error;

@@ -17,7 +17,8 @@ pub use probe::{LocalSignals, StoreHealth, VaultVariables, NEEDS_MORE_ACCESS};
 pub use report::{
     compute, BridgeSummary, CatalogSourceStatus, ConnectorStatus, CredentialSummary,
     DegradedStatus, MissingVariable, RefreshAttemptOutcome, RefreshEntry, RuntimeSummary,
-    SecretStoreStatus, StatusReport, UnclaimedCredential, UnknownRefreshOutcome, REPORT_VERSION,
+    SecretStoreStatus, StatusReport, UnclaimedCredential, UnknownRefreshOutcome, VariableSource,
+    VariableStatus, REPORT_VERSION,
 };
 pub use state::{Action, ConnectorState, ATTENTION_THRESHOLD, SEVERITY};
 pub use usage::{FoundIn, GalleryEntry, InUseReason, Needs, Origin, Usage};

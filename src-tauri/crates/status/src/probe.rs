@@ -1,7 +1,7 @@
 //! One connector's state from local signals: the seed's ConnectorStatusProbe, in the order a
 //! runtime start reads them (declared unavailability, then `${VAR}`s, then the OAuth credential).
 
-use crate::report::{CredentialSummary, MissingVariable};
+use crate::report::{CredentialSummary, MissingVariable, VariableSource, VariableStatus};
 use crate::ConnectorState;
 use chrono::{DateTime, Utc};
 use patchbay_catalog::{CredentialKey, ServerEntry};
@@ -82,6 +82,7 @@ pub(crate) struct Decision {
     pub state: ConnectorState,
     pub detail: String,
     pub missing: Vec<MissingVariable>,
+    pub variables: Vec<VariableStatus>,
     /// The key the catalog computes now, when it could be computed.
     pub credential_key: Option<CredentialKey>,
     /// False when a variable the key depends on could not be resolved, so rows for this server
@@ -105,6 +106,7 @@ pub(crate) fn decide(
         state: ConnectorState::Ready,
         detail: String::new(),
         missing: Vec::new(),
+        variables: Vec::new(),
         credential_key: None,
         key_known: true,
         credential: None,
@@ -123,6 +125,29 @@ pub(crate) fn decide(
     }
 
     let uses = entry.variable_uses();
+    for variable_use in &uses {
+        if decision
+            .variables
+            .iter()
+            .any(|v| v.name == variable_use.name)
+        {
+            continue;
+        }
+        let source = match signals.resolve(&variable_use.name) {
+            Resolution::Value(_) if signals.variables.names.contains(&variable_use.name) => {
+                VariableSource::Vault
+            }
+            Resolution::Value(_) => VariableSource::Environment,
+            Resolution::Locked => VariableSource::Locked,
+            Resolution::Absent if variable_use.has_default => VariableSource::Default,
+            Resolution::Absent => VariableSource::Missing,
+        };
+        decision.variables.push(VariableStatus {
+            name: variable_use.name.clone(),
+            field: variable_use.field.clone(),
+            source,
+        });
+    }
     let mut locked = Vec::new();
     for variable_use in &uses {
         if variable_use.has_default {

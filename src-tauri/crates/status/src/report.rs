@@ -22,6 +22,34 @@ pub struct MissingVariable {
     pub field: String,
 }
 
+/// A `${VAR}` a connector's entry uses, and where its value comes from now: what the window's
+/// Keys part shows (never the value) and lets the user set, replace or clear in the vault.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct VariableStatus {
+    pub name: String,
+    /// The first field that uses it (`env.GITHUB_TOKEN`, `headers.Authorization`).
+    pub field: String,
+    pub source: VariableSource,
+}
+
+/// Where a variable's value comes from; the vault wins over the environment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(rename_all = "snake_case")]
+pub enum VariableSource {
+    /// Stored in Patchbay's vault.
+    Vault,
+    /// Set in the environment Patchbay runs in (or a client config's own secret).
+    Environment,
+    /// Unset, and the entry gives a default (`${VAR:-default}`).
+    Default,
+    /// Unset with no default: the connector cannot start.
+    Missing,
+    /// In the vault, but the keychain holding its key did not answer.
+    Locked,
+}
+
 /// What the report says of a stored credential: metadata only, never a token.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
@@ -103,6 +131,9 @@ pub struct ConnectorStatus {
     pub detail: String,
     pub action: Option<Action>,
     pub missing_variables: Vec<MissingVariable>,
+    /// Every variable its entry uses, once each, in the order first used.
+    #[serde(default)]
+    pub variables: Vec<VariableStatus>,
     pub unavailable_reason: Option<String>,
     pub one_shot: bool,
     pub one_shot_note: Option<String>,
@@ -500,6 +531,7 @@ fn row_for(entry: &ServerEntry, decision: crate::probe::Decision) -> ConnectorSt
         row.label = label.to_owned();
     }
     row.missing_variables = decision.missing;
+    row.variables = decision.variables;
     row.one_shot = decision.one_shot;
     row.one_shot_note = decision.one_shot.then(|| ONE_SHOT_NOTE.to_owned());
     row.credential = decision.credential;
@@ -521,6 +553,7 @@ fn row_for_state(entry: &ServerEntry, state: ConnectorState, detail: String) -> 
         detail,
         action: state.action(),
         missing_variables: Vec::new(),
+        variables: Vec::new(),
         unavailable_reason: entry.unavailable.clone(),
         one_shot: false,
         one_shot_note: None,
@@ -554,6 +587,7 @@ fn invalid_row(name: &str, error: &str, source: &str) -> ConnectorStatus {
         detail: format!("The catalog entry is invalid: {error}"),
         action: Some(Action::EditCatalog),
         missing_variables: Vec::new(),
+        variables: Vec::new(),
         unavailable_reason: None,
         one_shot: false,
         one_shot_note: None,

@@ -222,6 +222,60 @@ fn the_one_shot_note_shows_in_every_state_until_a_refresh_token_arrives() {
 }
 
 #[test]
+fn every_variable_a_connector_uses_says_where_its_value_comes_from() {
+    use patchbay_status::{VariableSource, VariableStatus};
+    let entry = http(
+        "keyed",
+        "https://x.example/${REGION:-eu}/mcp",
+        &[
+            ("Authorization", "Bearer ${API_KEY}"),
+            ("X-Org", "${ORG}"),
+            ("X-Again", "${API_KEY}"),
+            ("X-Team", "${TEAM}"),
+        ],
+    );
+    let cat = catalog(vec![entry]);
+    let mut s = signals();
+    s.variables.names.insert("API_KEY".into());
+    s.variables
+        .values
+        .insert("API_KEY".into(), Secret::new("sk-live-1"));
+    s.env.insert("ORG".into(), "acme".into());
+    s.variables.names.insert("TEAM".into()); // stored, its key unreadable
+    let report = compute(&cat, &s);
+    let row = report.connector("keyed").unwrap();
+    let sources: Vec<(&str, VariableSource)> = row
+        .variables
+        .iter()
+        .map(|v: &VariableStatus| (v.name.as_str(), v.source))
+        .collect();
+    assert_eq!(
+        sources,
+        [
+            ("REGION", VariableSource::Default),
+            ("API_KEY", VariableSource::Vault),
+            ("ORG", VariableSource::Environment),
+            ("TEAM", VariableSource::Locked),
+        ],
+        "once each, in the order used"
+    );
+    let json = serde_json::to_string(&report).unwrap();
+    assert!(
+        !json.contains("sk-live-1") && !json.contains("acme"),
+        "{json}"
+    );
+
+    s.env.clear();
+    let report = compute(&cat, &s);
+    let org = report.connector("keyed").unwrap().variables[2].clone();
+    assert_eq!(
+        (org.name.as_str(), org.source),
+        ("ORG", VariableSource::Missing)
+    );
+    assert_eq!(org.field, "headers.X-Org");
+}
+
+#[test]
 fn a_static_credential_header_server_is_never_offered_authorization() {
     let entry = http(
         "github",
