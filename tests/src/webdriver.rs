@@ -227,6 +227,17 @@ impl TauriDriver {
         );
     }
 
+    /// Types `text` into the element `css` matches as a user does (WebDriver's Element Send
+    /// Keys: it is focused, then each character is a key event).
+    pub fn type_into(&self, css: &str, text: &str) {
+        let element = self.find(css);
+        self.call(
+            "POST",
+            &self.session_path(&format!("/element/{element}/value")),
+            Some(json!({ "text": text })),
+        );
+    }
+
     /// The session's windows (WebDriver handles).
     pub fn window_handles(&self) -> Vec<Value> {
         self.call("GET", &self.session_path("/window/handles"), None)

@@ -189,6 +189,7 @@ impl Desktop {
             .place(self.session.path("cache"))
             .text("the app's log (tauri-driver's output)", self.driver.log())
             .text("the window's DOM", dom.as_str().unwrap_or_default())
+            .secret("the key typed into the window", SEARCH_KEY_TYPED)
             .assert_clean();
     }
 
@@ -290,8 +291,47 @@ fn the_window_authorizes_a_connector_and_the_tray_follows() {
     eprintln!(
         "latency from the click: browser opened {opened:?}, row Ready {row_ready:?}, tray updated {tray:?}"
     );
+
+    // The Search row's key, typed into its masked field and saved as a user does (issue 21):
+    // the row leaves Missing configuration, the CLI's vault has it, the tray has nothing left.
+    assert_eq!(
+        desktop.row_state("search").as_deref(),
+        Some("missing_configuration")
+    );
+    let field =
+        "li[data-connector=search] li[data-variable=WINDOW_TEST_SEARCH_KEY] input[type=password]";
+    desktop.driver.type_into(field, SEARCH_KEY_TYPED);
+    desktop
+        .driver
+        .click("li[data-connector=search] [data-control=save-key]");
+    desktop.driver.wait_for(
+        REACT,
+        "the Search row to leave Missing configuration",
+        "const li = document.querySelector('li[data-connector=search]'); return li && li.dataset.state !== 'missing_configuration' ? li.dataset.state : null;",
+        json!([]),
+    );
+    let report = desktop.session.report();
+    let search = report["connectors"]
+        .as_array()
+        .and_then(|rows| rows.iter().find(|r| r["name"] == "search"))
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(search["variables"][0]["source"], "vault", "{search:#}");
+    assert_eq!(report["need_attention"], 0, "{report:#}");
+    let listed = desktop.session.cli(&["secret", "list", "--json"]);
+    assert!(
+        String::from_utf8_lossy(&listed.stdout).contains("WINDOW_TEST_SEARCH_KEY"),
+        "{listed:?}"
+    );
+    desktop.tray_headline(
+        "the tray to say nothing needs attention",
+        "All 2 connectors are fine",
+    );
     desktop.assert_no_secret_leaked();
 }
+
+/// What the test types into the Search row's key field: a value to look for everywhere after.
+const SEARCH_KEY_TYPED: &str = "sk-window-typed-4f1c9a";
 
 /// A `patchbay://` link as the desktop delivers it: the app started again with the URL, which hands
 /// it to the running one (single instance) and exits. Returns when it has.
