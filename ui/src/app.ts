@@ -104,6 +104,10 @@ export class ConnectorsWindow {
   private readonly banners = el("div", "banners");
   private readonly scroller = el("main", "scroller");
   private readonly list = el("ul", "group list");
+  /** The pointer is over the list: a new report keeps the rows where they are. */
+  private pointerOverList = false;
+  /** A report came while the pointer was over the list: sort once it leaves. */
+  private resortDeferred = false;
   private readonly empty = el("div", "empty");
   private readonly unclaimed = el("section", "unclaimed");
   private readonly unclaimedList = el("ul", "group ulist");
@@ -215,6 +219,14 @@ export class ConnectorsWindow {
     this.list.setAttribute("role", "list");
     this.list.setAttribute("aria-label", "Connectors");
     this.list.setAttribute("aria-describedby", "summary");
+    // Rows keep their places under the pointer (a re-sort would move the row about to be
+    // clicked); they take the report's order once it leaves the list.
+    this.list.addEventListener("pointerenter", () => (this.pointerOverList = true));
+    this.list.addEventListener("pointerleave", () => {
+      this.pointerOverList = false;
+      if (this.resortDeferred && this.report) this.render(this.report);
+      this.resortDeferred = false;
+    });
     this.list.addEventListener("keydown", (e) => this.onListKey(e));
     this.list.addEventListener("focusin", (e) => this.onListFocus(e));
     this.list.addEventListener("click", (e) => this.onListClick(e));
@@ -480,7 +492,7 @@ export class ConnectorsWindow {
       }
       ordered.push(entry.el);
     }
-    placeInOrder(this.list, ordered);
+    placeInOrder(this.list, this.pointerOverList ? this.keptOrder(ordered) : ordered);
     for (const [name, entry] of this.rows) {
       if (!seen.has(name)) {
         entry.el.remove();
@@ -490,6 +502,17 @@ export class ConnectorsWindow {
     }
     this.list.hidden = r.connectors.length === 0;
     this.applyRoving();
+  }
+
+  /** The report's rows in the order the list shows them now (new ones last); notes that the
+   * report's own order waits for the pointer to leave. */
+  private keptOrder(ordered: HTMLLIElement[]): HTMLLIElement[] {
+    const shown = new Map<Element, number>([...this.list.children].map((node, i) => [node, i]));
+    const kept = ordered.filter((row) => shown.has(row)).sort((a, b) => shown.get(a)! - shown.get(b)!);
+    const fresh = ordered.filter((row) => !shown.has(row));
+    const result = [...kept, ...fresh];
+    if (result.some((row, i) => row !== ordered[i])) this.resortDeferred = true;
+    return result;
   }
 
   /** First run: nothing in use yet. What Patchbay does, the way in (Add connector), and where else connectors come from. */

@@ -7,13 +7,26 @@ use std::io::Read;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
-        tracing_subscriber::EnvFilter::new("warn,patchbay_bridge=info,patchbay_gateway=info")
-    });
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(false)
+    // `RUST_LOG` as targets and levels (`warn,patchbay_gateway=debug`): a `Targets` filter, not
+    // an `EnvFilter`, whose span and field matching would link a regex engine into the process
+    // every client session runs.
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    let filter = std::env::var("RUST_LOG")
+        .ok()
+        .and_then(|text| text.parse::<tracing_subscriber::filter::Targets>().ok())
+        .unwrap_or_else(|| {
+            "warn,patchbay_bridge=info,patchbay_gateway=info"
+                .parse()
+                .expect("a valid default filter")
+        });
+    let _ = tracing_subscriber::registry()
+        .with(
+            tracing_subscriber::fmt::layer()
+                .with_writer(std::io::stderr)
+                .with_ansi(false),
+        )
+        .with(filter)
         .try_init();
     match run() {
         Ok(()) => ExitCode::SUCCESS,
