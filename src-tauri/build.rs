@@ -12,6 +12,8 @@ fn main() {
             "start_authorization",
             "complete_authorization",
             "enter_client",
+            "cancel_authorization",
+            "reopen_authorization",
             "set_connector_key",
             "clear_connector_key",
             "add_to_runtime",

@@ -43,6 +43,23 @@ pub async fn start_authorization(
     Ok(state.authorizer().start(&name, open_browser).await?)
 }
 
+/// Cancel authorizing a connector: its pending flows end, the receiver stops when nothing else
+/// waits on it; then answer the new status.
+#[tauri::command]
+pub async fn cancel_authorization(
+    state: State<'_, AppState>,
+    name: String,
+) -> Result<StatusReport, IpcError> {
+    state.authorizer().cancel(&name).await?;
+    Ok(state.refresh())
+}
+
+/// Open the consent page of a connector's pending authorization again, in the system browser.
+#[tauri::command]
+pub async fn reopen_authorization(state: State<'_, AppState>, name: String) -> Result<(), IpcError> {
+    Ok(state.authorizer().reopen(&name)?)
+}
+
 /// Keep the OAuth client the user made at a provider that offers no way to register Patchbay
 /// (after `start_authorization` failed with `client_needed`), then start authorizing with it.
 /// An empty secret is a public client's.

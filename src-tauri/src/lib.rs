@@ -417,6 +417,8 @@ pub fn run() {
             commands::delete_unclaimed_credential,
             commands::start_authorization,
             commands::enter_client,
+            commands::cancel_authorization,
+            commands::reopen_authorization,
             commands::set_connector_key,
             commands::clear_connector_key,
             commands::complete_authorization,

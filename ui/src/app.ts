@@ -1102,6 +1102,18 @@ export class ConnectorsWindow {
       this.closeFlow(name);
       return;
     }
+    if (btn.dataset.control === "cancel-authorize") {
+      void this.cancelAuthorize(name, c.state);
+      return;
+    }
+    if (btn.dataset.control === "reopen-authorize") {
+      void this.reopenAuthorize(name, c.state);
+      return;
+    }
+    if (btn.dataset.control === "retry-authorize") {
+      void this.authorize(name, c.state);
+      return;
+    }
     if (btn.dataset.control === "save-client") {
       // A submit button: the form's submit event does the work.
       return;
@@ -1347,10 +1359,36 @@ export class ConnectorsWindow {
         this.rows.get(name)?.el.querySelector<HTMLInputElement>("[data-control=client-id]")?.focus();
         return;
       }
-      this.updateRowUi(name, { pending: false, notice: { tone: "error", text: e.message, kind: e.kind, forState: state } });
+      this.updateRowUi(name, { pending: false, notice: { tone: "error", text: e.message, kind: e.kind, forState: state, retry: true } });
       return;
     }
     this.started(name, started, state);
+  }
+
+  /** Cancel while the browser is awaited: the flow ends and the receiver stops. */
+  private async cancelAuthorize(name: string, state: ConnectorStateId): Promise<void> {
+    try {
+      const report = await this.backend.cancelAuthorization(name);
+      this.updateRowUi(name, { notice: null, pending: false });
+      this.announce("Authorizing cancelled");
+      this.render(report);
+      this.rows.get(name)?.el.querySelector<HTMLElement>("[data-control=primary]")?.focus();
+    } catch (err) {
+      const e = toBackendError(err);
+      this.updateRowUi(name, { notice: { tone: "error", text: e.message, kind: e.kind, forState: state } });
+    }
+  }
+
+  /** "Open the page again": the pending flow's consent page, in the browser, by the backend. */
+  private async reopenAuthorize(name: string, state: ConnectorStateId): Promise<void> {
+    try {
+      await this.backend.reopenAuthorization(name);
+      this.announce("Opened the consent page again");
+    } catch (err) {
+      const e = toBackendError(err);
+      // Nothing pending any more (it expired or finished elsewhere): say so, offer Retry.
+      this.updateRowUi(name, { notice: { tone: "error", text: e.message, kind: e.kind, forState: state, retry: true } });
+    }
   }
 
   /** Save and authorize: keeps the client typed into the row's form, then authorizing starts. */
@@ -1410,6 +1448,7 @@ export class ConnectorsWindow {
         detail: notice,
         // Something went wrong on the way to the browser: let the user get there by hand.
         link: notice ? started.authorize_url : null,
+        authorizing: { url: started.authorize_url },
         forState: state,
       },
     });

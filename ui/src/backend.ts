@@ -25,6 +25,10 @@ export interface Backend {
   deleteUnclaimedCredential(credentialKey: string): Promise<StatusReport>;
   /** Starts the OAuth flow (Patchbay opens the browser). Rejects with a BackendError. */
   startAuthorization(name: string): Promise<StartedFlow>;
+  /** Cancels authorizing `name` (its pending flows end, the receiver stops); answers the new report. */
+  cancelAuthorization(name: string): Promise<StatusReport>;
+  /** Opens the consent page of `name`'s pending authorization again in the system browser. */
+  reopenAuthorization(name: string): Promise<void>;
   /** Finishes a paste-back flow from the pasted address or code; answers the new report. */
   completeAuthorization(name: string, pasted: string): Promise<StatusReport>;
   /**
@@ -153,6 +157,8 @@ function tauriBackend(): Backend {
     deleteUnclaimedCredential: (credentialKey) =>
       invoke<StatusReport>("delete_unclaimed_credential", { credentialKey }),
     startAuthorization: (name) => invoke<StartedFlow>("start_authorization", { name }),
+    cancelAuthorization: (name) => invoke<StatusReport>("cancel_authorization", { name }),
+    reopenAuthorization: (name) => invoke<void>("reopen_authorization", { name }),
     completeAuthorization: (name, pasted) => invoke<StatusReport>("complete_authorization", { name, pasted }),
     enterClient: (name, clientId, clientSecret) => invoke<StartedFlow>("enter_client", { name, clientId, clientSecret }),
     setConnectorKey: (name, variable, value) => invoke<StatusReport>("set_connector_key", { name, variable, value }),

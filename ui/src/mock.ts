@@ -397,6 +397,8 @@ export async function createMockBackend(params: URLSearchParams): Promise<Backen
         enteredClients.add(name);
         return startedFlow(name, "receiver");
       }),
+    cancelAuthorization: (name) => call("cancel_authorization", { name }, () => clone(report)),
+    reopenAuthorization: (name) => call("reopen_authorization", { name }, () => undefined),
     completeAuthorization: (name, pasted) =>
       call("complete_authorization", { name, pasted }, () => {
         report = {

@@ -67,6 +67,11 @@ export interface RowNotice {
   replace?: { client: string; clientName: string; via: string } | null;
   /** A link asked to authorize this connector: offer "Authorize <this>…" (the title). */
   confirmAuthorize?: string | null;
+  /** An authorization waits on the browser: a spinner, "Open the page again", "Copy link" (this
+   * consent page) and Cancel. */
+  authorizing?: { url: string } | null;
+  /** A failed authorization: offer Retry. */
+  retry?: boolean;
 }
 
 /** An authorization that finishes by pasting the redirected address (or the code). */
@@ -1262,7 +1267,14 @@ function buildNotice(n: RowNotice, id: string): HTMLDivElement {
   const box = el("div", `notice notice--${n.tone}`);
   box.id = `${id}-notice`;
   box.setAttribute("role", n.tone === "error" ? "alert" : "status");
-  box.append(icon(n.tone === "error" ? "warning" : "info", "icon notice__icon"));
+  if (n.authorizing) {
+    const spinner = el("span", "spinner notice__icon");
+    spinner.setAttribute("aria-hidden", "true");
+    box.append(spinner);
+    box.setAttribute("aria-busy", "true");
+  } else {
+    box.append(icon(n.tone === "error" ? "warning" : "info", "icon notice__icon"));
+  }
   const text = el("p", "notice__text");
   appendRich(text, n.text);
   if (n.kind) text.dataset.kind = n.kind;
@@ -1270,6 +1282,28 @@ function buildNotice(n: RowNotice, id: string): HTMLDivElement {
   body.append(text);
   if (n.detail) body.append(el("p", "notice__detail", n.detail));
   if (n.link) body.append(buildLinkLine(n.link, `${id}-notice-link`));
+  if (n.authorizing || n.retry) {
+    const line = el("div", "row__actions notice__actions");
+    const button = (label: string, control: string, title: string): HTMLButtonElement => {
+      const btn = el("button", "btn", label);
+      btn.type = "button";
+      btn.dataset.control = control;
+      btn.title = title;
+      line.append(btn);
+      return btn;
+    };
+    if (n.authorizing) {
+      button("Open the page again", "reopen-authorize", "Open the consent page in your browser again");
+      // The address is shown with its own Copy when the browser did not open.
+      if (!n.link) {
+        button("Copy link", "copy-link", "Copy the consent page's address, to open it in another browser").dataset.copy = n.authorizing.url;
+      }
+      button("Cancel", "cancel-authorize", "Stop waiting: the flow ends and Patchbay stops listening for the browser");
+    } else {
+      button("Retry", "retry-authorize", "Start authorizing again");
+    }
+    body.append(line);
+  }
   if (n.confirmAuthorize) {
     const line = el("div", "row__actions notice__actions");
     const btn = el("button", "btn btn--primary", `Authorize ${n.confirmAuthorize}…`);

@@ -183,6 +183,8 @@ struct OwnFlow {
     started_at: DateTime<Utc>,
     /// Past it the flow left the vault by expiring, not elsewhere: the wait's own bound says so.
     expires_at: DateTime<Utc>,
+    /// Its consent page, to open again (not a secret: the browser has it).
+    authorize_url: String,
 }
 
 /// How often `wait_for` looks whether its flows are still pending in the (shared) vault.
@@ -313,6 +315,7 @@ impl Authorizer {
                 credential_key,
                 started_at: request.now,
                 expires_at: begun.expires_at,
+                authorize_url: begun.authorize_url.clone(),
             });
 
         let mut notice = None;
@@ -588,6 +591,63 @@ impl Authorizer {
             },
         )
         .await
+    }
+
+    /// Cancels authorizing `connector`: every flow this Authorizer started for it leaves the
+    /// vault (its sealed verifier with it), so a late callback or paste finds nothing; a
+    /// `wait_for` on it ends as cancelled; the receiver stops once no other flow waits on it.
+    /// Returns how many flows were still pending.
+    pub async fn cancel(&self, connector: &str) -> Result<usize, CoreError> {
+        let flows = lock(&self.inner.own_flows)
+            .remove(connector)
+            .unwrap_or_default();
+        let vault = self.inner.patchbay.vault();
+        let mut pending = 0;
+        for flow in &flows {
+            if vault.delete_pending_flow(&flow.state)? {
+                pending += 1;
+            }
+        }
+        if !flows.is_empty() {
+            lock(&self.inner.outcomes).insert(
+                connector.to_string(),
+                Err(format!("authorizing {connector} was cancelled")),
+            );
+            self.inner.changed.send_modify(|n| *n += 1);
+        }
+        tracing::info!(connector, pending, "cancelled the authorization");
+        self.inner.stop_receiver_if_idle().await;
+        Ok(pending)
+    }
+
+    /// Opens the consent page of `connector`'s newest pending flow again (its tab was closed,
+    /// the browser did not come up). The page is the one the flow started with.
+    pub fn reopen(&self, connector: &str) -> Result<(), CoreError> {
+        let now = self.inner.patchbay.now();
+        // Still pending in the vault: not finished, cancelled or expired since.
+        let pending = self
+            .inner
+            .patchbay
+            .vault()
+            .pending_states_for(connector, now)?;
+        let url = lock(&self.inner.own_flows)
+            .get(connector)
+            .and_then(|flows| {
+                flows
+                    .iter()
+                    .rev()
+                    .find(|f| pending.contains(&f.state))
+                    .map(|f| f.authorize_url.clone())
+            });
+        let Some(url) = url else {
+            return Err(CoreError::NoPendingAuthorization {
+                connector: connector.to_string(),
+            });
+        };
+        patchbay_oauth::browser::open(&url).map_err(|e| CoreError::Refused {
+            connector: connector.to_string(),
+            why: e.to_string(),
+        })
     }
 
     /// Whether the receiver is listening now.

@@ -1157,6 +1157,58 @@ async fn a_resource_moved_to_another_authorization_server_is_seen_and_registered
 }
 
 #[tokio::test]
+async fn cancel_ends_the_flow_and_frees_the_receiver() {
+    let r = rig(Config::default()).await;
+    let port = free_port();
+    let auth = with_receiver(&r, port);
+    let started = auth.start("fx", StartOptions::default()).await.unwrap();
+    assert!(auth.receiver_running().await);
+    let waiting = {
+        let auth = auth.clone();
+        tokio::spawn(async move { auth.wait_for("fx", Duration::from_secs(30)).await })
+    };
+    tokio::time::sleep(Duration::from_millis(50)).await;
+
+    assert_eq!(auth.cancel("fx").await.unwrap(), 1);
+    assert!(!auth.receiver_running().await, "nothing else waits on it");
+    assert!(
+        std::net::TcpListener::bind(("127.0.0.1", port)).is_ok(),
+        "the port is free again"
+    );
+    let ended = tokio::time::timeout(Duration::from_secs(5), waiting)
+        .await
+        .expect("the wait ends at once")
+        .unwrap();
+    assert!(
+        matches!(&ended, Err(CoreError::AuthorizationFailed { message, .. }) if message.contains("cancelled")),
+        "{ended:?}"
+    );
+    // Nothing is pending: the consent's code cannot finish it, the page cannot be reopened.
+    assert!(r
+        .auth
+        .patchbay()
+        .vault()
+        .pending_flows(r.now())
+        .unwrap()
+        .is_empty());
+    let state = state_of(&started.authorize_url);
+    assert!(auth
+        .complete_pasted(
+            "fx",
+            &format!("http://127.0.0.1:{port}/callback?code=c&state={state}")
+        )
+        .await
+        .is_err());
+    assert_eq!(auth.reopen("fx").unwrap_err().kind(), "not_pending");
+    assert_eq!(
+        auth.cancel("fx").await.unwrap(),
+        0,
+        "a second cancel finds nothing"
+    );
+    assert_eq!(r.state(), ConnectorState::NeedsAuthorization);
+}
+
+#[tokio::test]
 async fn a_redirect_the_receiver_refuses_ends_the_wait_with_the_reason() {
     // The conformance suite's iss scenarios: the one browser redirect carries a wrong `iss`.
     // Refused, and `authorize` says so at once instead of waiting out the flow.
