@@ -56,7 +56,10 @@ pub async fn cancel_authorization(
 
 /// Open the consent page of a connector's pending authorization again, in the system browser.
 #[tauri::command]
-pub async fn reopen_authorization(state: State<'_, AppState>, name: String) -> Result<(), IpcError> {
+pub async fn reopen_authorization(
+    state: State<'_, AppState>,
+    name: String,
+) -> Result<(), IpcError> {
     Ok(state.authorizer().reopen(&name)?)
 }
 

@@ -18,6 +18,9 @@
 //!   run while the app runs, is handed to it (single instance); the window shows the Demo row and
 //!   asks; nothing reached the authorization server and no browser opened until the user confirms
 //!   in the window; then the browser opens and the row turns Ready.
+//! - `cancel_ends_the_authorization_and_frees_the_receiver`: Authorize with a browser that does
+//!   not answer: the row shows it waits, Open the page again opens the same page, Cancel stops
+//!   the receiver (its port is free) and the row needs authorizing again.
 //! - `the_start_at_login_switch_keeps_the_login_item`: the window's Start at login switch, on,
 //!   writes the XDG entry starting this app with `--background` (`patchbay autostart status`
 //!   agrees); off removes it.
@@ -81,6 +84,12 @@ impl Desktop {
 
     /// [`start`](Desktop::start), the app's environment with `env` on top.
     fn start_with(env: &[(&str, &str)]) -> Desktop {
+        Desktop::start_full(env, true)
+    }
+
+    /// `follow`: the BROWSER follows the consent's auto-approving redirect (a person clicking
+    /// Approve); without it, it only records the URL (a person who has not answered yet).
+    fn start_full(env: &[(&str, &str)], follow: bool) -> Desktop {
         // The app's loopback receiver has a fixed port: taken, the flow falls back to paste-back.
         assert!(
             !patchbay_e2e::peers::listening(RECEIVER_PORT),
@@ -98,8 +107,13 @@ impl Desktop {
         std::fs::write(
             &browser,
             format!(
-                "#!/bin/sh\n# Records the URL, then follows the consent's auto-approving redirect.\necho \"$1\" >> '{}'\nexec curl -sS -L --max-time 20 -o /dev/null \"$1\"\n",
-                browser_calls.display()
+                "#!/bin/sh\n# Records the URL, then follows the consent's auto-approving redirect.\necho \"$1\" >> '{}'\n{}\n",
+                browser_calls.display(),
+                if follow {
+                    "exec curl -sS -L --max-time 20 -o /dev/null \"$1\""
+                } else {
+                    "exit 0"
+                }
             ),
         )
         .expect("browser script");
@@ -450,6 +464,59 @@ fn a_link_opens_the_row_and_asks_before_consent() {
     desktop.assert_no_secret_leaked();
 }
 
+/// Authorize shows that it waits on the browser, and Cancel ends the flow: the pending flow
+/// leaves the vault and the loopback receiver stops listening (its port is free for another
+/// program); Open the page again opens the same consent page (issue 21).
+fn cancel_ends_the_authorization_and_frees_the_receiver() {
+    let desktop = Desktop::start_full(&[], false);
+    desktop
+        .driver
+        .click("li[data-connector=demo] [data-control=primary][data-action=authorize]");
+    poll(REACT, "the browser to be opened", || {
+        (!desktop.browser_calls().is_empty()).then_some(())
+    });
+    desktop.driver.wait_for(
+        REACT,
+        "the Demo row to show it waits, with Cancel",
+        "const n = document.querySelector('li[data-connector=demo] .notice[aria-busy=true]'); return n && n.querySelector('[data-control=cancel-authorize]') ? true : null;",
+        json!([]),
+    );
+    assert!(
+        patchbay_e2e::peers::listening(RECEIVER_PORT),
+        "the receiver listens while the browser is awaited"
+    );
+    desktop
+        .driver
+        .click("li[data-connector=demo] [data-control=reopen-authorize]");
+    poll(REACT, "the page to be opened again", || {
+        (desktop.browser_calls().len() == 2).then_some(())
+    });
+    let calls = desktop.browser_calls();
+    assert_eq!(calls[0], calls[1], "the same consent page");
+
+    desktop
+        .driver
+        .click("li[data-connector=demo] [data-control=cancel-authorize]");
+    poll(REACT, "the receiver to stop listening", || {
+        (!patchbay_e2e::peers::listening(RECEIVER_PORT)).then_some(())
+    });
+    desktop.driver.wait_for(
+        REACT,
+        "the waiting notice to go",
+        "return document.querySelector('li[data-connector=demo] .notice') ? null : true;",
+        json!([]),
+    );
+    assert_eq!(
+        desktop.row_state("demo").as_deref(),
+        Some("needs_authorization")
+    );
+    assert_eq!(
+        desktop.browser_calls().len(),
+        2,
+        "nothing opened after Cancel"
+    );
+}
+
 /// Where `real_window_screenshots` writes (scripts/screenshots.sh --real sets it).
 const SCREENSHOTS_ENV: &str = "PATCHBAY_WINDOW_SCREENSHOTS";
 
@@ -579,6 +646,11 @@ const CASES: &[Case] = &[
     Case {
         name: "a_link_opens_the_row_and_asks_before_consent",
         run: a_link_opens_the_row_and_asks_before_consent,
+        when: When::Always,
+    },
+    Case {
+        name: "cancel_ends_the_authorization_and_frees_the_receiver",
+        run: cancel_ends_the_authorization_and_frees_the_receiver,
         when: When::Always,
     },
     Case {
