@@ -206,6 +206,10 @@ fn setup(app: &mut tauri::App) -> Result<(), Box<dyn std::error::Error>> {
         store_watch: Mutex::new(None),
         last: Mutex::new(Some(report.clone())),
     });
+    // The name a panel shows for the tray item (its StatusNotifierItem Title, which
+    // libayatana-appindicator takes from GLib's application name): "Patchbay", not the binary's.
+    #[cfg(all(unix, not(target_os = "macos")))]
+    glib::set_application_name("Patchbay");
     // Never invisible: a tray that cannot be created, or that no panel shows, opens the window.
     match tray::create(&handle, &report) {
         Ok(_) => tray::ensure_visible(&handle),

@@ -428,7 +428,12 @@ fn a_panel_sees_the_badge_and_menu_and_their_updates() {
         snapshot = panel.expect_showing("the panel to show the current report", &report);
     }
     let props = &snapshot["properties"];
+    eprintln!("the item's properties: {props}");
     assert_eq!(props["Status"], "Active", "{props}");
+    assert_eq!(
+        props["Title"], "Patchbay",
+        "what a panel names the item: {props}"
+    );
     assert_eq!(props["Category"], "ApplicationStatus", "{props}");
     assert!(
         snapshot["icon"]["source"]
