@@ -36,11 +36,10 @@ pub async fn start_authorization(
     state: State<'_, AppState>,
     name: String,
 ) -> Result<Started, IpcError> {
-    let open_browser = StartOptions {
-        open_browser: true,
-        ..StartOptions::default()
-    };
-    Ok(state.authorizer().start(&name, open_browser).await?)
+    Ok(state
+        .authorizer()
+        .start(&name, StartOptions::in_browser())
+        .await?)
 }
 
 /// Cancel authorizing a connector: its pending flows end, the receiver stops when nothing else
@@ -76,11 +75,10 @@ pub async fn enter_client(
     state
         .authorizer()
         .enter_client(&name, &client_id, Some(client_secret))?;
-    let open_browser = StartOptions {
-        open_browser: true,
-        ..StartOptions::default()
-    };
-    Ok(state.authorizer().start(&name, open_browser).await?)
+    Ok(state
+        .authorizer()
+        .start(&name, StartOptions::in_browser())
+        .await?)
 }
 
 /// Store a key the connector's entry uses (`${VARIABLE}`) in the vault, from the row's masked

@@ -1114,10 +1114,6 @@ export class ConnectorsWindow {
       void this.authorize(name, c.state);
       return;
     }
-    if (btn.dataset.control === "save-client") {
-      // A submit button: the form's submit event does the work.
-      return;
-    }
     if (btn.dataset.control === "add-runtime") {
       if (btn.getAttribute("aria-disabled") !== "true") void this.addToRuntime(name, btn.dataset.runtime ?? "", c.state);
       return;

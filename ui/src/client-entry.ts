@@ -4,8 +4,7 @@
 // shows this form, and `enter_client` keeps what is typed in the vault and starts authorizing
 // with it. The secret is read from its field when sent and never kept in the window's state.
 
-import { buildLinkLine, el } from "./format";
-import { icon } from "./icons";
+import { buildErrorNotice, buildLinkLine, el } from "./format";
 import type { BackendError, Connector, ConnectorStateId, IpcError } from "./types";
 
 /** A row asking for a client made at the provider. */
@@ -75,15 +74,7 @@ export function buildClientEntry(c: Connector, f: ClientEntry, id: string): HTML
   cancel.dataset.control = "cancel";
   buttons.append(save, cancel);
   form.append(buttons);
-  if (f.error) {
-    const err = el("div", "notice notice--error flow__error");
-    err.id = `${id}-client-error`;
-    err.setAttribute("role", "alert");
-    const text = el("p", "notice__text", f.error.message);
-    text.dataset.kind = f.error.kind;
-    err.append(icon("warning", "icon notice__icon"), text);
-    form.append(err);
-  }
+  if (f.error) form.append(buildErrorNotice(f.error, `${id}-client-error`, "flow__error"));
   box.append(form);
   return box;
 }

@@ -1,4 +1,5 @@
 // Small text helpers: relative times and inline `code` spans, all built as DOM (never HTML).
+import { icon } from "./icons";
 
 const MIN = 60_000;
 const HOUR = 60 * MIN;
@@ -95,4 +96,16 @@ export function buildLinkLine(url: string, id: string, copyLabel = "Copy the aut
   copy.setAttribute("aria-describedby", id);
   line.append(code, copy);
   return line;
+}
+
+/** An error said in a form (the paste-back, a client, a key): its message as an alert, its kind
+ * on the text for tests and styles. */
+export function buildErrorNotice(error: { kind: string; message: string }, id: string, className: string): HTMLDivElement {
+  const box = el("div", `notice notice--error ${className}`);
+  box.id = id;
+  box.setAttribute("role", "alert");
+  const text = el("p", "notice__text", error.message);
+  text.dataset.kind = error.kind;
+  box.append(icon("warning", "icon notice__icon"), text);
+  return box;
 }

@@ -8,8 +8,7 @@
 
 import type { Backend } from "./backend";
 import { toBackendError } from "./backend";
-import { el } from "./format";
-import { icon } from "./icons";
+import { buildErrorNotice, el } from "./format";
 import type { BackendError, Connector, StatusReport } from "./types";
 import type { VariableSource, VariableStatus } from "./generated/ipc";
 
@@ -114,7 +113,7 @@ function buildKey(v: VariableStatus, ui: KeysUi, id: string): HTMLLIElement {
       form.append(cancel);
     }
     item.append(form);
-    if (err) item.append(errorNotice(err, `${keyId(id, v.name)}-error`));
+    if (err) item.append(buildErrorNotice(err, `${keyId(id, v.name)}-error`, "key__error"));
     return item;
   }
   if (v.source === "vault" || v.source === "environment" || v.source === "locked") {
@@ -145,19 +144,9 @@ function buildKey(v: VariableStatus, ui: KeysUi, id: string): HTMLLIElement {
     }
     item.append(actions);
     const err = ui.error && ui.error.variable === v.name ? ui.error.error : null;
-    if (err) item.append(errorNotice(err, `${keyId(id, v.name)}-error`));
+    if (err) item.append(buildErrorNotice(err, `${keyId(id, v.name)}-error`, "key__error"));
   }
   return item;
-}
-
-function errorNotice(error: BackendError, id: string): HTMLElement {
-  const err = el("div", "notice notice--error key__error");
-  err.id = id;
-  err.setAttribute("role", "alert");
-  const text = el("p", "notice__text", error.message);
-  text.dataset.kind = error.kind;
-  err.append(icon("warning", "icon notice__icon"), text);
-  return err;
 }
 
 /** What the Keys part needs of the window. */
@@ -197,9 +186,6 @@ export class KeysActions {
         return true;
       case "confirm-clear-key":
         if (btn.getAttribute("aria-disabled") !== "true") void this.clear(name, variable);
-        return true;
-      case "save-key":
-        // A submit button: the form's submit event does the work.
         return true;
       default:
         return false;

@@ -1,6 +1,6 @@
 // Pure builders: a report (or part of one) in, DOM out. No state, no listeners.
 
-import { agoText, absoluteText, appendRich, buildLinkLine, el, expiryText, parseTime, untilText } from "./format";
+import { agoText, absoluteText, appendRich, buildErrorNotice, buildLinkLine, el, expiryText, parseTime, untilText } from "./format";
 import { icon } from "./icons";
 import { buildClientEntry, type ClientEntry } from "./client-entry";
 import { buildKeys, type KeysUi } from "./keys";
@@ -1377,15 +1377,7 @@ function buildPasteFlow(c: Connector, f: PasteFlow, id: string): HTMLElement {
   cancel.dataset.control = "cancel";
   line.append(input, complete, cancel);
   form.append(label, line);
-  if (f.error) {
-    const err = el("div", "notice notice--error flow__error");
-    err.id = `${id}-flow-error`;
-    err.setAttribute("role", "alert");
-    const text = el("p", "notice__text", f.error.message);
-    text.dataset.kind = f.error.kind;
-    err.append(icon("warning", "icon notice__icon"), text);
-    form.append(err);
-  }
+  if (f.error) form.append(buildErrorNotice(f.error, `${id}-flow-error`, "flow__error"));
   box.append(form);
   return box;
 }

@@ -76,6 +76,17 @@ pub struct StartOptions {
     pub step_up_scope: Option<String>,
 }
 
+impl StartOptions {
+    /// The consent page opens in the system browser (the window's Authorize, a bridge's
+    /// step-up), no step-up scope.
+    pub fn in_browser() -> StartOptions {
+        StartOptions {
+            open_browser: true,
+            step_up_scope: None,
+        }
+    }
+}
+
 /// How many step-up authorizations one connector gets in one session (an [`Authorizer`], a
 /// bridge) before the next is refused: a server that keeps answering `insufficient_scope`
 /// whatever is granted must not loop the user through consent pages.
@@ -519,15 +530,7 @@ impl Authorizer {
         connector: &str,
         wait: Duration,
     ) -> Result<(), CoreError> {
-        let started = self
-            .start(
-                connector,
-                StartOptions {
-                    open_browser: true,
-                    step_up_scope: None,
-                },
-            )
-            .await?;
+        let started = self.start(connector, StartOptions::in_browser()).await?;
         self.wait_for_session(connector, started, wait, "needs authorizing")
             .await
     }

@@ -4,7 +4,6 @@
 //! secret, and a value is never read back.
 
 use crate::{CoreError, Patchbay};
-use patchbay_catalog::CatalogItem;
 use patchbay_vault::Secret;
 
 impl Patchbay {
@@ -45,22 +44,8 @@ impl Patchbay {
     /// Checks that `connector` is a catalog entry using `${variable}`.
     fn key_of(&self, connector: &str, variable: &str) -> Result<(), CoreError> {
         let catalog = self.catalog();
-        let entry = match catalog.get(connector) {
-            Some(CatalogItem::Server(entry)) => entry,
-            Some(CatalogItem::Invalid(_)) => {
-                return Err(CoreError::InvalidEntry {
-                    name: connector.to_owned(),
-                    doing: "setting its keys",
-                })
-            }
-            None => {
-                return Err(CoreError::unknown_connector(
-                    &catalog,
-                    connector,
-                    "in the catalog",
-                ))
-            }
-        };
+        let entry =
+            CoreError::server_entry(&catalog, connector, "setting its keys", "in the catalog")?;
         if entry.variable_uses().iter().any(|u| u.name == variable) {
             Ok(())
         } else {

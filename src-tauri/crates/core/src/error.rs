@@ -131,6 +131,25 @@ impl CoreError {
         }
     }
 
+    /// The valid server entry `name` in `catalog`: `InvalidEntry` (saying it cannot be used for
+    /// `doing`) when it does not validate, `UnknownConnector` (looked for `looked_in`, with a
+    /// "did you mean") when there is none.
+    pub fn server_entry<'c>(
+        catalog: &'c patchbay_catalog::Catalog,
+        name: &str,
+        doing: &'static str,
+        looked_in: &str,
+    ) -> Result<&'c patchbay_catalog::ServerEntry, CoreError> {
+        match catalog.get(name) {
+            Some(patchbay_catalog::CatalogItem::Server(entry)) => Ok(entry),
+            Some(patchbay_catalog::CatalogItem::Invalid(_)) => Err(CoreError::InvalidEntry {
+                name: name.to_owned(),
+                doing,
+            }),
+            None => Err(CoreError::unknown_connector(catalog, name, looked_in)),
+        }
+    }
+
     /// `cannot {action} {path}: {error}`.
     pub fn io(action: &'static str, path: &std::path::Path, error: std::io::Error) -> CoreError {
         CoreError::Io {

@@ -4,7 +4,7 @@
 use crate::setup::{add_client_servers, ClientSetup, ClientView, ClientViewCache, OwnGateway};
 use crate::{CoreError, Paths};
 use chrono::{DateTime, Utc};
-use patchbay_catalog::{load, Catalog, CatalogItem, CredentialKey};
+use patchbay_catalog::{load, Catalog, CredentialKey};
 use patchbay_check::{HealthStore, HEALTH_FILE};
 use patchbay_status::Usage;
 use patchbay_status::{
@@ -306,22 +306,13 @@ impl Patchbay {
 
     fn set_enabled(&self, name: &str, enabled: bool) -> Result<(), CoreError> {
         let (catalog, usage) = self.catalog_and_usage();
-        let entry = match catalog.get(name) {
-            Some(CatalogItem::Server(entry)) => entry.clone(),
-            Some(CatalogItem::Invalid(_)) => {
-                return Err(CoreError::InvalidEntry {
-                    name: name.to_owned(),
-                    doing: "changing it",
-                })
-            }
-            None => {
-                return Err(CoreError::unknown_connector(
-                    &catalog,
-                    name,
-                    "in the catalog or any client",
-                ))
-            }
-        };
+        let entry = CoreError::server_entry(
+            &catalog,
+            name,
+            "changing it",
+            "in the catalog or any client",
+        )?
+        .clone();
         let client_only = usage.client_only.contains(name);
         if client_only && enabled {
             return self.manage(name);

@@ -128,6 +128,15 @@ impl Rig {
         self.auth.complete_pasted("fx", &location).await
     }
 
+    /// The authorizations pending in the vault now.
+    fn pending(&self) -> Vec<patchbay_vault::PendingFlowInfo> {
+        self.auth
+            .patchbay()
+            .vault()
+            .pending_flows(self.now())
+            .unwrap()
+    }
+
     fn state(&self) -> ConnectorState {
         let report = self.auth.patchbay().status();
         report
@@ -922,13 +931,7 @@ async fn resource_metadata_for_another_resource_is_never_used() {
                 .is_empty(),
             "the resource's authorization servers are not even looked up (pinned: {pinned})"
         );
-        assert!(r
-            .auth
-            .patchbay()
-            .vault()
-            .pending_flows(r.now())
-            .unwrap()
-            .is_empty());
+        assert!(r.pending().is_empty());
     }
 }
 
@@ -1184,13 +1187,7 @@ async fn cancel_ends_the_flow_and_frees_the_receiver() {
         "{ended:?}"
     );
     // Nothing is pending: the consent's code cannot finish it, the page cannot be reopened.
-    assert!(r
-        .auth
-        .patchbay()
-        .vault()
-        .pending_flows(r.now())
-        .unwrap()
-        .is_empty());
+    assert!(r.pending().is_empty());
     let state = state_of(&started.authorize_url);
     assert!(auth
         .complete_pasted(
@@ -1235,14 +1232,7 @@ async fn a_redirect_the_receiver_refuses_ends_the_wait_with_the_reason() {
     );
     assert_eq!(r.state(), ConnectorState::NeedsAuthorization);
     // The flow is still pending: a pasted address with the right iss could finish it.
-    assert_eq!(
-        auth.patchbay()
-            .vault()
-            .pending_flows(r.now())
-            .unwrap()
-            .len(),
-        1
-    );
+    assert_eq!(r.pending().len(), 1);
 }
 
 #[tokio::test]

@@ -124,47 +124,41 @@ pub(crate) fn decide(
         return decision;
     }
 
+    // One pass, one resolution per variable: where each value comes from, and from that what
+    // is missing or locked. A variable is needed when any of its uses has no default; the first
+    // such use is the field named.
     let uses = entry.variable_uses();
-    for variable_use in &uses {
-        if decision
-            .variables
-            .iter()
-            .any(|v| v.name == variable_use.name)
-        {
+    let mut locked = Vec::new();
+    for (i, first) in uses.iter().enumerate() {
+        if uses[..i].iter().any(|earlier| earlier.name == first.name) {
             continue;
         }
-        let source = match signals.resolve(&variable_use.name) {
-            Resolution::Value(_) if signals.variables.names.contains(&variable_use.name) => {
+        let needed_at = uses[i..]
+            .iter()
+            .find(|u| u.name == first.name && !u.has_default);
+        let source = match signals.resolve(&first.name) {
+            Resolution::Value(_) if signals.variables.names.contains(&first.name) => {
                 VariableSource::Vault
             }
             Resolution::Value(_) => VariableSource::Environment,
             Resolution::Locked => VariableSource::Locked,
-            Resolution::Absent if variable_use.has_default => VariableSource::Default,
+            Resolution::Absent if needed_at.is_none() => VariableSource::Default,
             Resolution::Absent => VariableSource::Missing,
         };
+        let field = needed_at.unwrap_or(first).field.clone();
+        match (source, needed_at) {
+            (VariableSource::Missing, Some(_)) => decision.missing.push(MissingVariable {
+                name: first.name.clone(),
+                field: field.clone(),
+            }),
+            (VariableSource::Locked, Some(_)) => locked.push(first.name.clone()),
+            _ => {}
+        }
         decision.variables.push(VariableStatus {
-            name: variable_use.name.clone(),
-            field: variable_use.field.clone(),
+            name: first.name.clone(),
+            field,
             source,
         });
-    }
-    let mut locked = Vec::new();
-    for variable_use in &uses {
-        if variable_use.has_default {
-            continue;
-        }
-        match signals.resolve(&variable_use.name) {
-            Resolution::Value(_) => {}
-            Resolution::Locked => locked.push(variable_use.name.clone()),
-            Resolution::Absent => {
-                if !decision.missing.iter().any(|m| m.name == variable_use.name) {
-                    decision.missing.push(MissingVariable {
-                        name: variable_use.name.clone(),
-                        field: variable_use.field.clone(),
-                    });
-                }
-            }
-        }
     }
     if !decision.missing.is_empty() {
         decision.state = ConnectorState::MissingConfiguration;

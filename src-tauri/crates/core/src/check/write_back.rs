@@ -5,7 +5,7 @@
 use super::resolve::kind_of;
 use super::Checker;
 use crate::CoreError;
-use patchbay_catalog::{CatalogItem, ServerEntry, Transport};
+use patchbay_catalog::{ServerEntry, Transport};
 use patchbay_check::TransportKind;
 use serde::Serialize;
 use serde_json::Value;
@@ -66,22 +66,8 @@ impl Checker {
         transport: TransportKind,
     ) -> Result<WrittenBack, CoreError> {
         let catalog = self.patchbay.catalog();
-        let entry = match catalog.get(name) {
-            Some(CatalogItem::Server(entry)) => entry.clone(),
-            Some(CatalogItem::Invalid(_)) => {
-                return Err(CoreError::InvalidEntry {
-                    name: name.to_owned(),
-                    doing: "writing to it",
-                })
-            }
-            None => {
-                return Err(CoreError::unknown_connector(
-                    &catalog,
-                    name,
-                    "in the catalog",
-                ))
-            }
-        };
+        let entry =
+            CoreError::server_entry(&catalog, name, "writing to it", "in the catalog")?.clone();
         if !entry.transport.is_remote() || transport == TransportKind::Stdio {
             return Err(CoreError::Refused {
                 connector: name.to_owned(),
