@@ -35,6 +35,18 @@ const DATABASE_FILE: &str = "patchbay.sqlite3";
 const USER_CATALOG_FILE: &str = "mcp.json";
 
 impl Paths {
+    /// Everything under `dir` (`config/`, `data/`) with the shipped catalog embedded and the
+    /// keychain account `test`: a throwaway home for tests and benchmarks.
+    pub fn under(dir: &std::path::Path) -> Paths {
+        Paths {
+            config_dir: dir.join("config"),
+            data_dir: dir.join("data"),
+            default_catalog: CatalogSource::Embedded,
+            catalog_override: None,
+            keychain_account: "test".into(),
+        }
+    }
+
     /// `--data-dir` first, then `PATCHBAY_DATA_DIR`, then the platform's directories.
     pub fn resolve(data_dir_override: Option<PathBuf>) -> Result<Paths, CoreError> {
         let from_env = std::env::var_os(DATA_DIR_ENV)

@@ -2,7 +2,6 @@
 //! can be set or cleared, the value lands in the same vault `patchbay secret set` writes, the row
 //! walks from Missing configuration to Ready and back, and the value is never in the report.
 
-use patchbay_catalog::CatalogSource;
 use patchbay_core::{Patchbay, Paths};
 use patchbay_status::{ConnectorState, VariableSource};
 use patchbay_vault::{MemoryStore, Secret};
@@ -10,13 +9,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 fn open(dir: &Path) -> Patchbay {
-    let paths = Paths {
-        config_dir: dir.join("config"),
-        data_dir: dir.join("data"),
-        default_catalog: CatalogSource::Embedded,
-        catalog_override: None,
-        keychain_account: "test".into(),
-    };
+    let paths = Paths::under(dir);
     std::fs::create_dir_all(&paths.config_dir).unwrap();
     std::fs::write(
         paths.config_dir.join("mcp.json"),

@@ -4,7 +4,6 @@
 //! enable / disable / manage move connectors in and out of use through the user catalog.
 //! The clients' files are the realistic fixtures of the runtimes crate.
 
-use patchbay_catalog::CatalogSource;
 use patchbay_core::setup::ClientSetup;
 use patchbay_core::{Patchbay, Paths};
 use patchbay_runtimes::clients::{ClientPaths, Os};
@@ -18,13 +17,7 @@ fn fixtures() -> PathBuf {
 }
 
 fn open(dir: &Path, clients: bool) -> Patchbay {
-    let paths = Paths {
-        config_dir: dir.join("config"),
-        data_dir: dir.join("data"),
-        default_catalog: CatalogSource::Embedded,
-        catalog_override: None,
-        keychain_account: "test".into(),
-    };
+    let paths = Paths::under(dir);
     let patchbay = Patchbay::with_store(paths, Arc::new(MemoryStore::new())).unwrap();
     if !clients {
         return patchbay;

@@ -3,7 +3,6 @@
 //! behind `npx mcp-remote`), in any loopback form, is skipped; a server on another port or path
 //! is still a connector of its own. The clients' files are written into a temporary home.
 
-use patchbay_catalog::CatalogSource;
 use patchbay_core::setup::ClientSetup;
 use patchbay_core::{Patchbay, Paths};
 use patchbay_runtimes::clients::{ClientPaths, Os};
@@ -17,13 +16,7 @@ fn write(path: &Path, text: &str) {
 }
 
 fn open(dir: &Path, home: &Path) -> Patchbay {
-    let paths = Paths {
-        config_dir: dir.join("config"),
-        data_dir: dir.join("data"),
-        default_catalog: CatalogSource::Embedded,
-        catalog_override: None,
-        keychain_account: "test".into(),
-    };
+    let paths = Paths::under(dir);
     Patchbay::with_store(paths, Arc::new(MemoryStore::new()))
         .unwrap()
         .with_clients(ClientSetup {
