@@ -40,6 +40,8 @@ pub const RUNTIME_CREDENTIAL_DIRS: &[(&str, &str)] = &[(
 pub const PATCHBAY_PRIVATE: &[(&str, bool, u32)] = &[
     ("patchbay.sqlite3", false, 0o600),
     ("health.sqlite", false, 0o600),
+    // The stdio bridges' calls on their way to health.sqlite (patchbay_check::spool).
+    ("health.calls.jsonl", false, 0o600),
     ("gateway-clients.json", false, 0o600),
     ("locks", true, 0o700),
 ];

@@ -238,6 +238,17 @@ pub enum HealthError {
     Corrupt(String),
     #[error("cannot start the health board's writer thread: {0}")]
     Writer(#[source] std::io::Error),
+    #[error("cannot {action} the call spool {path}: {source}")]
+    Spool {
+        action: &'static str,
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("the call spool {path} stayed locked by another process for 5 s")]
+    SpoolBusy { path: String },
+    #[error("the call spool {path} is full (nothing has read the health board for a long time); calls are dropped until it is read")]
+    SpoolFull { path: String },
 }
 
 #[cfg(test)]

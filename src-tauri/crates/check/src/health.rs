@@ -162,6 +162,8 @@ pub struct Recorded {
 /// The health database. `Send + Sync`; share it in an `Arc`.
 pub struct HealthStore {
     conn: Mutex<Connection>,
+    /// The stdio bridges' calls waiting for the board ([`crate::spool`]).
+    spool: std::path::PathBuf,
 }
 
 impl std::fmt::Debug for HealthStore {
@@ -195,11 +197,37 @@ impl HealthStore {
         migrations().to_latest(&mut conn)?;
         Ok(HealthStore {
             conn: Mutex::new(conn),
+            spool: crate::spool::spool_path(path),
         })
     }
 
+    /// The connection, with the bridges' spooled calls moved onto the board first, so every
+    /// read sees them (an empty spool costs one `stat`).
     fn conn(&self) -> MutexGuard<'_, Connection> {
-        self.conn.lock().unwrap_or_else(|p| p.into_inner())
+        let mut conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+        if let Err(e) = self.drain_spool(&mut conn) {
+            tracing::warn!("the stdio bridges' calls cannot reach the health board yet: {e}");
+        }
+        conn
+    }
+
+    fn drain_spool(&self, conn: &mut Connection) -> Result<(), HealthError> {
+        let drained = crate::spool::take(&self.spool)?;
+        if drained.unreadable > 0 {
+            tracing::warn!(
+                "{} unreadable line(s) in {} skipped",
+                drained.unreadable,
+                self.spool.display()
+            );
+        }
+        if drained.calls.is_empty() {
+            return Ok(());
+        }
+        if let Err(e) = insert_calls(conn, &drained.calls) {
+            crate::spool::put_back(&self.spool, drained)?;
+            return Err(e);
+        }
+        Ok(())
     }
 
     /// Records `outcome` at `now`: one more entry on the ring (the oldest beyond
@@ -379,36 +407,7 @@ impl HealthStore {
     /// one more entry on its connector's ring, in one transaction. The tools and the failure
     /// streak are left as the last check set them.
     pub fn record_calls(&self, calls: &[CallRecord]) -> Result<(), HealthError> {
-        let mut conn = self.conn();
-        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        for call in calls {
-            tx.execute(
-                "INSERT INTO checks (connector, at_ms, ok, latency_ms, transport, error_kind, http_status, error, streak)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 0)",
-                params![
-                    call.connector,
-                    call.at.timestamp_millis(),
-                    call.error.is_none(),
-                    millis(call.latency) as i64,
-                    call.transport.as_str(),
-                    call.error.as_ref().map(|_| "call"),
-                    call.http_status,
-                    call.error.as_deref().map(|e| cut(e, DETAIL_MAX)),
-                ],
-            )?;
-        }
-        let mut trimmed: Vec<&str> = calls.iter().map(|c| c.connector.as_str()).collect();
-        trimmed.sort_unstable();
-        trimmed.dedup();
-        for connector in trimmed {
-            tx.execute(
-                "DELETE FROM checks WHERE connector = ?1 AND id NOT IN
-                    (SELECT id FROM checks WHERE connector = ?1 ORDER BY id DESC LIMIT ?2)",
-                params![connector, RING_CAPACITY as i64],
-            )?;
-        }
-        tx.commit()?;
-        Ok(())
+        insert_calls(&mut self.conn(), calls)
     }
 
     /// Forget everything about `connector` (it left the catalog).
@@ -424,6 +423,39 @@ impl HealthStore {
         tx.commit()?;
         Ok(())
     }
+}
+
+/// [`HealthStore::record_calls`] on `conn`: one transaction.
+fn insert_calls(conn: &mut Connection, calls: &[CallRecord]) -> Result<(), HealthError> {
+    let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    for call in calls {
+        tx.execute(
+                "INSERT INTO checks (connector, at_ms, ok, latency_ms, transport, error_kind, http_status, error, streak)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 0)",
+                params![
+                    call.connector,
+                    call.at.timestamp_millis(),
+                    call.error.is_none(),
+                    millis(call.latency) as i64,
+                    call.transport.as_str(),
+                    call.error.as_ref().map(|_| "call"),
+                    call.http_status,
+                    call.error.as_deref().map(|e| cut(e, DETAIL_MAX)),
+                ],
+            )?;
+    }
+    let mut trimmed: Vec<&str> = calls.iter().map(|c| c.connector.as_str()).collect();
+    trimmed.sort_unstable();
+    trimmed.dedup();
+    for connector in trimmed {
+        tx.execute(
+            "DELETE FROM checks WHERE connector = ?1 AND id NOT IN
+                    (SELECT id FROM checks WHERE connector = ?1 ORDER BY id DESC LIMIT ?2)",
+            params![connector, RING_CAPACITY as i64],
+        )?;
+    }
+    tx.commit()?;
+    Ok(())
 }
 
 fn read_streak(conn: &Connection, connector: &str) -> Result<Streak, HealthError> {

@@ -29,6 +29,7 @@ pub mod legacy_sse;
 pub mod npm_cache;
 pub mod recorder;
 pub mod retry;
+pub mod spool;
 pub mod sse;
 pub mod target;
 
@@ -42,6 +43,7 @@ pub use health::{
 };
 pub use recorder::CallRecorder;
 pub use retry::{random_unit, Pacing, RetryPolicy, Sleeper, UnitRandom};
+pub use spool::spool_path;
 pub use target::{
     AuthKind, CheckTarget, Endpoint, HttpEndpoint, Redactor, StdioLaunch, TransportKind,
 };

@@ -3,6 +3,10 @@
 //! one commit, a lone call is written at once). The stdio bridge answers its client on one
 //! thread: writing there held every next request behind a commit. Dropping the recorder writes
 //! what is still queued before it returns, so a session's last calls are not lost at exit.
+//!
+//! Where a batch goes is the recorder's sink: the board itself (the gateway, one long-lived
+//! process) or the board's spool ([`CallRecorder::spool`], the stdio bridge: see
+//! [`crate::spool`] for why).
 
 use crate::health::{CallRecord, HealthStore};
 use crate::HealthError;
@@ -28,6 +32,21 @@ impl CallRecorder {
     /// Starts the writer on `store`; `what` names the writer in its warnings ("the gateway's
     /// calls").
     pub fn start(store: HealthStore, what: &'static str) -> Result<CallRecorder, HealthError> {
+        CallRecorder::with_sink(move |batch| store.record_calls(batch), what)
+    }
+
+    /// The writer for the health board at `board` that never opens the board: calls go to its
+    /// spool ([`crate::spool`]), which the board's next reader moves onto it.
+    pub fn spool(board: &std::path::Path, what: &'static str) -> Result<CallRecorder, HealthError> {
+        let spool = crate::spool::spool_path(board);
+        CallRecorder::with_sink(move |batch| crate::spool::append(&spool, batch), what)
+    }
+
+    /// Starts the writer handing each batch to `sink`.
+    fn with_sink(
+        sink: impl Fn(&[CallRecord]) -> Result<(), HealthError> + Send + 'static,
+        what: &'static str,
+    ) -> Result<CallRecorder, HealthError> {
         let (queue, calls) = mpsc::channel::<CallRecord>();
         let writer = std::thread::Builder::new()
             .name("health-board".into())
@@ -35,8 +54,8 @@ impl CallRecorder {
                 while let Ok(first) = calls.recv() {
                     let mut batch = vec![first];
                     batch.extend(calls.try_iter().take(BATCH_MAX - 1));
-                    // Bounded by the store's busy timeout.
-                    if let Err(e) = store.record_calls(&batch) {
+                    // Bounded by the store's busy timeout or the spool's lock timeout.
+                    if let Err(e) = sink(&batch) {
                         tracing::warn!("cannot record {what} on the health board: {e}");
                     }
                 }
@@ -106,5 +125,25 @@ mod tests {
         // The ring keeps the last 100 per connector; every 10th call (all on "a") failed.
         assert_eq!((a.calls, b.calls), (100, 100), "{a:?} {b:?}");
         assert_eq!((a.failures, b.failures), (20, 0), "{a:?} {b:?}");
+    }
+
+    #[test]
+    fn spooled_calls_reach_the_board_when_it_is_next_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("health.sqlite");
+        let board = HealthStore::open(&file).unwrap();
+        let recorder = CallRecorder::spool(&file, "calls").unwrap();
+        for i in 0..30 {
+            recorder.record(call("a", (i % 3 == 0).then_some("boom")));
+        }
+        drop(recorder);
+        // The spooling writer never opened the database.
+        let spool = crate::spool::spool_path(&file);
+        assert!(std::fs::metadata(&spool).unwrap().len() > 0);
+        // A store opened before the calls were spooled sees them on its next read.
+        let a = board.stats("a").unwrap();
+        assert_eq!((a.calls, a.failures), (30, 10), "{a:?}");
+        assert_eq!(std::fs::metadata(&spool).unwrap().len(), 0, "drained");
+        assert_eq!(board.stats("a").unwrap().calls, 30, "recorded once");
     }
 }

@@ -216,10 +216,11 @@ pub fn health_file(patchbay: &Patchbay) -> std::path::PathBuf {
 }
 
 /// [`health_hook`] on the health board at `file`. The calls are written by a thread of their own
-/// (the bridge answers on one thread, which a commit per call held up); the last are written when
-/// the hook is dropped at the session's end.
+/// (the bridge answers on one thread, which a commit per call held up) to the board's spool, not
+/// the board itself: a bridge never loads SQLite (see `patchbay_check::spool`). The last are
+/// written when the hook is dropped at the session's end.
 pub fn health_hook_at(file: &std::path::Path) -> Result<CallHook, HealthError> {
-    let recorder = CallRecorder::open(file, "the bridge's calls")?;
+    let recorder = CallRecorder::spool(file, "the bridge's calls")?;
     Ok(Arc::new(move |call: &BridgedCall| {
         recorder.record(CallRecord {
             connector: call.connector.clone(),
