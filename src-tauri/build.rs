@@ -16,6 +16,8 @@ fn main() {
             "reopen_authorization",
             "set_connector_key",
             "clear_connector_key",
+            "add_custom_connector",
+            "probe_remote_url",
             "add_to_runtime",
             "refresh_connector",
             "disconnect_connector",

@@ -94,6 +94,23 @@ pub async fn set_connector_key(
     Ok(state.refresh())
 }
 
+/// "Add custom connector": the form's server into the user catalog, in use, its secret values
+/// into the vault; then answer the new status.
+#[tauri::command]
+pub async fn add_custom_connector(
+    state: State<'_, AppState>,
+    spec: patchbay_core::custom::CustomConnector,
+) -> Result<StatusReport, IpcError> {
+    state.core().add_custom_connector(&spec)?;
+    Ok(state.refresh())
+}
+
+/// The form's "Check": one request to `url` to learn whether it wants OAuth.
+#[tauri::command]
+pub async fn probe_remote_url(url: String) -> Result<patchbay_core::custom::RemoteAuth, IpcError> {
+    Ok(patchbay_core::custom::probe_remote(&url).await?)
+}
+
 /// Remove a key the connector's entry uses from the vault; then answer the new status.
 #[tauri::command]
 pub async fn clear_connector_key(

@@ -424,6 +424,8 @@ pub fn run() {
             commands::cancel_authorization,
             commands::reopen_authorization,
             commands::set_connector_key,
+            commands::add_custom_connector,
+            commands::probe_remote_url,
             commands::clear_connector_key,
             commands::complete_authorization,
             commands::add_to_runtime,

@@ -1064,3 +1064,67 @@ fn a_connector_name_in_another_case_is_that_connector() {
         stderr(&out)
     );
 }
+
+/// Issue 21: `add-custom` puts a server the catalog lacks in use, its secret (read from stdin,
+/// never from the command line) in the vault only; a bad URL or a taken name says which field is
+/// wrong and writes nothing.
+#[test]
+fn add_custom_puts_a_server_in_use_with_its_secret_in_the_vault() {
+    require_keychain!();
+    let sandbox = Sandbox::new(true);
+    let out = sandbox.run_with_stdin(
+        &[
+            "add-custom",
+            "postgres",
+            "--command",
+            "npx",
+            "--arg",
+            "-y",
+            "--arg",
+            "@modelcontextprotocol/server-postgres",
+            "--secret",
+            "DATABASE_URL",
+            "--set",
+            "LOG=info",
+        ],
+        "postgres://me:pw-8812@db/app\n",
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("In the vault: POSTGRES_DATABASE_URL."),
+        "{}",
+        stdout(&out)
+    );
+    let report = json(&sandbox.run(&["status", "--json"]));
+    assert_eq!(state_of(&report, "postgres"), "ready");
+
+    let bad = sandbox.run(&["add-custom", "web", "--url", "http://mcp.example.com/mcp"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(
+        stderr(&bad).contains("url: use https://"),
+        "{}",
+        stderr(&bad)
+    );
+    let taken = sandbox.run(&[
+        "add-custom",
+        "notion",
+        "--url",
+        "https://mcp.example.com/mcp",
+    ]);
+    assert_eq!(taken.status.code(), Some(2));
+    assert!(
+        stderr(&taken).contains("a connector named \"notion\" exists"),
+        "{}",
+        stderr(&taken)
+    );
+    let report = json(&sandbox.run(&["status", "--json"]));
+    assert!(report["connectors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|c| c["name"] != "web"));
+    SecretScan::new(sandbox.path())
+        .secret("the DATABASE_URL typed on stdin", "postgres://me:pw-8812@db/app")
+        .output("patchbay add-custom", &out)
+        .assert_clean();
+}

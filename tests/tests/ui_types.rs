@@ -56,6 +56,8 @@ fn render() -> String {
     // consent_requests, answer_consent and the consents-changed event.
     decls.visit::<patchbay_gateway::ConsentRequest>();
     decls.visit::<patchbay_core::IpcError>();
+    decls.visit::<patchbay_core::custom::CustomConnector>();
+    decls.visit::<patchbay_core::custom::RemoteAuth>();
     // page_listening: the row requests kept until the page listened.
     decls.visit::<patchbay_core::tray_model::QueuedRowRequest>();
     // window.__patchbayBoot: what a new page is created with.

@@ -241,6 +241,16 @@ export type CredentialSummary = { key: string, expires_at: string | null, has_re
  */
 last_rotated_by: string | null, last_rotated_at: string | null, };
 
+export type CustomConnector = { name: string, title: string | null, server: CustomServer, };
+
+export type CustomServer = { "kind": "remote", url: string, headers: Array<CustomValue>, } | { "kind": "stdio", command: string, args: Array<string>, env: Array<CustomValue>, };
+
+export type CustomValue = { name: string, value: string, 
+/**
+ * Kept in the vault (the entry holds `${VAR}`), not written into the catalog.
+ */
+secret: boolean, };
+
 export type Degraded = { since: string, 
 /**
  * The failure that tipped it, one line, secrets scrubbed.
@@ -368,6 +378,8 @@ export type RefreshEntry = { at: string, outcome: RefreshAttemptOutcome, http_st
  * The raw answer (up to 4 KB), secrets scrubbed.
  */
 detail: string | null, retries: number, };
+
+export type RemoteAuth = { "kind": "oauth" } | { "kind": "open" } | { "kind": "unknown", detail: string, };
 
 export type RowRequest = "focus" | "authorize" | "ask_to_authorize";
 

@@ -117,6 +117,8 @@ enum Command {
     Disable(setup::NameArgs),
     /// Copy a server a client configures into your catalog; its secrets go into the vault.
     Manage(setup::NameArgs),
+    /// Add a server the catalog lacks: a URL (remote) or a command (stdio); secrets go into the vault.
+    AddCustom(setup::AddCustomArgs),
     /// The catalog connectors not in use, and what each needs.
     Gallery(setup::GalleryArgs),
     /// Bridge an MCP client that launches commands to a remote connector over stdio, with the
@@ -211,6 +213,7 @@ const COMMAND_GROUPS: &[(&str, &[&str])] = &[
             "authorize",
             "secret",
             "manage",
+            "add-custom",
             "disable",
             "disconnect",
         ],
@@ -623,6 +626,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Enable(args) => setup::enable(&open(cli.data_dir, cli.catalog)?, args, &mut out),
         Command::Disable(args) => setup::disable(&open(cli.data_dir, cli.catalog)?, args, &mut out),
         Command::Manage(args) => setup::manage(&open(cli.data_dir, cli.catalog)?, args, &mut out),
+        Command::AddCustom(args) => setup::add_custom(
+            &open(cli.data_dir, cli.catalog)?,
+            args,
+            read_secret,
+            &mut out,
+        ),
         Command::Connect(args) => connect::connect(cli.data_dir, cli.catalog, args),
         Command::AddTo(args) => add_to::add_to(&open(cli.data_dir, cli.catalog)?, args, &mut out),
         Command::Switch(args) => add_to::switch(&open(cli.data_dir, cli.catalog)?, args, &mut out),

@@ -17,6 +17,36 @@ pub struct NameArgs {
     pub name: String,
 }
 
+/// `patchbay add-custom NAME --url URL` or `patchbay add-custom NAME --command CMD [--arg A]...`.
+#[derive(Args)]
+#[command(group(clap::ArgGroup::new("server").required(true).args(["url", "command"])))]
+pub struct AddCustomArgs {
+    /// The new connector's name: letters, digits, - and _.
+    pub name: String,
+    /// A remote server's URL (streamable HTTP): https, or http on localhost.
+    #[arg(long)]
+    pub url: Option<String>,
+    /// A local server's command (stdio).
+    #[arg(long)]
+    pub command: Option<String>,
+    /// An argument to the command; repeat for each, in order.
+    #[arg(long = "arg", value_name = "ARG", allow_hyphen_values = true)]
+    pub args: Vec<String>,
+    /// A literal `NAME=VALUE` environment variable (stdio) or header (remote); repeatable.
+    #[arg(long = "set", value_name = "NAME=VALUE")]
+    pub values: Vec<String>,
+    /// An environment variable or header whose value is a secret: asked for without echo (or
+    /// read from standard input), kept in the vault; repeatable.
+    #[arg(long = "secret", value_name = "NAME")]
+    pub secrets: Vec<String>,
+    /// The title shown in the window.
+    #[arg(long)]
+    pub title: Option<String>,
+    /// For a URL: first ask the server (one request) whether it wants OAuth.
+    #[arg(long)]
+    pub check: bool,
+}
+
 #[derive(Args)]
 pub struct GalleryArgs {
     /// Print the gallery entries as JSON (docs/status-json.md, `gallery`).
@@ -66,6 +96,77 @@ pub fn manage(patchbay: &Patchbay, args: NameArgs, out: &mut impl Write) -> Resu
         one_line(&args.name),
         patchbay.writable_catalog().display()
     )?;
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn add_custom(
+    patchbay: &Patchbay,
+    args: AddCustomArgs,
+    read_secret: impl Fn(&str) -> Result<patchbay_vault::Secret>,
+    out: &mut impl Write,
+) -> Result<ExitCode> {
+    use patchbay_core::custom::{CustomConnector, CustomServer, CustomValue, RemoteAuth};
+    let mut values = Vec::new();
+    for pair in &args.values {
+        let Some((name, value)) = pair.split_once('=') else {
+            anyhow::bail!("--set {pair:?}: write NAME=VALUE");
+        };
+        values.push(CustomValue {
+            name: name.to_owned(),
+            value: patchbay_vault::Secret::new(value.to_owned()),
+            secret: false,
+        });
+    }
+    for name in &args.secrets {
+        values.push(CustomValue {
+            name: name.clone(),
+            value: read_secret(name)?,
+            secret: true,
+        });
+    }
+    let server = match (&args.url, &args.command) {
+        (Some(url), _) => {
+            if args.check {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()?;
+                let found = runtime.block_on(patchbay_core::custom::probe_remote(url))?;
+                let said = match found {
+                    RemoteAuth::OAuth => "it asks for OAuth: authorize it next".to_owned(),
+                    RemoteAuth::Open => "it answered without asking for a credential".to_owned(),
+                    RemoteAuth::Unknown { detail } => {
+                        format!("could not tell whether it wants OAuth: {detail}")
+                    }
+                };
+                writeln!(out, "{}: {said}.", one_line(url))?;
+            }
+            CustomServer::Remote {
+                url: url.clone(),
+                headers: values,
+            }
+        }
+        (None, Some(command)) => CustomServer::Stdio {
+            command: command.clone(),
+            args: args.args.clone(),
+            env: values,
+        },
+        (None, None) => unreachable!("clap requires --url or --command"),
+    };
+    let added = patchbay.add_custom_connector(&CustomConnector {
+        name: args.name.clone(),
+        title: args.title.clone(),
+        server,
+    })?;
+    writeln!(
+        out,
+        "{} is now in {}, in use.",
+        one_line(&added.name),
+        patchbay.writable_catalog().display()
+    )?;
+    if !added.secrets.is_empty() {
+        writeln!(out, "In the vault: {}.", added.secrets.join(", "))?;
+    }
+    writeln!(out, "Next: patchbay status {}", one_line(&added.name))?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -12,6 +12,7 @@ pub mod bridges;
 pub mod check;
 pub mod client_config;
 mod connector_keys;
+pub mod custom;
 pub mod deeplink;
 pub mod due;
 pub mod error;
