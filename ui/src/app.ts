@@ -3,6 +3,7 @@
 import type { Backend } from "./backend";
 import { takePageBoot, toBackendError } from "./backend";
 import { clientEntryFor } from "./client-entry";
+import { CustomConnectorForm } from "./custom-connector";
 import { carryTypedSecrets, KeysActions, type KeysUi } from "./keys";
 import { now } from "./clock";
 import { el } from "./format";
@@ -127,6 +128,24 @@ export class ConnectorsWindow {
   private readonly galleryCount = el("p", "gallery__count");
   private readonly galleryList = el("ul", "group gallery__list");
   private readonly galleryNone = el("p", "gallery__none");
+  private readonly customToggle = el("button", "btn gallery__custom");
+  private readonly customForm = new CustomConnectorForm({
+    add: async (spec) => {
+      let report: StatusReport;
+      try {
+        report = await this.backend.addCustomConnector(spec);
+      } catch (err) {
+        throw toBackendError(err);
+      }
+      this.customForm.element.hidden = true;
+      this.customToggle.setAttribute("aria-expanded", "false");
+      this.landed(spec.name, report, null);
+    },
+    probe: (url) =>
+      this.backend.probeRemoteUrl(url).catch((err: unknown) => {
+        throw toBackendError(err);
+      }),
+  });
 
   // Other MCP clients and the gateway (issue 12).
   /** The clients found on this machine that "Add to" writes. */
@@ -635,7 +654,21 @@ export class ConnectorsWindow {
     this.galleryList.setAttribute("aria-label", "Connectors you can add");
     this.galleryList.addEventListener("click", (e) => this.onGalleryClick(e));
     this.galleryNone.hidden = true;
-    g.append(head, note, search, this.galleryCount, this.galleryList, this.galleryNone);
+    // A server the catalog lacks: added by hand (issue 21).
+    const toggle = this.customToggle;
+    toggle.type = "button";
+    toggle.dataset.control = "open-custom";
+    toggle.setAttribute("aria-expanded", "false");
+    toggle.setAttribute("aria-controls", "custom-form");
+    toggle.textContent = "Add a custom connector…";
+    toggle.addEventListener("click", () => {
+      const open = this.customForm.element.hidden;
+      this.customForm.element.hidden = !open;
+      toggle.setAttribute("aria-expanded", String(open));
+      if (open) this.customForm.focus();
+    });
+    this.customForm.element.hidden = true;
+    g.append(head, note, search, toggle, this.customForm.element, this.galleryCount, this.galleryList, this.galleryNone);
   }
 
   private openGallery(opener: HTMLElement | null): void {
@@ -643,6 +676,9 @@ export class ConnectorsWindow {
     this.galleryOpener = opener;
     this.galleryOpen = true;
     this.gallerySearch.value = "";
+    this.customForm.reset();
+    this.customForm.element.hidden = true;
+    this.customToggle.setAttribute("aria-expanded", "false");
     this.gallery.hidden = false;
     this.root.classList.add("is-gallery");
     this.addButton.setAttribute("aria-expanded", "true");
@@ -722,7 +758,7 @@ export class ConnectorsWindow {
     if (total === 0) {
       this.galleryNone.textContent = "Every connector in the catalog is already in use.";
     } else if (shown === 0) {
-      this.galleryNone.textContent = `No connector matches “${query.trim()}”. Servers configured in your other clients appear in your list by themselves.`;
+      this.galleryNone.textContent = `No connector matches “${query.trim()}”. Add it as a custom connector (above), with its URL or command. Servers configured in your other clients appear in your list by themselves.`;
     }
   }
 
@@ -748,6 +784,12 @@ export class ConnectorsWindow {
       return;
     }
     this.galleryUi.delete(name);
+    this.landed(name, report, entry);
+  }
+
+  /** After Add (a gallery entry or a custom connector): the gallery closes and the new row,
+   * highlighted, has its next step in focus. */
+  private landed(name: string, report: StatusReport, entry: GalleryEntry | null): void {
     const c = report.connectors.find((x) => x.name === name);
     const title = c?.title || entry?.title || name;
     if (c) this.updateRowUiQuietly(name, { notice: addedNotice(c, entry) });

@@ -16,7 +16,7 @@ import type {
   StatusReport,
   SwitchCandidate,
 } from "./types";
-import type { ConsentRequest, PageBoot, QueuedRowRequest } from "./generated/ipc";
+import type { ConsentRequest, CustomConnector, PageBoot, QueuedRowRequest, RemoteAuth } from "./generated/ipc";
 
 export type { ConsentRequest, PageBoot, QueuedRowRequest };
 
@@ -66,6 +66,10 @@ export interface Backend {
   writeBackTransport(name: string, transport: string): Promise<StatusReport>;
   /** "Add" in the gallery: puts a catalog entry in use (`"enabled": true` in the user catalog). */
   enableConnector(name: string): Promise<StatusReport>;
+  /** "Add custom connector": the form's server into the user catalog, in use; answers the new report. */
+  addCustomConnector(spec: CustomConnector): Promise<StatusReport>;
+  /** One request to `url`: does it want OAuth? */
+  probeRemoteUrl(url: string): Promise<RemoteAuth>;
   /** "Remove from my connectors": writes `"enabled": false` for it into the user catalog. */
   disableConnector(name: string): Promise<StatusReport>;
   /** "Manage with Patchbay": copies a client-only connector into the user catalog (secrets to the vault). */
@@ -171,6 +175,8 @@ function tauriBackend(): Backend {
     getHealthBoard: () => invoke<HealthBoard>("get_health_board"),
     writeBackTransport: (name, transport) => invoke<StatusReport>("write_back_transport", { name, transport }),
     enableConnector: (name) => invoke<StatusReport>("enable_connector", { name }),
+    addCustomConnector: (spec) => invoke<StatusReport>("add_custom_connector", { spec }),
+    probeRemoteUrl: (url) => invoke<RemoteAuth>("probe_remote_url", { url }),
     disableConnector: (name) => invoke<StatusReport>("disable_connector", { name }),
     manageConnector: (name) => invoke<StatusReport>("manage_connector", { name }),
     clientTargets: () => invoke<ClientTarget[]>("client_targets"),

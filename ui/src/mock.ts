@@ -56,6 +56,9 @@
 // setting cannot be read: the switch says it is unavailable) and `fail=set_launch_at_login`
 // (every change rejects: the switch goes back) reject with kind `launch_at_login`.
 //
+// Custom connectors (issue 21): add_custom_connector answers the report as it is unless a test
+// scripts it; the call records each value's name, never the value.
+//
 // Keys (issue 21): set_connector_key and clear_connector_key answer the report as it is unless a
 // test scripts the answer with `nextResult`; the calls record whether a value was given, never
 // the value.
@@ -528,6 +531,15 @@ export async function createMockBackend(params: URLSearchParams): Promise<Backen
     setConnectorKey: (name, variable, value) =>
       call("set_connector_key", { name, variable, valueGiven: value !== "" }, () => clone(report)),
     clearConnectorKey: (name, variable) => call("clear_connector_key", { name, variable }, () => clone(report)),
+    // "Add custom connector": the same, and the call records each value's name and whether one
+    // was given, never the value. probe_remote_url answers "unknown" unless a test scripts it.
+    addCustomConnector: (spec) => {
+      const values = spec.server.kind === "remote" ? spec.server.headers : spec.server.env;
+      const where = spec.server.kind === "remote" ? { url: spec.server.url } : { command: spec.server.command, args: spec.server.args };
+      const recorded = values.map((v) => ({ name: v.name, secret: v.secret, valueGiven: v.value !== "" }));
+      return call("add_custom_connector", { name: spec.name, kind: spec.server.kind, ...where, values: recorded }, () => clone(report));
+    },
+    probeRemoteUrl: (url) => call("probe_remote_url", { url }, () => ({ kind: "unknown" as const, detail: "the mock does not probe" })),
     enableConnector: (name) =>
       call("enable_connector", { name }, () => {
         const entry = (report.gallery ?? []).find((g) => g.name === name);
