@@ -1124,7 +1124,10 @@ fn add_custom_puts_a_server_in_use_with_its_secret_in_the_vault() {
         .iter()
         .all(|c| c["name"] != "web"));
     SecretScan::new(sandbox.path())
-        .secret("the DATABASE_URL typed on stdin", "postgres://me:pw-8812@db/app")
+        .secret(
+            "the DATABASE_URL typed on stdin",
+            "postgres://me:pw-8812@db/app",
+        )
         .output("patchbay add-custom", &out)
         .assert_clean();
 }

@@ -204,6 +204,10 @@ impl Desktop {
             .text("the app's log (tauri-driver's output)", self.driver.log())
             .text("the window's DOM", dom.as_str().unwrap_or_default())
             .secret("the key typed into the window", SEARCH_KEY_TYPED)
+            .secret(
+                "the custom connector's value typed into the window",
+                CUSTOM_VALUE_TYPED,
+            )
             .assert_clean();
     }
 
@@ -341,8 +345,43 @@ fn the_window_authorizes_a_connector_and_the_tray_follows() {
         "the tray to say nothing needs attention",
         "All 2 connectors are fine",
     );
+
+    // A server the catalog lacks, added by hand in the gallery's custom form (issue 21): a
+    // command with a secret environment value lands as a Ready row, the value in the vault only.
+    desktop.driver.click("[data-control=open-gallery]");
+    desktop.driver.click("[data-control=open-custom]");
+    desktop.driver.type_into("#custom-name", "handmade");
+    desktop
+        .driver
+        .click("input[data-control=custom-kind][value=stdio]");
+    desktop.driver.type_into("#custom-command", "npx");
+    desktop.driver.type_into("#custom-args", "-y\nhandmade-mcp");
+    desktop.driver.click("[data-control=custom-add-value]");
+    desktop
+        .driver
+        .type_into("[data-control=custom-value-name]", "HANDMADE_TOKEN");
+    desktop
+        .driver
+        .type_into("[data-control=custom-value-value]", CUSTOM_VALUE_TYPED);
+    desktop.driver.click("[data-control=custom-submit]");
+    desktop.driver.wait_for(
+        REACT,
+        "the handmade row to be Ready",
+        "return document.querySelector('li[data-connector=handmade]')?.dataset.state === 'ready' || null;",
+        json!([]),
+    );
+    let report = desktop.session.report();
+    assert_eq!(state_of(&report, "handmade"), "ready", "{report:#}");
+    let listed = desktop.session.cli(&["secret", "list", "--json"]);
+    assert!(
+        String::from_utf8_lossy(&listed.stdout).contains("HANDMADE_HANDMADE_TOKEN"),
+        "{listed:?}"
+    );
     desktop.assert_no_secret_leaked();
 }
+
+/// What the test types as the custom connector's secret value.
+const CUSTOM_VALUE_TYPED: &str = "custom-typed-value-5518-zz";
 
 /// What the test types into the Search row's key field: a value to look for everywhere after.
 const SEARCH_KEY_TYPED: &str = "sk-window-typed-4f1c9a";
