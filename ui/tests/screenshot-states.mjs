@@ -5,7 +5,7 @@
 // be reached or the page logs an error.
 //
 //   connector-<state>-{light,dark}.png  one row in each of the nine connector states (mixed fixture)
-//   overview, first-run, gallery, found-in, add-to-client, gateway-clients, check, history,
+//   overview, first-run, gallery, custom-connector, found-in, add-to-client, gateway-clients, check, history,
 //   paste-back, link-asks, catalog-error the window in that situation, 900 px wide
 //
 // Usage: node tests/screenshot-states.mjs [--dist=DIR] [--out=DIR] [--only=NAME,...]
@@ -61,6 +61,23 @@ const SHOTS = [
     prepare: async (page) => {
       await page.click(".empty [data-control=open-gallery]");
       await page.waitForSelector("#gallery:not([hidden])");
+    },
+  },
+  {
+    name: "custom-connector",
+    query: "fixture=first-run",
+    height: 640,
+    prepare: async (page) => {
+      await page.click(".empty [data-control=open-gallery]");
+      await page.waitForSelector("#gallery:not([hidden])");
+      await page.click("[data-control=open-custom]");
+      await page.fill("#custom-name", "postgres");
+      await page.getByLabel("A command (local server)").check();
+      await page.fill("#custom-command", "npx");
+      await page.fill("#custom-args", "-y\n@modelcontextprotocol/server-postgres");
+      await page.click("[data-control=custom-add-value]");
+      await page.fill("[data-control=custom-value-name]", "DATABASE_URL");
+      await page.fill("[data-control=custom-value-value]", "postgres://localhost/app");
     },
   },
   { name: "found-in", query: "fixture=found", height: 760 },
