@@ -98,14 +98,53 @@ export function buildLinkLine(url: string, id: string, copyLabel = "Copy the aut
   return line;
 }
 
-/** An error said in a form (the paste-back, a client, a key): its message as an alert, its kind
- * on the text for tests and styles. */
+/** One sentence per kind, for a message too technical to lead with. Kinds whose messages are
+ * written for people (invalid input, refused, unknown connector, ...) have none. */
+const KIND_SENTENCE: Partial<Record<string, string>> = {
+  secret_store: "The system keychain did not answer.",
+  io: "Patchbay could not read or write one of its files.",
+  catalog_write: "Patchbay could not save your catalog.",
+  client_config: "Patchbay could not change that app's settings.",
+  runtime_store: "Patchbay could not update the agent's credential file.",
+  oauth: "Signing in with the server did not work.",
+  timed_out: "The server took too long to answer.",
+  health_store: "Patchbay could not read its health records.",
+  gateway_clients: "Patchbay could not update the gateway's clients.",
+  launch_at_login: "Patchbay could not change the login item.",
+  watch: "Patchbay could not watch a file for changes.",
+  internal: "Something went wrong inside Patchbay.",
+};
+
+/** What reads as machine text: a file path, an OS or resolver error, a transport's words. */
+const TECHNICAL = /os error|error sending request|failed to lookup|tcp connect|connection refused|dns error|(^|\s)\/[\w.-]+\/|[A-Z]:\\/i;
+
+/** An error as the window says it: the message itself when it is short and plain, else the
+ * kind's one sentence with the message as its detail (under a "Details" disclosure). */
+export function humanError(kind: string, message: string): { sentence: string; detail: string | null } {
+  const sentence = KIND_SENTENCE[kind];
+  if (sentence && (message.length > 140 || TECHNICAL.test(message))) return { sentence, detail: message };
+  return { sentence: message, detail: null };
+}
+
+/** The detail under a closed disclosure, selectable. */
+export function buildErrorDetail(detail: string): HTMLDetailsElement {
+  const more = el("details", "notice__more");
+  more.append(el("summary", "notice__more-summary", "Details"), el("p", "notice__detail", detail));
+  return more;
+}
+
+/** An error said in a form (the paste-back, a client, a key): one sentence as an alert (the
+ * detail under a disclosure, see humanError), its kind on the text for tests and styles. */
 export function buildErrorNotice(error: { kind: string; message: string }, id: string, className: string): HTMLDivElement {
   const box = el("div", `notice notice--error ${className}`);
   box.id = id;
   box.setAttribute("role", "alert");
-  const text = el("p", "notice__text", error.message);
+  const { sentence, detail } = humanError(error.kind, error.message);
+  const text = el("p", "notice__text", sentence);
   text.dataset.kind = error.kind;
-  box.append(icon("warning", "icon notice__icon"), text);
+  const body = el("div", "notice__body");
+  body.append(text);
+  if (detail) body.append(buildErrorDetail(detail));
+  box.append(icon("warning", "icon notice__icon"), body);
   return box;
 }

@@ -1,6 +1,6 @@
 // Pure builders: a report (or part of one) in, DOM out. No state, no listeners.
 
-import { agoText, absoluteText, appendRich, buildErrorNotice, buildLinkLine, el, expiryText, parseTime, untilText } from "./format";
+import { agoText, absoluteText, appendRich, buildErrorDetail, buildErrorNotice, buildLinkLine, el, expiryText, humanError, parseTime, untilText } from "./format";
 import { icon } from "./icons";
 import { buildClientEntry, type ClientEntry } from "./client-entry";
 import { buildKeys, type KeysUi } from "./keys";
@@ -734,12 +734,7 @@ export function buildGalleryEntry(g: GalleryEntry, ui: GalleryUi | null): HTMLLI
     describedBy.push(hidden.id);
   }
   if (ui?.error) {
-    const err = el("div", "notice notice--error gentry__error");
-    err.id = `${id}-error`;
-    err.setAttribute("role", "alert");
-    const text = el("p", "notice__text", ui.error.message);
-    text.dataset.kind = ui.error.kind;
-    err.append(icon("warning", "icon notice__icon"), text);
+    const err = buildErrorNotice(ui.error, `${id}-error`, "gentry__error");
     main.append(err);
     describedBy.push(err.id);
   }
@@ -1276,11 +1271,14 @@ function buildNotice(n: RowNotice, id: string): HTMLDivElement {
     box.append(icon(n.tone === "error" ? "warning" : "info", "icon notice__icon"));
   }
   const text = el("p", "notice__text");
-  appendRich(text, n.text);
+  // An error's machine text goes under Details, after one sentence (format.ts humanError).
+  const said = n.tone === "error" && n.kind && !n.detail ? humanError(n.kind, n.text) : { sentence: n.text, detail: null };
+  appendRich(text, said.sentence);
   if (n.kind) text.dataset.kind = n.kind;
   const body = el("div", "notice__body");
   body.append(text);
   if (n.detail) body.append(el("p", "notice__detail", n.detail));
+  if (said.detail) body.append(buildErrorDetail(said.detail));
   if (n.link) body.append(buildLinkLine(n.link, `${id}-notice-link`));
   if (n.authorizing || n.retry) {
     const line = el("div", "row__actions notice__actions");
