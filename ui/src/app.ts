@@ -101,7 +101,9 @@ export class ConnectorsWindow {
 
   private readonly header = el("header", "header");
   private readonly summary = el("p", "summary");
-  private readonly sources = el("p", "sources");
+  /** The catalog files, under a closed disclosure: where entries come from is not the first
+   * thing a user needs (a file that cannot be read still raises a banner). */
+  private readonly sources = el("details", "sources");
   private readonly banners = el("div", "banners");
   private readonly scroller = el("main", "scroller");
   private readonly list = el("ul", "group list");
@@ -417,9 +419,13 @@ export class ConnectorsWindow {
     this.root.classList.toggle("is-empty", r.connectors.length === 0);
 
     const s = summaryText(r);
-    this.summary.replaceChildren(icon(s.ok ? "ready" : "warning", "icon summary__icon"), s.text);
+    // No check mark beside "No connectors in use": nothing is fine or wrong yet.
+    if (r.connectors.length === 0) this.summary.replaceChildren(s.text);
+    else this.summary.replaceChildren(icon(s.ok ? "ready" : "warning", "icon summary__icon"), s.text);
     this.summary.className = `summary ${s.ok ? "summary--ok" : "summary--attention"}`;
-    this.sources.replaceChildren(buildSources(r.catalog.sources));
+    const list = el("span", "sources__list");
+    list.append(buildSources(r.catalog.sources));
+    this.sources.replaceChildren(el("summary", "sources__summary", "Catalog files"), list);
     this.banners.replaceChildren(...buildBanners(r), ...this.requestBanner());
 
     this.renderRows(r, t);

@@ -1431,7 +1431,7 @@ export function summaryText(r: StatusReport): { text: string; ok: boolean } {
 
 function describeSource(s: CatalogSource): string {
   if (s.error) return `${s.kind}, unreadable`;
-  if (!s.present) return `${s.kind}, not created`;
+  if (!s.present) return `${s.kind}, none yet`;
   return `${s.kind}, ${s.entries} ${s.entries === 1 ? "entry" : "entries"}`;
 }
 
@@ -1441,7 +1441,6 @@ export function buildSources(sources: CatalogSource[]): DocumentFragment {
     frag.append("No catalog files");
     return frag;
   }
-  frag.append(el("span", "sources__label", "Catalog"));
   for (const s of sources) {
     const item = el("span", `source${s.error ? " source--error" : ""}${s.present ? "" : " source--absent"}`);
     item.dataset.kind = s.kind;

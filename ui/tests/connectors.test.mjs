@@ -39,6 +39,11 @@ describe("rendering", () => {
     assert.equal(await page.textContent(".summary"), "6 need attention, listed first");
     assert.match(await page.textContent(".sources"), /\/usr\/share\/patchbay\/mcp\.json \(default, 9 entries\)/);
     assert.match(await page.textContent(".sources"), /\/home\/me\/\.config\/patchbay\/mcp\.json \(user, 3 entries\)/);
+    // The catalog files are details, closed: the paths are not on show until asked for.
+    assert.equal(await page.locator("details.sources").getAttribute("open"), null);
+    assert.equal(await page.locator(".source__path").first().isVisible(), false);
+    await page.click(".sources__summary");
+    assert.equal(await page.locator(".source__path").first().isVisible(), true);
     assert.deepEqual(page.errors, []);
     await page.context.close();
   });
@@ -1407,9 +1412,12 @@ describe("keyboard", () => {
   test("arrow keys, Home and End move between rows; Enter runs the row's action; Tab reaches its buttons", async () => {
     const page = await open("fixture=mixed");
     const names = MIXED.connectors.map((c) => c.name);
-    // The header's "Add connector" comes first, then the list (one row in the tab order).
+    // The header's "Add connector" comes first, then the closed "Catalog files" disclosure, then
+    // the list (one row in the tab order).
     await page.keyboard.press("Tab");
     assert.equal(await page.evaluate(() => document.activeElement.dataset.control), "open-gallery");
+    await page.keyboard.press("Tab");
+    assert.equal(await page.evaluate(() => document.activeElement.className), "sources__summary");
     await page.keyboard.press("Tab");
     assert.equal(await focusedRow(page), names[0]);
     assert.ok(await focusedIsRow(page));

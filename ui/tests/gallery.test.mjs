@@ -54,6 +54,7 @@ describe("first run", () => {
     assert.deepEqual(await rowNames(page), []);
     assert.equal(await page.textContent(".summary"), "No connectors in use");
     assert.ok(await page.locator(".summary--ok").isVisible(), "the summary is not an attention one");
+    assert.equal(await page.locator(".summary .summary__icon").count(), 0, "no check mark: nothing is in use");
     assert.equal(await page.textContent(".empty__title"), "No connectors in use yet");
     assert.match(await page.textContent(".empty__text"), /Patchbay keeps the MCP servers your agents use/);
     const note = await page.textContent(".empty__note");
