@@ -218,13 +218,26 @@ impl TauriDriver {
     }
 
     /// Clicks the element `css` matches as a user does (WebKit synthesizes the mouse events).
+    /// A row re-rendered between the find and the click (a status change replaces its buttons)
+    /// answers "stale element reference": the button is found again, as a user's pointer would
+    /// land on the new one; a few times at most.
     pub fn click(&self, css: &str) {
-        let element = self.find(css);
-        self.call(
-            "POST",
-            &self.session_path(&format!("/element/{element}/click")),
-            Some(json!({})),
-        );
+        for _ in 0..5 {
+            let element = self.find(css);
+            let path = self.session_path(&format!("/element/{element}/click"));
+            match http(self.port, "POST", &path, Some(&json!({})), CALL) {
+                Ok((status, _)) if status < 400 => return,
+                Ok((404, body)) if body["value"]["error"] == "stale element reference" => {
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+                Ok((status, body)) => panic!(
+                    "WebDriver POST {path}: {status} {} ({})",
+                    body["value"]["error"], body["value"]["message"]
+                ),
+                Err(error) => panic!("WebDriver POST {path}: {error}\n{}", self.log()),
+            }
+        }
+        panic!("{css}: still replaced after 5 clicks (the page re-renders it without end?)");
     }
 
     /// Types `text` into the element `css` matches as a user does (WebDriver's Element Send
