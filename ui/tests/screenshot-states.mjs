@@ -22,6 +22,12 @@ const dist = (arg("dist") ?? DIST).replace(/\/?$/, "/");
 mkdirSync(out, { recursive: true });
 
 const WIDTH = 900;
+
+/** The first run's gallery, open. */
+async function openGallery(page) {
+  await page.click(".empty [data-control=open-gallery]");
+  await page.waitForSelector("#gallery:not([hidden])");
+}
 const STATES = [
   "ready",
   "needs_authorization",
@@ -54,22 +60,13 @@ const SHOTS = [
   })),
   { name: "overview", query: "fixture=mixed", height: 640 },
   { name: "first-run", query: "fixture=first-run", height: 640 },
-  {
-    name: "gallery",
-    query: "fixture=first-run",
-    height: 640,
-    prepare: async (page) => {
-      await page.click(".empty [data-control=open-gallery]");
-      await page.waitForSelector("#gallery:not([hidden])");
-    },
-  },
+  { name: "gallery", query: "fixture=first-run", height: 640, prepare: openGallery },
   {
     name: "custom-connector",
     query: "fixture=first-run",
     height: 640,
     prepare: async (page) => {
-      await page.click(".empty [data-control=open-gallery]");
-      await page.waitForSelector("#gallery:not([hidden])");
+      await openGallery(page);
       await page.click("[data-control=open-custom]");
       await page.fill("#custom-name", "postgres");
       await page.getByLabel("A command (local server)").check();
