@@ -115,12 +115,11 @@ pub fn check_remote_url(text: &str) -> Result<url::Url, CoreError> {
             format!("not a URL ({e}); e.g. https://mcp.example.com/mcp"),
         )
     })?;
-    let loopback = match url.host() {
-        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
-        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
-        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
-        None => return Err(invalid("url", "it has no host")),
-    };
+    if url.host().is_none() {
+        return Err(invalid("url", "it has no host"));
+    }
+    // The same loopback names the gateway and the receiver answer.
+    let loopback = patchbay_catalog::own_gateway::is_loopback_host(url.host());
     match url.scheme() {
         "https" => Ok(url),
         "http" if loopback => Ok(url),
@@ -132,20 +131,10 @@ pub fn check_remote_url(text: &str) -> Result<url::Url, CoreError> {
     }
 }
 
-/// `NAME_KEY` in the placeholder grammar: upper case, anything else `_`.
+/// `NAME_KEY` in the placeholder grammar, as "Manage with Patchbay" names the variables it makes.
 fn variable_for(connector: &str, key: &str) -> String {
-    let raw = format!("{connector}_{key}");
-    let mut var: String = raw
-        .chars()
-        .map(|c| match c.is_ascii_alphanumeric() {
-            true => c.to_ascii_uppercase(),
-            false => '_',
-        })
-        .collect();
-    if var.starts_with(|c: char| c.is_ascii_digit()) {
-        var.insert(0, '_');
-    }
-    var
+    use patchbay_runtimes::clients::air::var_part;
+    format!("{}_{}", var_part(connector), var_part(key))
 }
 
 /// The entry's members for `values` (headers or env): literal or `${VAR}`, and the secrets to
@@ -257,8 +246,7 @@ impl Patchbay {
     /// reads as missing a value that was typed.
     pub fn add_custom_connector(&self, spec: &CustomConnector) -> Result<CustomAdded, CoreError> {
         let (entry, secrets) = custom_entry(spec)?;
-        let (catalog, _) = self.catalog_and_usage();
-        if catalog.get(&spec.name).is_some() {
+        if self.catalog().get(&spec.name).is_some() {
             return Err(invalid(
                 "name",
                 format!(
@@ -325,7 +313,7 @@ pub async fn probe_remote(url: &str) -> Result<RemoteAuth, CoreError> {
         .get_all(reqwest::header::WWW_AUTHENTICATE)
         .iter()
         .filter_map(|v| v.to_str().ok())
-        .any(|v| v.trim_start().to_ascii_lowercase().starts_with("bearer"));
+        .any(|v| patchbay_oauth::discovery::parse_www_authenticate(v).is_some());
     Ok(match status.as_u16() {
         401 if bearer => RemoteAuth::OAuth,
         401 => RemoteAuth::Unknown {

@@ -140,7 +140,7 @@ impl Patchbay {
     }
 
     /// The catalog and what puts its connectors in use, from one read of the clients.
-    pub(crate) fn catalog_and_usage(&self) -> (Catalog, Usage) {
+    fn catalog_and_usage(&self) -> (Catalog, Usage) {
         let mut catalog = load(&self.paths.catalog_sources());
         let Some(setup) = &self.clients else {
             return (catalog, Usage::default());

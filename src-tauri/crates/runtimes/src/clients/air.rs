@@ -141,8 +141,9 @@ struct Conversion {
     needs: Vec<NeededVariable>,
 }
 
-/// Upper-case, `_` for runs of anything but letters and digits, no leading digit.
-fn var_part(text: &str) -> String {
+/// Upper-case, `_` for runs of anything but letters and digits, no leading digit: the part of a
+/// `${VAR}` name made from a server's or a value's name (also the custom connector's, in core).
+pub fn var_part(text: &str) -> String {
     let mut out = String::new();
     for c in text.chars() {
         if c.is_ascii_alphanumeric() {
