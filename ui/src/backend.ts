@@ -147,7 +147,10 @@ export function toBackendError(err: unknown): BackendError {
     const message = typeof o.message === "string" ? o.message : JSON.stringify(err);
     if (typeof o.kind === "string") {
       const needed = o.needs_client as IpcError["needs_client"];
-      return needed ? { kind: o.kind as ErrorKind, message, needs_client: needed } : { kind: o.kind as ErrorKind, message };
+      const out: IpcError = { kind: o.kind as ErrorKind, message };
+      if (needed) out.needs_client = needed;
+      if (typeof o.field === "string") out.field = o.field;
+      return out;
     }
     return { kind: "error", message: err instanceof Error ? `${err.name}: ${message}` : message };
   }

@@ -21,12 +21,6 @@ export interface CustomFormActions {
 
 type Kind = "remote" | "stdio";
 
-/** The field a backend refusal names ("url: …", "env[1].name: …"), and the rest of it. */
-export function fieldOf(message: string): { field: string | null; text: string } {
-  const m = /^([a-z]+(?:\[\d+\]\.[a-z]+)?): (.+)$/s.exec(message);
-  return m ? { field: m[1], text: m[2] } : { field: null, text: message };
-}
-
 const PROBE_TEXT: Record<RemoteAuth["kind"], string> = {
   oauth: "It asks for OAuth: once added, Authorize it.",
   open: "It answered without asking for a credential.",
@@ -241,9 +235,9 @@ export class CustomConnectorForm {
   /** Shows `message` at `field` (or under the form) and puts the focus there. */
   private showError(error: BackendError): void {
     this.clearErrors();
-    const { field, text } = fieldOf(error.message);
+    const field = "field" in error ? (error.field ?? null) : null;
     const target = this.fieldInput(field);
-    this.errorBox.append(buildErrorNotice({ kind: error.kind, message: field ? text : error.message }, "custom-error-text", "custom__notice"));
+    this.errorBox.append(buildErrorNotice(error, "custom-error-text", "custom__notice"));
     if (target) {
       target.setAttribute("aria-invalid", "true");
       target.setAttribute("aria-errormessage", "custom-error-text");
@@ -270,7 +264,7 @@ export class CustomConnectorForm {
   private async check(): Promise<void> {
     const url = this.url.value.trim();
     if (url === "") {
-      this.showError({ kind: "invalid_input", message: "url: give the server's URL first" });
+      this.showError({ kind: "invalid_input", field: "url", message: "give the server's URL first" });
       return;
     }
     this.clearErrors();
@@ -291,16 +285,16 @@ export class CustomConnectorForm {
   private async send(): Promise<void> {
     if (this.busy) return;
     const spec = this.spec();
-    const empty =
+    const empty: [string, string] | null =
       spec.name === ""
-        ? "name: give the connector a name"
+        ? ["name", "give the connector a name"]
         : spec.server.kind === "remote" && spec.server.url === ""
-          ? "url: give the server's URL"
+          ? ["url", "give the server's URL"]
           : spec.server.kind === "stdio" && spec.server.command === ""
-            ? "command: give the command that starts the server"
+            ? ["command", "give the command that starts the server"]
             : null;
     if (empty) {
-      this.showError({ kind: "invalid_input", message: empty });
+      this.showError({ kind: "invalid_input", field: empty[0], message: empty[1] });
       return;
     }
     this.busy = true;

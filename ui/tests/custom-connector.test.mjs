@@ -107,7 +107,7 @@ test("the backend's refusal is shown at the field it names, and Check says what 
   await page.fill("#custom-name", "acme");
   await page.fill("#custom-url", "http://mcp.acme.test/mcp");
   await page.evaluate(() =>
-    window.__patchbayMock.failNext("add_custom_connector", { kind: "invalid_input", message: "url: use https:// (plain http only for localhost)" }),
+    window.__patchbayMock.failNext("add_custom_connector", { kind: "invalid_input", field: "url", message: "use https:// (plain http only for localhost)" }),
   );
   await page.click("[data-control=custom-submit]");
   await page.waitForSelector("#custom-url[aria-invalid=true]");

@@ -347,7 +347,12 @@ message: string,
  * With `client_needed`: the client to create at the provider, then enter with
  * `enter_client`.
  */
-needs_client?: NeededClient, };
+needs_client?: NeededClient, 
+/**
+ * With `invalid_input` from a form: the field the message is about (the message then
+ * leaves the field's name out).
+ */
+field?: string, };
 
 export type KnownTools = { checked_at: string, transport: TransportKind, tools: Array<StoredTool>, };
 

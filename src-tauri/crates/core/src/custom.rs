@@ -83,7 +83,10 @@ pub struct CustomAdded {
 /// Why a field is not acceptable: `field` names it as the form does (`name`, `url`, `command`,
 /// `headers[0].name`, `env[1].name`).
 fn invalid(field: &str, why: impl std::fmt::Display) -> CoreError {
-    CoreError::InvalidInput(format!("{field}: {why}"))
+    CoreError::InvalidField {
+        field: field.to_owned(),
+        why: why.to_string(),
+    }
 }
 
 /// A connector name: letters, digits, `-` and `_` (AIR's names, less `$` and brackets).

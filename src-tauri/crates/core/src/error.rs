@@ -84,6 +84,10 @@ pub enum CoreError {
     /// Text the user typed or pasted is not what was asked for.
     #[error("{0}")]
     InvalidInput(String),
+    /// One field of a form is not acceptable (`field` as the form names it: `url`,
+    /// `headers[1].name`); the window marks that field.
+    #[error("{field}: {why}")]
+    InvalidField { field: String, why: String },
     #[error(transparent)]
     OAuth(#[from] patchbay_oauth::OAuthError),
     #[error("no authorization of {connector} completed within {} seconds", .after.as_secs())]
@@ -180,7 +184,7 @@ impl CoreError {
             CoreError::Runtime(_) | CoreError::Reconcile(_) => ErrorKind::RuntimeStore,
             CoreError::ClientConfig(_) => ErrorKind::ClientConfig,
             CoreError::NotAuthorizable(_) => ErrorKind::NotAuthorizable,
-            CoreError::InvalidInput(_) => ErrorKind::InvalidInput,
+            CoreError::InvalidInput(_) | CoreError::InvalidField { .. } => ErrorKind::InvalidInput,
             CoreError::OAuth(patchbay_oauth::OAuthError::NoClient { .. }) => {
                 ErrorKind::ClientNeeded
             }
@@ -297,6 +301,11 @@ pub struct IpcError {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "ts", ts(optional))]
     pub needs_client: Option<crate::NeededClient>,
+    /// With `invalid_input` from a form: the field the message is about (the message then
+    /// leaves the field's name out).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub field: Option<String>,
 }
 
 impl IpcError {
@@ -305,6 +314,7 @@ impl IpcError {
             kind,
             message: message.into(),
             needs_client: None,
+            field: None,
         }
     }
 }
@@ -326,6 +336,11 @@ impl From<CoreError> for IpcError {
                     issuer,
                     redirect_uri,
                 }),
+                field: None,
+            },
+            CoreError::InvalidField { field, why } => IpcError {
+                field: Some(field),
+                ..IpcError::new(ErrorKind::InvalidInput, why)
             },
             error => IpcError::new(error.kind(), error.to_string()),
         }
@@ -454,6 +469,16 @@ mod tests {
         assert_eq!(
             serde_json::to_value(&e).unwrap(),
             serde_json::json!({ "kind": "not_authorizable", "message": "x cannot be authorized" })
+        );
+        // A form's field travels as data; the terminal's text still names it.
+        let field = CoreError::InvalidField {
+            field: "url".into(),
+            why: "use https://".into(),
+        };
+        assert_eq!(field.to_string(), "url: use https://");
+        assert_eq!(
+            serde_json::to_value(IpcError::from(field)).unwrap(),
+            serde_json::json!({ "kind": "invalid_input", "message": "use https://", "field": "url" })
         );
         let e = IpcError::from(crate::autostart::AutostartError::NoConfigDir {
             needs: "neither XDG_CONFIG_HOME nor HOME is set to an absolute path",
