@@ -6,7 +6,9 @@ use crate::{error::IpcError, AppState};
 use patchbay_catalog::CredentialKey;
 use patchbay_core::client_config;
 use patchbay_core::{ConnectorCheck, HealthBoard, StartOptions, Started};
-use patchbay_gateway::client_entries::{self, ClientWrite, GatewayClients, Via};
+use patchbay_gateway::client_entries::{
+    self, ClientWrite, GatewayClients, Via, WritePreview, WriteUndone,
+};
 use patchbay_gateway::DEFAULT_PORT;
 use patchbay_status::StatusReport;
 use tauri::State;
@@ -254,7 +256,28 @@ pub async fn add_to_client(
     replace: bool,
 ) -> Result<ClientWrite, IpcError> {
     let client = client_config::parse_client(&client)?;
-    Ok(client_entries::add_to_client(
+    Ok(state.undos.keep(client_entries::add_to_client(
+        state.core(),
+        client,
+        &name,
+        via.parse()?,
+        DEFAULT_PORT,
+        replace,
+    )?))
+}
+
+/// What `add_to_client` would write (the entry before and after, no secret), for the window's
+/// confirmation; writes and mints nothing.
+#[tauri::command]
+pub async fn preview_add_to_client(
+    state: State<'_, AppState>,
+    client: String,
+    name: String,
+    via: String,
+    replace: bool,
+) -> Result<WritePreview, IpcError> {
+    let client = client_config::parse_client(&client)?;
+    Ok(client_entries::preview_add_to_client(
         state.core(),
         client,
         &name,
@@ -262,6 +285,32 @@ pub async fn add_to_client(
         DEFAULT_PORT,
         replace,
     )?)
+}
+
+/// What `switch_client_entry` would write, for the window's confirmation.
+#[tauri::command]
+pub async fn preview_switch_client_entry(
+    state: State<'_, AppState>,
+    client: String,
+    server: String,
+) -> Result<WritePreview, IpcError> {
+    let client = client_config::parse_client(&client)?;
+    Ok(client_entries::preview_switch_client_entry(
+        state.core(),
+        client,
+        &server,
+        Via::Stdio,
+        DEFAULT_PORT,
+    )?)
+}
+
+/// The Undo in an Add's or a Switch's notice: the client's file as it was before it.
+#[tauri::command]
+pub async fn undo_client_write(
+    state: State<'_, AppState>,
+    id: u64,
+) -> Result<WriteUndone, IpcError> {
+    Ok(state.undos.undo(state.core(), id)?)
 }
 
 /// "Switch CLIENT to Patchbay": the client's `npx mcp-remote URL` entry `server` runs
@@ -273,13 +322,13 @@ pub async fn switch_client_entry(
     server: String,
 ) -> Result<ClientWrite, IpcError> {
     let client = client_config::parse_client(&client)?;
-    Ok(client_entries::switch_client_entry(
+    Ok(state.undos.keep(client_entries::switch_client_entry(
         state.core(),
         client,
         &server,
         Via::Stdio,
         DEFAULT_PORT,
-    )?)
+    )?))
 }
 
 /// The `npx mcp-remote URL` entries of the clients that can be switched, and the connector each

@@ -90,6 +90,8 @@ pub struct AppState {
     checks: Mutex<Option<tauri::async_runtime::JoinHandle<()>>>,
     /// The in-process gateway's waiting consents, once it listens.
     consent_desk: std::sync::OnceLock<patchbay_gateway::ConsentDesk>,
+    /// The writes to clients' configs this run can still undo.
+    undos: patchbay_gateway::client_entries::UndoLog,
 }
 
 impl AppState {
@@ -198,6 +200,7 @@ fn setup(app: &mut tauri::App) -> Result<(), Box<dyn std::error::Error>> {
         schedule: Mutex::new(None),
         checks: Mutex::new(None),
         consent_desk: std::sync::OnceLock::new(),
+        undos: Default::default(),
         authorizer,
         core,
         bridges: bridges.clone(),
@@ -441,6 +444,9 @@ pub fn run() {
             commands::add_to_client,
             commands::switch_client_entry,
             commands::switch_candidates,
+            commands::preview_add_to_client,
+            commands::preview_switch_client_entry,
+            commands::undo_client_write,
             commands::gateway_clients,
             commands::revoke_gateway_client,
             commands::consent_requests,

@@ -280,6 +280,13 @@ fn a_foreign_entry_is_refused_unless_replaced_and_bad_input_is_named() {
     );
     assert!(!err.contains("ghp_"), "{err}");
     assert_eq!(std::fs::read_to_string(&cursor).unwrap(), original);
+    // --dry-run: the entry now and after, its literal token hidden, nothing written.
+    let text = ok(&h.run(&["add-to", "cursor", "github", "--replace", "--dry-run"]));
+    assert!(text.contains("would replace one entry in Cursor"), "{text}");
+    assert!(text.contains("Now:\n\"github\": {"), "{text}");
+    assert!(text.contains("\"connect\",\n    \"github\""), "{text}");
+    assert!(!text.contains("ghp_"), "{text}");
+    assert_eq!(std::fs::read_to_string(&cursor).unwrap(), original);
     let text = ok(&h.run(&["add-to", "cursor", "github", "--replace"]));
     assert!(text.contains("now goes through Patchbay"), "{text}");
     assert_eq!(

@@ -53,6 +53,9 @@ fn render() -> String {
     decls.visit::<patchbay_core::client_config::SwitchCandidate>();
     decls.visit::<patchbay_gateway::client_entries::ClientWrite>();
     decls.visit::<patchbay_gateway::client_entries::GatewayClients>();
+    // preview_add_to_client, preview_switch_client_entry and undo_client_write.
+    decls.visit::<patchbay_gateway::client_entries::WritePreview>();
+    decls.visit::<patchbay_gateway::client_entries::WriteUndone>();
     // consent_requests, answer_consent and the consents-changed event.
     decls.visit::<patchbay_gateway::ConsentRequest>();
     decls.visit::<patchbay_core::IpcError>();

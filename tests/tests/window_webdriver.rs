@@ -21,6 +21,9 @@
 //! - `cancel_ends_the_authorization_and_frees_the_receiver`: Authorize with a browser that does
 //!   not answer: the row shows it waits, Open the page again opens the same page, Cancel stops
 //!   the receiver (its port is free) and the row needs authorizing again.
+//! - `a_switch_is_confirmed_and_undone_byte_for_byte`: "Switch Cursor to Patchbay" on an
+//!   `npx mcp-remote` entry of Cursor's shows the entry before and after; Cancel writes nothing;
+//!   confirmed, the file runs `patchbay connect`; Undo puts it back byte for byte.
 //! - `the_start_at_login_switch_keeps_the_login_item`: the window's Start at login switch, on,
 //!   writes the XDG entry starting this app with `--background` (`patchbay autostart status`
 //!   agrees); off removes it.
@@ -90,6 +93,16 @@ impl Desktop {
     /// `follow`: the BROWSER follows the consent's auto-approving redirect (a person clicking
     /// Approve); without it, it only records the URL (a person who has not answered yet).
     fn start_full(env: &[(&str, &str)], follow: bool) -> Desktop {
+        Desktop::start_prepared(env, follow, &|_, _| {})
+    }
+
+    /// [`start_full`](Desktop::start_full), with `prepare` run on the session (its home, say)
+    /// before the app starts.
+    fn start_prepared(
+        env: &[(&str, &str)],
+        follow: bool,
+        prepare: &dyn Fn(&DesktopSession, &OAuthServer),
+    ) -> Desktop {
         // The app's loopback receiver has a fixed port: taken, the flow falls back to paste-back.
         assert!(
             !patchbay_e2e::peers::listening(RECEIVER_PORT),
@@ -123,6 +136,7 @@ impl Desktop {
         for (key, value) in env {
             session.set_env(key, *value);
         }
+        prepare(&session, &server);
         let panel = StandInPanel::start(&session, &[]);
         let mut driver = TauriDriver::start(&session, &session.path("driver.log"));
         let took = driver.open(&app_bin(), PLAIN_LAUNCH);
@@ -556,6 +570,97 @@ fn cancel_ends_the_authorization_and_frees_the_receiver() {
     );
 }
 
+/// "Switch Cursor to Patchbay" asks first, showing the entry before and after; Cancel writes
+/// nothing; confirmed, Cursor's file runs `patchbay connect demo`; the notice's Undo puts the file
+/// back byte for byte (issue 21).
+fn a_switch_is_confirmed_and_undone_byte_for_byte() {
+    let cursor_file = |session: &DesktopSession| session.path("home/.cursor/mcp.json");
+    let original = std::cell::RefCell::new(String::new());
+    let desktop = Desktop::start_prepared(&[], true, &|session, server| {
+        // As a user pasted it from the server's docs, with their own spacing and a second entry.
+        let text = format!(
+            "{{\n    \"mcpServers\": {{\n        \"demo\": {{ \"command\": \"npx\", \"args\": [\"-y\", \"mcp-remote\", \"{}\"] }},\n        \"notes\": {{ \"command\": \"notes-mcp\" }}\n    }}\n}}\n",
+            server.mcp_url()
+        );
+        let file = cursor_file(session);
+        std::fs::create_dir_all(file.parent().unwrap()).expect("~/.cursor");
+        std::fs::write(&file, &text).expect("Cursor's mcp.json");
+        *original.borrow_mut() = text;
+    });
+    let original = original.into_inner();
+    let file = cursor_file(&desktop.session);
+    let switch = "li[data-connector=demo] [data-control=switch-entry][data-client=cursor]";
+    desktop.driver.wait_for(
+        REACT,
+        "the Demo row to offer Switch Cursor to Patchbay",
+        "return document.querySelector(arguments[0]) ? true : null;",
+        json!([switch]),
+    );
+    desktop.driver.click(switch);
+    let dialog = desktop.driver.wait_for(
+        REACT,
+        "the confirmation with the entry before and after",
+        "const d = document.querySelector('#write-confirm[open]'); return d ? d.textContent : null;",
+        json!([]),
+    );
+    let dialog = dialog.as_str().unwrap_or_default().to_owned();
+    assert!(
+        dialog.contains("Switch Cursor’s “demo” to Patchbay?"),
+        "{dialog}"
+    );
+    assert!(
+        dialog.contains("mcp-remote") && dialog.contains("\"connect\""),
+        "{dialog}"
+    );
+    desktop
+        .driver
+        .click("#write-confirm [data-control=write-cancel]");
+    desktop.driver.wait_for(
+        REACT,
+        "the confirmation to close",
+        "return document.querySelector('#write-confirm') ? null : true;",
+        json!([]),
+    );
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        original,
+        "Cancel wrote nothing"
+    );
+
+    desktop.driver.click(switch);
+    desktop.driver.wait_for(
+        REACT,
+        "the confirmation again",
+        "return document.querySelector('#write-confirm[open]') ? true : null;",
+        json!([]),
+    );
+    desktop
+        .driver
+        .click("#write-confirm[open] [data-control=write-confirm]");
+    let switched = poll(REACT, "Cursor's file to run patchbay connect", || {
+        let text = std::fs::read_to_string(&file).ok()?;
+        text.contains("\"connect\"").then_some(text)
+    });
+    assert!(
+        switched.contains("\"notes\""),
+        "the other entry is kept: {switched}"
+    );
+    desktop
+        .driver
+        .click("li[data-connector=demo] [data-control=undo-write]");
+    poll(
+        REACT,
+        "Cursor's file to be as it was, byte for byte",
+        || (std::fs::read(&file).ok()? == original.as_bytes()).then_some(()),
+    );
+    desktop.driver.wait_for(
+        REACT,
+        "the notice to say the file is back",
+        "const n = document.querySelector('li[data-connector=demo] .notice--info'); return n && /back as it was/.test(n.textContent) ? true : null;",
+        json!([]),
+    );
+}
+
 /// Where `real_window_screenshots` writes (scripts/screenshots.sh --real sets it).
 const SCREENSHOTS_ENV: &str = "PATCHBAY_WINDOW_SCREENSHOTS";
 
@@ -690,6 +795,11 @@ const CASES: &[Case] = &[
     Case {
         name: "cancel_ends_the_authorization_and_frees_the_receiver",
         run: cancel_ends_the_authorization_and_frees_the_receiver,
+        when: When::Always,
+    },
+    Case {
+        name: "a_switch_is_confirmed_and_undone_byte_for_byte",
+        run: a_switch_is_confirmed_and_undone_byte_for_byte,
         when: When::Always,
     },
     Case {

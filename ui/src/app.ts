@@ -4,6 +4,7 @@ import type { Backend } from "./backend";
 import { takePageBoot, toBackendError } from "./backend";
 import { clientEntryFor } from "./client-entry";
 import { CustomConnectorForm } from "./custom-connector";
+import { confirmWrite, type WriteKind } from "./write-confirm";
 import { carryTypedSecrets, KeysActions, type KeysUi } from "./keys";
 import { now } from "./clock";
 import { el } from "./format";
@@ -23,7 +24,9 @@ import type {
   StatusReport,
   SwitchCandidate,
 } from "./types";
+import type { WritePreview } from "./generated/ipc";
 import {
+  STATE_LABELS,
   buildBanners,
   buildGalleryEntry,
   buildGatewayRow,
@@ -1173,6 +1176,10 @@ export class ConnectorsWindow {
       }
       return;
     }
+    if (btn.dataset.control === "undo-write") {
+      void this.undoWrite(name, Number(btn.dataset.undo), c.state);
+      return;
+    }
     if (btn.dataset.control === "switch-entry") {
       if (btn.getAttribute("aria-disabled") !== "true") void this.switchEntry(name, btn.dataset.client ?? "", btn.dataset.entry ?? "", c.state);
       return;
@@ -1547,6 +1554,11 @@ export class ConnectorsWindow {
   private async addToClient(name: string, client: string, via: string, replace: boolean, state: ConnectorStateId): Promise<void> {
     this.updateRowUi(name, { addingClient: client, notice: null });
     try {
+      const preview = await this.backend.previewAddToClient(client, name, via, replace);
+      if (!(await this.confirmed(name, preview, "add"))) {
+        this.updateRowUi(name, { addingClient: null });
+        return;
+      }
       const written = await this.backend.addToClient(client, name, via, replace);
       this.showWritten(name, written, state);
       this.updateRowUi(name, { addingClient: null });
@@ -1569,6 +1581,11 @@ export class ConnectorsWindow {
   private async switchEntry(name: string, client: string, entry: string, state: ConnectorStateId): Promise<void> {
     this.updateRowUi(name, { switching: `${client}/${entry}`, notice: null });
     try {
+      const preview = await this.backend.previewSwitchClientEntry(client, entry);
+      if (!(await this.confirmed(name, preview, "switch"))) {
+        this.updateRowUi(name, { switching: null });
+        return;
+      }
       const written = await this.backend.switchClientEntry(client, entry);
       this.showWritten(name, written, state);
       this.updateRowUi(name, { switching: null });
@@ -1582,9 +1599,38 @@ export class ConnectorsWindow {
     }
   }
 
+  /** Asks before a write to another app's config; one that changes nothing needs no asking. */
+  private async confirmed(name: string, preview: WritePreview, kind: WriteKind): Promise<boolean> {
+    if (preview.change === "unchanged") return true;
+    const c = this.report?.connectors.find((x) => x.name === preview.connector);
+    const ready = c && (c.state === "ready" || c.state === "no_credential_required");
+    const warning = c && !ready
+      ? `${c.title || c.name} is not ready in Patchbay yet (${(c.label || STATE_LABELS[c.state]).toLowerCase()}): ${preview.client_name} will see it fail until it is.`
+      : null;
+    const row = this.rows.get(name)?.el ?? null;
+    const from = document.activeElement instanceof HTMLElement && row?.contains(document.activeElement) ? document.activeElement : row;
+    return confirmWrite(preview, kind, warning, from);
+  }
+
+  /** The Undo in a write's notice: the client's file as it was before that write. */
+  private async undoWrite(name: string, id: number, state: ConnectorStateId): Promise<void> {
+    try {
+      const undone = await this.backend.undoClientWrite(id);
+      const text = `${undone.client_name}’s config is back as it was (\`${undone.file}\`).`;
+      const detail = undone.revoked ? `Gateway client “${undone.revoked}” revoked: no file holds its secret now.` : null;
+      this.updateRowUiQuietly(name, { notice: { tone: "info", text, detail, kind: "undone", forState: state } });
+      this.announce(text.replace(/`/g, ""));
+      await this.loadClients();
+      this.render(await this.backend.getStatus());
+    } catch (err) {
+      const e = toBackendError(err);
+      this.updateRowUi(name, { notice: { tone: "error", text: e.message, kind: e.kind, forState: state } });
+    }
+  }
+
   private showWritten(name: string, w: ClientWrite, state: ConnectorStateId): void {
     const { text, detail } = writtenText(w);
-    this.updateRowUiQuietly(name, { notice: { tone: "info", text, detail, kind: w.change, forState: state } });
+    this.updateRowUiQuietly(name, { notice: { tone: "info", text, detail, kind: w.change, forState: state, undo: w.undo_id } });
     this.announce(text.replace(/`/g, ""));
   }
 

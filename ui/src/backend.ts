@@ -16,7 +16,7 @@ import type {
   StatusReport,
   SwitchCandidate,
 } from "./types";
-import type { ConsentRequest, CustomConnector, PageBoot, QueuedRowRequest, RemoteAuth } from "./generated/ipc";
+import type { ConsentRequest, CustomConnector, PageBoot, QueuedRowRequest, RemoteAuth, WritePreview, WriteUndone } from "./generated/ipc";
 
 export type { ConsentRequest, PageBoot, QueuedRowRequest };
 
@@ -84,6 +84,12 @@ export interface Backend {
   addToClient(client: string, name: string, via: string, replace: boolean): Promise<ClientWrite>;
   /** "Switch CLIENT to Patchbay": its `npx mcp-remote URL` entry runs `patchbay connect` instead. */
   switchClientEntry(client: string, server: string): Promise<ClientWrite>;
+  /** What `addToClient` would write: the entry before and after (no secret); writes nothing. */
+  previewAddToClient(client: string, name: string, via: string, replace: boolean): Promise<WritePreview>;
+  /** What `switchClientEntry` would write; writes nothing. */
+  previewSwitchClientEntry(client: string, server: string): Promise<WritePreview>;
+  /** The Undo of an Add or a Switch (`ClientWrite.undo_id`): the client's file as it was. */
+  undoClientWrite(id: number): Promise<WriteUndone>;
   /** The mcp-remote entries that can be switched, and the connector each reaches. */
   switchCandidates(): Promise<SwitchCandidate[]>;
   /** The gateway's URL and its clients (never a secret). */
@@ -186,6 +192,9 @@ function tauriBackend(): Backend {
     addToClient: (client, name, via, replace) => invoke<ClientWrite>("add_to_client", { client, name, via, replace }),
     switchClientEntry: (client, server) => invoke<ClientWrite>("switch_client_entry", { client, server }),
     switchCandidates: () => invoke<SwitchCandidate[]>("switch_candidates"),
+    previewAddToClient: (client, name, via, replace) => invoke<WritePreview>("preview_add_to_client", { client, name, via, replace }),
+    previewSwitchClientEntry: (client, server) => invoke<WritePreview>("preview_switch_client_entry", { client, server }),
+    undoClientWrite: (id) => invoke<WriteUndone>("undo_client_write", { id }),
     gatewayClients: () => invoke<GatewayClients>("gateway_clients"),
     revokeGatewayClient: (label) => invoke<GatewayClients>("revoke_gateway_client", { label }),
     consentRequests: () => invoke<ConsentRequest[]>("consent_requests"),

@@ -98,6 +98,7 @@ import type {
   ToolInfo,
   TransportKind,
 } from "./types";
+import type { WritePreview, WriteUndone } from "./generated/ipc";
 
 const fixtures = import.meta.glob<StatusReport>("./fixtures/*.json", { import: "default" });
 const boards = import.meta.glob<HealthBoard>("./fixtures/health/*.json", { import: "default" });
@@ -376,6 +377,143 @@ export async function createMockBackend(params: URLSearchParams): Promise<Backen
     return fallback();
   }
 
+  /** What Add does to the clients' fixture (the rules are the backend's; see client_entries.rs). */
+  function writeAdd(client: string, connector: string, via: string, replace: boolean): ClientWrite {
+    const target = clients.targets.find((t) => t.client === client);
+    if (!target) throw { kind: "invalid_input", message: `unknown client "${client}"; expected one of cursor, vscode, claude-desktop, windsurf` };
+    const c = report.connectors.find((x) => x.name === connector);
+    if (!c) throw { kind: "unknown_connector", message: `no connector in use is named ${connector}` };
+    if (c.transport === "stdio") {
+      throw { kind: "refused", message: `${connector} is a local (stdio) server; Patchbay fronts remote servers only` };
+    }
+    if (via === "gateway" && !target.http) throw { kind: "refused", message: `${target.display_name} cannot use an HTTP server` };
+    // An mcp-remote entry of that name is not Patchbay's either.
+    const remote = clients.candidates.find((x) => x.client === client && x.entry === connector);
+    const foreign = clients.foreign[client]?.[connector] ?? (remote ? `stdio: npx -y mcp-remote ${remote.url}` : undefined);
+    if (foreign && !replace) {
+      throw {
+        kind: "conflict",
+        message: `${target.file}: ${target.display_name} already has a server named "${connector}" that is not Patchbay's (${foreign}); nothing was changed (replace it to point it at Patchbay)`,
+      };
+    }
+    const written = ours.get(client) ?? new Map<string, string>();
+    ours.set(client, written);
+    const change: ClientWrite["change"] = foreign ? "replaced" : written.get(connector) === via ? "unchanged" : written.has(connector) ? "replaced" : "added";
+    if (foreign) delete clients.foreign[client]?.[connector];
+    if (remote) clients.candidates = clients.candidates.filter((x) => x !== remote);
+    written.set(connector, via);
+    let backup: string | null = null;
+    if (change !== "unchanged" && !backedUp.has(target.file)) {
+      backedUp.add(target.file);
+      backup = `${target.file}.patchbay-backup`;
+    }
+    let minted: string | null = null;
+    if (via === "gateway" && !clients.gateway.clients.some((g) => g.label === client)) {
+      clients.gateway.clients.push({ label: client, only: null, created_at: new Date(now()).toISOString() });
+      minted = client;
+    }
+    const result: ClientWrite = {
+      client,
+      client_name: target.display_name,
+      name: connector,
+      connector,
+      file: target.file,
+      change,
+      backup,
+      via: via === "gateway" ? "gateway" : "stdio",
+      gateway_client: minted,
+      managed: false,
+      undo_id: null,
+    };
+    return result;
+  }
+
+  /** What Switch does to the clients' fixture. */
+  function writeSwitch(client: string, server: string): ClientWrite {
+    const target = clients.targets.find((t) => t.client === client);
+    const candidate = clients.candidates.find((x) => x.client === client && x.entry === server);
+    if (!target || !candidate) throw { kind: "client_config", message: `${target?.file ?? client}: ${target?.display_name ?? client} has no server named "${server}"` };
+    if (!candidate.connector) {
+      throw { kind: "unknown_connector", message: `no connector in use has the URL ${candidate.url} that "${server}" bridges` };
+    }
+    clients.candidates = clients.candidates.filter((x) => x !== candidate);
+    const written = ours.get(client) ?? new Map<string, string>();
+    ours.set(client, written);
+    written.set(server, "stdio");
+    let backup: string | null = null;
+    if (!backedUp.has(target.file)) {
+      backedUp.add(target.file);
+      backup = `${target.file}.patchbay-backup`;
+    }
+    const result: ClientWrite = {
+      client,
+      client_name: target.display_name,
+      name: server,
+      connector: candidate.connector,
+      file: target.file,
+      change: "replaced",
+      backup,
+      via: "stdio",
+      gateway_client: null,
+      managed: false,
+      undo_id: null,
+    };
+    return result;
+  }
+
+  /** The clients' fixture as it is, to put back: a preview's dry run, an Undo. */
+  function clientsSnapshot(): () => void {
+    const kept = clone({ candidates: clients.candidates, foreign: clients.foreign, gateway: clients.gateway });
+    const keptOurs = [...ours].map(([k, m]) => [k, new Map(m)] as const);
+    const keptBackups = new Set(backedUp);
+    return () => {
+      Object.assign(clients, clone(kept));
+      ours.clear();
+      for (const [k, m] of keptOurs) ours.set(k, new Map(m));
+      backedUp.clear();
+      for (const f of keptBackups) backedUp.add(f);
+    };
+  }
+
+  /** A write run on the fixture and taken back: its preview. The entry texts are made up here
+   * (the fixture has no files); what is shown is the backend's (write.rs: preview_entry). */
+  function dryRun(write: () => ClientWrite): WritePreview {
+    const restore = clientsSnapshot();
+    const entry = (name: string, value: unknown) => `"${name}": ${JSON.stringify(value, null, 2)}`;
+    try {
+      const w = write();
+      restore();
+      const remote = clients.candidates.find((x) => x.client === w.client && x.entry === w.name);
+      const foreign = clients.foreign[w.client]?.[w.name];
+      const ourVia = ours.get(w.client)?.get(w.name);
+      const patchbay = (via: string | undefined, connector: string) =>
+        via === "gateway"
+          ? { url: `${clients.gateway.url}/${connector}`, headers: { Authorization: "••••••" } }
+          : { command: "/usr/local/bin/patchbay", args: ["connect", connector] };
+      const before = remote
+        ? entry(w.name, { command: "npx", args: ["-y", "mcp-remote", remote.url] })
+        : foreign
+          ? entry(w.name, { command: foreign.replace(/^stdio: /, "") })
+          : ourVia
+            ? entry(w.name, patchbay(ourVia, w.connector))
+            : null;
+      return { client: w.client, client_name: w.client_name, name: w.name, connector: w.connector, file: w.file, before, after: entry(w.name, patchbay(w.via, w.connector)), change: w.change, via: w.via };
+    } finally {
+      restore();
+    }
+  }
+
+  const undos = new Map<number, { restore: () => void; write: ClientWrite }>();
+  /** A write whose Undo puts the fixture back as it was before it. */
+  function undoable(write: () => ClientWrite): ClientWrite {
+    const restore = clientsSnapshot();
+    const w = write();
+    if (w.change === "unchanged") return w;
+    const id = undos.size + 1;
+    undos.set(id, { restore, write: w });
+    return { ...w, undo_id: id };
+  }
+
   return {
     getStatus: () => call("get_status", {}, () => clone(report)),
     deleteUnclaimedCredential: (credentialKey) =>
@@ -588,83 +726,20 @@ export async function createMockBackend(params: URLSearchParams): Promise<Backen
       }),
     clientTargets: () => call("client_targets", {}, () => clone(clients.targets)),
     addToClient: (client, connector, via, replace) =>
-      call("add_to_client", { client, name: connector, via, replace }, () => {
-        const target = clients.targets.find((t) => t.client === client);
-        if (!target) throw { kind: "invalid_input", message: `unknown client "${client}"; expected one of cursor, vscode, claude-desktop, windsurf` };
-        const c = report.connectors.find((x) => x.name === connector);
-        if (!c) throw { kind: "unknown_connector", message: `no connector in use is named ${connector}` };
-        if (c.transport === "stdio") {
-          throw { kind: "refused", message: `${connector} is a local (stdio) server; Patchbay fronts remote servers only` };
-        }
-        if (via === "gateway" && !target.http) throw { kind: "refused", message: `${target.display_name} cannot use an HTTP server` };
-        // An mcp-remote entry of that name is not Patchbay's either.
-        const remote = clients.candidates.find((x) => x.client === client && x.entry === connector);
-        const foreign = clients.foreign[client]?.[connector] ?? (remote ? `stdio: npx -y mcp-remote ${remote.url}` : undefined);
-        if (foreign && !replace) {
-          throw {
-            kind: "conflict",
-            message: `${target.file}: ${target.display_name} already has a server named "${connector}" that is not Patchbay's (${foreign}); nothing was changed (replace it to point it at Patchbay)`,
-          };
-        }
-        const written = ours.get(client) ?? new Map<string, string>();
-        ours.set(client, written);
-        const change: ClientWrite["change"] = foreign ? "replaced" : written.get(connector) === via ? "unchanged" : written.has(connector) ? "replaced" : "added";
-        if (foreign) delete clients.foreign[client]?.[connector];
-        if (remote) clients.candidates = clients.candidates.filter((x) => x !== remote);
-        written.set(connector, via);
-        let backup: string | null = null;
-        if (change !== "unchanged" && !backedUp.has(target.file)) {
-          backedUp.add(target.file);
-          backup = `${target.file}.patchbay-backup`;
-        }
-        let minted: string | null = null;
-        if (via === "gateway" && !clients.gateway.clients.some((g) => g.label === client)) {
-          clients.gateway.clients.push({ label: client, only: null, created_at: new Date(now()).toISOString() });
-          minted = client;
-        }
-        const result: ClientWrite = {
-          client,
-          client_name: target.display_name,
-          name: connector,
-          connector,
-          file: target.file,
-          change,
-          backup,
-          via: via === "gateway" ? "gateway" : "stdio",
-          gateway_client: minted,
-          managed: false,
-        };
-        return result;
-      }),
-    switchClientEntry: (client, server) =>
-      call("switch_client_entry", { client, server }, () => {
-        const target = clients.targets.find((t) => t.client === client);
-        const candidate = clients.candidates.find((x) => x.client === client && x.entry === server);
-        if (!target || !candidate) throw { kind: "client_config", message: `${target?.file ?? client}: ${target?.display_name ?? client} has no server named "${server}"` };
-        if (!candidate.connector) {
-          throw { kind: "unknown_connector", message: `no connector in use has the URL ${candidate.url} that "${server}" bridges` };
-        }
-        clients.candidates = clients.candidates.filter((x) => x !== candidate);
-        const written = ours.get(client) ?? new Map<string, string>();
-        ours.set(client, written);
-        written.set(server, "stdio");
-        let backup: string | null = null;
-        if (!backedUp.has(target.file)) {
-          backedUp.add(target.file);
-          backup = `${target.file}.patchbay-backup`;
-        }
-        const result: ClientWrite = {
-          client,
-          client_name: target.display_name,
-          name: server,
-          connector: candidate.connector,
-          file: target.file,
-          change: "replaced",
-          backup,
-          via: "stdio",
-          gateway_client: null,
-          managed: false,
-        };
+      call("add_to_client", { client, name: connector, via, replace }, () => undoable(() => writeAdd(client, connector, via, replace))),
+    previewAddToClient: (client, connector, via, replace) =>
+      call("preview_add_to_client", { client, name: connector, via, replace }, () => dryRun(() => writeAdd(client, connector, via, replace))),
+    switchClientEntry: (client, server) => call("switch_client_entry", { client, server }, () => undoable(() => writeSwitch(client, server))),
+    previewSwitchClientEntry: (client, server) =>
+      call("preview_switch_client_entry", { client, server }, () => dryRun(() => writeSwitch(client, server))),
+    undoClientWrite: (id) =>
+      call("undo_client_write", { id }, () => {
+        const kept = undos.get(id);
+        if (!kept) throw { kind: "invalid_input", message: "that change can no longer be undone (undone already, or older than the last 16 changes)" };
+        undos.delete(id);
+        kept.restore();
+        const w = kept.write;
+        const result: WriteUndone = { client: w.client, client_name: w.client_name, file: w.file, revoked: w.gateway_client };
         return result;
       }),
     switchCandidates: () => call("switch_candidates", {}, () => clone(clients.candidates)),

@@ -72,6 +72,8 @@ export interface RowNotice {
   authorizing?: { url: string } | null;
   /** A failed authorization: offer Retry. */
   retry?: boolean;
+  /** A write to a client's config that can be undone: offer Undo (its `ClientWrite.undo_id`). */
+  undo?: number | null;
 }
 
 /** An authorization that finishes by pasting the redirected address (or the code). */
@@ -1308,6 +1310,16 @@ function buildNotice(n: RowNotice, id: string): HTMLDivElement {
     btn.type = "button";
     btn.dataset.control = "confirm-authorize";
     btn.title = "Start signing in, in your browser";
+    line.append(btn);
+    body.append(line);
+  }
+  if (n.undo != null) {
+    const line = el("div", "row__actions notice__actions");
+    const btn = el("button", "btn", "Undo");
+    btn.type = "button";
+    btn.dataset.control = "undo-write";
+    btn.dataset.undo = String(n.undo);
+    btn.title = "Put the file back exactly as it was before this change";
     line.append(btn);
     body.append(line);
   }

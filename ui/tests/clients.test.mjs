@@ -26,6 +26,16 @@ async function openMenu(page, name) {
   await row(page, name).locator("details[data-drawer=clients] summary").click();
 }
 
+/** The confirmation a write to a client's config asks first: its text, then Confirm. */
+async function confirmWrite(page) {
+  const dialog = page.locator("#write-confirm[open]");
+  await dialog.waitFor();
+  const text = await dialog.textContent();
+  await dialog.locator("[data-control=write-confirm]").click();
+  await page.locator("#write-confirm").waitFor({ state: "detached" });
+  return text;
+}
+
 const addButtons = (page, name) =>
   row(page, name)
     .locator("[data-control=add-client]")
@@ -58,6 +68,7 @@ describe("Use in another client", () => {
     const page = await open();
     await openMenu(page, "linear");
     await row(page, "linear").locator('[data-control=add-client][data-client=vscode]').click();
+    await confirmWrite(page);
     const notice = row(page, "linear").locator(".notice--info");
     await notice.waitFor();
     assert.deepEqual(await calls(page, "add_to_client"), [{ client: "vscode", name: "linear", via: "stdio", replace: false }]);
@@ -70,6 +81,7 @@ describe("Use in another client", () => {
     assert.equal(await row(page, "linear").locator("details[data-drawer=clients]").evaluate((d) => d.open), true);
     await openMenu(page, "slack");
     await row(page, "slack").locator('[data-control=add-client][data-client=vscode]').click();
+    await confirmWrite(page);
     const second = row(page, "slack").locator(".notice--info");
     await second.waitFor();
     assert.match(await second.textContent(), /Added slack to VS Code/);
@@ -95,6 +107,7 @@ describe("Use in another client", () => {
     );
     assert.match(await row(page, "sentry").locator(".clients__note").textContent(), /Claude Desktop only launches commands/);
     await row(page, "sentry").locator('[data-control=add-client][data-client=cursor]').click();
+    await confirmWrite(page);
     const notice = row(page, "sentry").locator(".notice--info");
     await notice.waitFor();
     assert.deepEqual(await calls(page, "add_to_client"), [{ client: "cursor", name: "sentry", via: "gateway", replace: false }]);
@@ -116,12 +129,15 @@ describe("Use in another client", () => {
     assert.equal(await replace.textContent(), "Replace Cursor’s entry");
     assert.equal(await page.evaluate(() => document.activeElement?.dataset.control), "replace-entry");
     await replace.click();
+    await confirmWrite(page);
     const done = row(page, "notion").locator(".notice--info");
     await done.waitFor();
-    assert.deepEqual(await calls(page, "add_to_client"), [
+    // The refusal comes from the preview: nothing was written before Replace was confirmed.
+    assert.deepEqual(await calls(page, "preview_add_to_client"), [
       { client: "cursor", name: "notion", via: "stdio", replace: false },
       { client: "cursor", name: "notion", via: "stdio", replace: true },
     ]);
+    assert.deepEqual(await calls(page, "add_to_client"), [{ client: "cursor", name: "notion", via: "stdio", replace: true }]);
     assert.match(await done.textContent(), /Cursor’s “notion” now goes through Patchbay/);
     assert.equal(await row(page, "notion").locator(".notice--error").count(), 0);
   });
@@ -130,6 +146,7 @@ describe("Use in another client", () => {
     const page = await open("fixture=mixed&fail=add_to_client");
     await openMenu(page, "github");
     await row(page, "github").locator('[data-control=add-client][data-client=vscode]').click();
+    await confirmWrite(page);
     const error = row(page, "github").locator(".notice--error");
     await error.waitFor();
     assert.match(await error.textContent(), /Permission denied/);
@@ -153,12 +170,74 @@ describe("Switch CLIENT to Patchbay", () => {
     // The entry whose URL no connector has is not offered anywhere.
     assert.ok(CLIENTS.candidates.some((c) => c.connector === null));
     await row(page, "linear").locator("[data-control=switch-entry]").click();
+    await confirmWrite(page);
     const notice = row(page, "linear").locator(".notice--info");
     await notice.waitFor();
     assert.deepEqual(await calls(page, "switch_client_entry"), [{ client: "cursor", server: "linear" }]);
     assert.match(await notice.textContent(), /Cursor’s “linear” now goes through Patchbay \(\/home\/me\/\.cursor\/mcp\.json\)\..*runs patchbay connect/);
     await page.waitForFunction(() => !document.querySelector('li[data-connector="linear"] [data-control=switch-entry]'));
     assert.equal(await page.evaluate(() => document.activeElement?.dataset.connector), "linear");
+    assert.deepEqual(page.errors, []);
+  });
+
+  test("the switch asks first with the entry before and after; Cancel writes nothing and gives focus back", async () => {
+    const page = await open();
+    const button = row(page, "linear").locator("[data-control=switch-entry]");
+    await button.click();
+    const dialog = page.locator("#write-confirm[open]");
+    await dialog.waitFor();
+    assert.equal(await page.locator("#write-confirm-title").textContent(), "Switch Cursor’s “linear” to Patchbay?");
+    assert.match(await dialog.textContent(), /changes this one entry in \/home\/me\/\.cursor\/mcp\.json/);
+    assert.match(await dialog.locator("[data-part=before] pre").textContent(), /mcp-remote/);
+    assert.match(await dialog.locator("[data-part=after] pre").textContent(), /"connect",\s*"linear"/);
+    // Cancel is where focus starts: Enter on an open dialog does not write.
+    assert.equal(await page.evaluate(() => document.activeElement?.dataset.control), "write-cancel");
+    await page.keyboard.press("Escape");
+    await page.locator("#write-confirm").waitFor({ state: "detached" });
+    assert.deepEqual(await calls(page, "switch_client_entry"), []);
+    assert.equal(await page.evaluate(() => document.activeElement?.dataset.control), "switch-entry");
+    assert.equal(await button.textContent(), "Switch Cursor to Patchbay");
+    // Cancel, the button, does the same.
+    await button.click();
+    await page.locator("#write-confirm [data-control=write-cancel]").click();
+    await page.locator("#write-confirm").waitFor({ state: "detached" });
+    assert.deepEqual(await calls(page, "switch_client_entry"), []);
+    assert.deepEqual(page.errors, []);
+  });
+
+  test("a connector not ready in Patchbay is said in the confirmation", async () => {
+    const page = await open();
+    const state = MIXED.connectors.find((c) => c.name === "sentry").state;
+    await row(page, "sentry").locator("[data-control=switch-entry]").click();
+    const warning = page.locator("#write-confirm [data-part=warning]");
+    if (state === "ready" || state === "no_credential_required") {
+      assert.equal(await warning.count(), 0);
+    } else {
+      assert.match(await warning.textContent(), /is not ready in Patchbay yet .*Claude Desktop will see it fail until it is\./);
+    }
+    await page.keyboard.press("Escape");
+    const ready = MIXED.connectors.find((c) => c.name === "linear").state;
+    await row(page, "linear").locator("[data-control=switch-entry]").click();
+    await page.locator("#write-confirm[open]").waitFor();
+    assert.equal(await warning.count(), ready === "ready" ? 0 : 1);
+  });
+
+  test("Undo in the notice puts the entry back: the switch is offered again", async () => {
+    const page = await open();
+    await row(page, "linear").locator("[data-control=switch-entry]").click();
+    await confirmWrite(page);
+    const undo = row(page, "linear").locator("[data-control=undo-write]");
+    await undo.waitFor();
+    await page.waitForFunction(() => !document.querySelector('li[data-connector="linear"] [data-control=switch-entry]'));
+    await undo.click();
+    const notice = row(page, "linear").locator(".notice--info");
+    await page.waitForFunction(() => /back as it was/.test(document.querySelector('li[data-connector="linear"] .notice--info')?.textContent ?? ""));
+    assert.match(await notice.textContent(), /Cursor’s config is back as it was \(\/home\/me\/\.cursor\/mcp\.json\)\./);
+    const [switched] = await calls(page, "switch_client_entry");
+    assert.ok(switched);
+    assert.equal((await calls(page, "undo_client_write")).length, 1);
+    await row(page, "linear").locator("[data-control=switch-entry]").waitFor();
+    assert.equal(await row(page, "linear").locator("[data-control=undo-write]").count(), 0);
     assert.deepEqual(page.errors, []);
   });
 
@@ -171,6 +250,7 @@ describe("Switch CLIENT to Patchbay", () => {
       }),
     );
     await row(page, "sentry").locator("[data-control=switch-entry]").click();
+    await confirmWrite(page);
     const error = row(page, "sentry").locator(".notice--error");
     await error.waitFor();
     assert.match(await error.textContent(), /does not run mcp-remote/);

@@ -116,7 +116,11 @@ gateway_client: string | null,
 /**
  * A client-only server that is now in the user catalog (Switch).
  */
-managed: boolean, };
+managed: boolean, 
+/**
+ * What the window's Undo names to put the file back ([`UndoLog::keep`] sets it).
+ */
+undo_id: number | null, };
 
 export type ConnectorCheck = { connector: string, checked_at: string, ok: boolean, 
 /**
@@ -508,3 +512,31 @@ transport: TransportKind,
  * The file it would be written to.
  */
 file: string, };
+
+export type WritePreview = { client: string, client_name: string, 
+/**
+ * The entry's name in the client's config.
+ */
+name: string, 
+/**
+ * The connector it would reach.
+ */
+connector: string, file: string, 
+/**
+ * The entry now, in the file's syntax; `null` when there is none.
+ */
+before: string | null, 
+/**
+ * The entry after the write.
+ */
+after: string, 
+/**
+ * `added`, `replaced` or `unchanged`.
+ */
+change: string, via: Via, };
+
+export type WriteUndone = { client: string, client_name: string, file: string, 
+/**
+ * The gateway client the write had minted, revoked again (its secret is in no file now).
+ */
+revoked: string | null, };

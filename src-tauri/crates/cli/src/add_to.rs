@@ -10,7 +10,7 @@ use anyhow::Result;
 use clap::{Args, ValueEnum};
 use patchbay_core::client_config;
 use patchbay_core::Patchbay;
-use patchbay_gateway::client_entries::{self, ClientWrite};
+use patchbay_gateway::client_entries::{self, ClientWrite, WritePreview};
 use patchbay_gateway::DEFAULT_PORT;
 
 use crate::terminal::one_line;
@@ -39,6 +39,10 @@ pub struct AddToArgs {
     /// The gateway's port (with --via gateway).
     #[arg(long, value_name = "N", default_value_t = DEFAULT_PORT)]
     pub port: u16,
+    /// Print the entry as it is and as it would be (no value of a header or variable), and
+    /// write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 #[derive(Args)]
@@ -60,6 +64,9 @@ pub struct SwitchArgs {
     /// The gateway's port (with --via gateway).
     #[arg(long, value_name = "N", default_value_t = DEFAULT_PORT)]
     pub port: u16,
+    /// Print the entry as it is and as it would be, and write nothing.
+    #[arg(long, conflicts_with = "list")]
+    pub dry_run: bool,
 }
 
 impl From<Via> for client_entries::Via {
@@ -73,6 +80,18 @@ impl From<Via> for client_entries::Via {
 
 pub fn add_to(patchbay: &Patchbay, args: AddToArgs, out: &mut impl Write) -> Result<ExitCode> {
     let client = client_config::parse_client(&args.client)?;
+    if args.dry_run {
+        let preview = client_entries::preview_add_to_client(
+            patchbay,
+            client,
+            &args.name,
+            args.via.into(),
+            args.port,
+            args.replace,
+        )?;
+        print_preview(&preview, out)?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let written = client_entries::add_to_client(
         patchbay,
         client,
@@ -117,6 +136,17 @@ pub fn switch(patchbay: &Patchbay, args: SwitchArgs, out: &mut impl Write) -> Re
         anyhow::bail!("name the client and the server to switch, or pass --list");
     };
     let client = client_config::parse_client(&client)?;
+    if args.dry_run {
+        let preview = client_entries::preview_switch_client_entry(
+            patchbay,
+            client,
+            &server,
+            args.via.into(),
+            args.port,
+        )?;
+        print_preview(&preview, out)?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let switched =
         client_entries::switch_client_entry(patchbay, client, &server, args.via.into(), args.port)?;
     if switched.managed {
@@ -175,5 +205,28 @@ fn report(written: &ClientWrite, out: &mut impl Write) -> Result<()> {
             "  Restart {client} (or reload its MCP servers) to pick it up."
         )?;
     }
+    Ok(())
+}
+
+/// `--dry-run`: the entry now and after, in the file's syntax (values hidden by the preview).
+fn print_preview(p: &WritePreview, out: &mut impl Write) -> Result<()> {
+    let what = match p.change {
+        "unchanged" => "would change nothing in",
+        "replaced" => "would replace one entry in",
+        _ => "would add one entry to",
+    };
+    writeln!(
+        out,
+        "{} {what} {} ({}); nothing was written.",
+        one_line(&p.connector),
+        p.client_name,
+        p.file.display()
+    )?;
+    writeln!(out, "\nNow:")?;
+    match &p.before {
+        Some(before) => writeln!(out, "{before}")?,
+        None => writeln!(out, "  (no entry named \"{}\")", one_line(&p.name))?,
+    }
+    writeln!(out, "\nAfter:\n{}", p.after)?;
     Ok(())
 }

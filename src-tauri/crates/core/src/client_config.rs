@@ -15,7 +15,9 @@ use patchbay_catalog::{expand, Transport};
 use patchbay_runtimes::clients::write::{self, Target, WriteError};
 use patchbay_runtimes::clients::ClientPaths;
 // What callers without a dependency on patchbay-runtimes (the app) name in these functions.
-pub use patchbay_runtimes::clients::write::{gateway_secrets, Change, Conflict, Written};
+pub use patchbay_runtimes::clients::write::{
+    gateway_secrets, Change, Conflict, EntryPreview, Undo, Written,
+};
 pub use patchbay_runtimes::clients::Client;
 use patchbay_status::Origin;
 use patchbay_vault::Secret;
@@ -179,6 +181,31 @@ pub fn add_to_client(
     route: Route,
     conflict: Conflict,
 ) -> Result<Written, CoreError> {
+    let file = addable_file(patchbay, client, name)?;
+    write::add(client, &file, name, &route.target(name), conflict).map_err(write_error)
+}
+
+/// What [`add_to_client`] would change in the client's file, for a confirmation; nothing is
+/// written.
+pub fn preview_add_to_client(
+    patchbay: &Patchbay,
+    client: Client,
+    name: &str,
+    route: Route,
+    conflict: Conflict,
+) -> Result<EntryPreview, CoreError> {
+    let file = addable_file(patchbay, client, name)?;
+    write::preview_add(client, &file, name, &route.target(name), conflict).map_err(write_error)
+}
+
+/// Puts a client's file back as it was before the write `undo` came from
+/// ([`write::undo`]: refused when the file changed since).
+pub fn undo_write(undo: &Undo) -> Result<(), CoreError> {
+    write::undo(undo).map_err(write_error)
+}
+
+/// The client's file, when `name` is a remote connector in use that Add can write.
+fn addable_file(patchbay: &Patchbay, client: Client, name: &str) -> Result<PathBuf, CoreError> {
     let file = client_file(patchbay, client)?;
     let report = patchbay.status();
     let Some(row) = report.connector(name) else {
@@ -197,7 +224,7 @@ pub fn add_to_client(
             why: format!("{name} is a local (stdio) server; Patchbay fronts remote servers only"),
         });
     }
-    write::add(client, &file, name, &route.target(name), conflict).map_err(write_error)
+    Ok(file)
 }
 
 /// A client "Add to" writes, as the window offers it.
@@ -277,13 +304,7 @@ pub fn switch_to_patchbay(
     entry: &str,
     route_for: impl FnOnce(&str) -> Result<Route, CoreError>,
 ) -> Result<Switched, CoreError> {
-    let file = client_file(patchbay, client)?;
-    let url = write::mcp_remote_url(client, &file, entry).map_err(write_error)?;
-    let connector =
-        connector_with_url(patchbay, &url)?.ok_or_else(|| CoreError::NoConnectorForUrl {
-            url: url.clone(),
-            entry: entry.to_owned(),
-        })?;
+    let (file, connector) = switch_source(patchbay, client, entry)?;
     let report = patchbay.status();
     let managed = report
         .connector(&connector)
@@ -299,6 +320,36 @@ pub fn switch_to_patchbay(
         managed,
         written,
     })
+}
+
+/// What [`switch_to_patchbay`] would change in the client's file (the connector it finds is
+/// the preview's), for a confirmation; nothing is written or managed.
+pub fn preview_switch(
+    patchbay: &Patchbay,
+    client: Client,
+    entry: &str,
+    route_for: impl FnOnce(&str) -> Result<Route, CoreError>,
+) -> Result<(String, EntryPreview), CoreError> {
+    let (file, connector) = switch_source(patchbay, client, entry)?;
+    let target = route_for(&connector)?.target(&connector);
+    let preview = write::preview_switch(client, &file, entry, &target).map_err(write_error)?;
+    Ok((connector, preview))
+}
+
+/// The client's file and the connector in use with the URL its mcp-remote entry `entry` bridges.
+fn switch_source(
+    patchbay: &Patchbay,
+    client: Client,
+    entry: &str,
+) -> Result<(PathBuf, String), CoreError> {
+    let file = client_file(patchbay, client)?;
+    let url = write::mcp_remote_url(client, &file, entry).map_err(write_error)?;
+    let connector =
+        connector_with_url(patchbay, &url)?.ok_or_else(|| CoreError::NoConnectorForUrl {
+            url: url.clone(),
+            entry: entry.to_owned(),
+        })?;
+    Ok((file, connector))
 }
 
 /// An `npx mcp-remote URL` entry in a client's user config that "Switch to Patchbay" can

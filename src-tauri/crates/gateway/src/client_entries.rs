@@ -7,7 +7,11 @@
 
 use std::path::{Path, PathBuf};
 
-use patchbay_core::client_config::{self, Change, Client, Conflict, Route, Written};
+use std::sync::Mutex;
+
+use patchbay_core::client_config::{
+    self, Change, Client, Conflict, EntryPreview, Route, Undo, Written,
+};
 use patchbay_core::{CoreError, Patchbay};
 use serde::Serialize;
 
@@ -49,6 +53,12 @@ pub enum EntryError {
     LabelsTaken(String),
     #[error("via is \"stdio\" or \"gateway\", not {0:?}")]
     Via(String),
+    /// The write is not one this run can undo (too old, or undone already).
+    #[error(
+        "that change can no longer be undone (undone already, or older than the last {} changes)",
+        UndoLog::KEPT
+    )]
+    NoUndo(u64),
 }
 
 /// A failed Add or Switch as the Connectors window receives it (`conflict` offers Replace).
@@ -59,7 +69,7 @@ impl From<EntryError> for patchbay_core::IpcError {
             EntryError::Core(core) => return core.into(),
             EntryError::Conflict(_) => ErrorKind::Conflict,
             EntryError::Clients(_) | EntryError::LabelsTaken(_) => ErrorKind::GatewayClients,
-            EntryError::Via(_) => ErrorKind::InvalidInput,
+            EntryError::Via(_) | EntryError::NoUndo(_) => ErrorKind::InvalidInput,
         };
         patchbay_core::IpcError::new(kind, error.to_string())
     }
@@ -86,6 +96,133 @@ pub struct ClientWrite {
     pub gateway_client: Option<String>,
     /// A client-only server that is now in the user catalog (Switch).
     pub managed: bool,
+    /// What the window's Undo names to put the file back ([`UndoLog::keep`] sets it).
+    pub undo_id: Option<u64>,
+    /// The file's texts before and after, for [`UndoLog::keep`]: never sent.
+    #[serde(skip)]
+    #[cfg_attr(feature = "ts", ts(skip))]
+    pub undo: Option<Undo>,
+}
+
+/// What an Add or a Switch would write, shown for confirmation before it is done: the entry as
+/// the file holds it and as it would be, with no value of a header, variable or credential.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct WritePreview {
+    pub client: &'static str,
+    pub client_name: &'static str,
+    /// The entry's name in the client's config.
+    pub name: String,
+    /// The connector it would reach.
+    pub connector: String,
+    pub file: PathBuf,
+    /// The entry now, in the file's syntax; `null` when there is none.
+    pub before: Option<String>,
+    /// The entry after the write.
+    pub after: String,
+    /// `added`, `replaced` or `unchanged`.
+    pub change: &'static str,
+    pub via: Via,
+}
+
+impl WritePreview {
+    fn new(preview: EntryPreview, connector: String, via: Via) -> WritePreview {
+        WritePreview {
+            client: client_id(preview.client),
+            client_name: preview.client.display_name(),
+            name: preview.name,
+            connector,
+            file: preview.file,
+            before: preview.before,
+            after: preview.after,
+            change: change_id(preview.change),
+            via,
+        }
+    }
+}
+
+fn change_id(change: Change) -> &'static str {
+    match change {
+        Change::Added => "added",
+        Change::Replaced => "replaced",
+        Change::Unchanged => "unchanged",
+    }
+}
+
+/// What an Undo put back.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct WriteUndone {
+    pub client: &'static str,
+    pub client_name: &'static str,
+    pub file: PathBuf,
+    /// The gateway client the write had minted, revoked again (its secret is in no file now).
+    pub revoked: Option<String>,
+}
+
+/// The writes of this run that the window can still undo, the newest last (at most
+/// [`UndoLog::KEPT`]). In memory only: the texts hold the client's literal API keys, and an
+/// Undo is offered in the notice of the write it undoes, not across restarts.
+#[derive(Debug, Default)]
+pub struct UndoLog {
+    kept: Mutex<Vec<KeptUndo>>,
+}
+
+#[derive(Debug)]
+struct KeptUndo {
+    id: u64,
+    undo: Undo,
+    minted: Option<String>,
+}
+
+impl UndoLog {
+    pub const KEPT: usize = 16;
+
+    /// Keeps `write`'s undo and answers it with the id the window's Undo names.
+    pub fn keep(&self, mut write: ClientWrite) -> ClientWrite {
+        let Some(undo) = write.undo.take() else {
+            return write;
+        };
+        let mut kept = self.kept.lock().unwrap_or_else(|p| p.into_inner());
+        let id = kept.last().map_or(1, |k| k.id + 1);
+        kept.push(KeptUndo {
+            id,
+            undo,
+            minted: write.gateway_client.clone(),
+        });
+        if kept.len() > Self::KEPT {
+            kept.remove(0);
+        }
+        write.undo_id = Some(id);
+        write
+    }
+
+    /// Undoes the write `id`: the client's file as it was before it, byte for byte, and the
+    /// gateway client it minted revoked. Refused, nothing touched, when the file has changed
+    /// since (the undo is then dropped: it can never apply again).
+    pub fn undo(&self, patchbay: &Patchbay, id: u64) -> Result<WriteUndone, EntryError> {
+        let kept = {
+            let mut kept = self.kept.lock().unwrap_or_else(|p| p.into_inner());
+            let at = kept
+                .iter()
+                .position(|k| k.id == id)
+                .ok_or(EntryError::NoUndo(id))?;
+            kept.remove(at)
+        };
+        client_config::undo_write(&kept.undo)?;
+        let revoked = kept.minted.filter(|label| {
+            Clients::new(&patchbay.paths.data_dir)
+                .revoke(label)
+                .map_err(|e| tracing::warn!("cannot revoke the gateway client \"{label}\": {e}"))
+                .is_ok()
+        });
+        Ok(WriteUndone {
+            client: client_id(kept.undo.client),
+            client_name: kept.undo.client.display_name(),
+            file: kept.undo.file,
+            revoked,
+        })
+    }
 }
 
 /// The gateway's address and its clients.
@@ -144,6 +281,18 @@ impl<'a> Routing<'a> {
         }
     }
 
+    /// The route [`Routing::route`] would give, minting nothing: for a preview, which shows no
+    /// header value anyway.
+    fn preview_route(&self, connector: &str) -> Route {
+        match self.via {
+            Via::Stdio => Route::connect(self.patchbay),
+            Via::Gateway => Route::gateway(
+                format!("http://127.0.0.1:{}/mcp/{connector}", self.port),
+                &patchbay_vault::Secret::new("its own secret"),
+            ),
+        }
+    }
+
     fn route(&mut self, connector: &str) -> Result<Route, EntryError> {
         if self.via == Via::Stdio {
             return Ok(Route::connect(self.patchbay));
@@ -184,15 +333,13 @@ impl<'a> Routing<'a> {
             name: written.name,
             connector,
             file: written.file,
-            change: match written.change {
-                Change::Added => "added",
-                Change::Replaced => "replaced",
-                Change::Unchanged => "unchanged",
-            },
+            change: change_id(written.change),
             backup: written.backup,
             via: self.via,
             gateway_client: self.minted.take(),
             managed,
+            undo_id: None,
+            undo: written.undo,
         }
     }
 }
@@ -266,6 +413,41 @@ pub fn switch_client_entry(
         (result, _) => result?,
     };
     Ok(routing.done(switched.written, switched.connector, switched.managed))
+}
+
+/// What [`add_to_client`] would write, for the window's confirmation; writes and mints nothing.
+pub fn preview_add_to_client(
+    patchbay: &Patchbay,
+    client: Client,
+    name: &str,
+    via: Via,
+    port: u16,
+    replace: bool,
+) -> Result<WritePreview, EntryError> {
+    let route = Routing::new(patchbay, client, via, port).preview_route(name);
+    let conflict = if replace {
+        Conflict::Replace
+    } else {
+        Conflict::Refuse
+    };
+    let preview = client_config::preview_add_to_client(patchbay, client, name, route, conflict)?;
+    Ok(WritePreview::new(preview, name.to_owned(), via))
+}
+
+/// What [`switch_client_entry`] would write, for the window's confirmation; writes, manages and
+/// mints nothing.
+pub fn preview_switch_client_entry(
+    patchbay: &Patchbay,
+    client: Client,
+    server: &str,
+    via: Via,
+    port: u16,
+) -> Result<WritePreview, EntryError> {
+    let routing = Routing::new(patchbay, client, via, port);
+    let (connector, preview) = client_config::preview_switch(patchbay, client, server, |name| {
+        Ok(routing.preview_route(name))
+    })?;
+    Ok(WritePreview::new(preview, connector, via))
 }
 
 /// The gateway's clients, oldest first.

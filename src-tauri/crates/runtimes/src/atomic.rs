@@ -217,6 +217,22 @@ pub fn update_text_file(
     })
 }
 
+/// Removes `path` when it still holds exactly `expected`, under our lock (an Undo of a file
+/// Patchbay created). Whether it was removed: `false` when it holds something else or is gone.
+pub fn remove_file_holding(
+    path: &Path,
+    lock_timeout: Duration,
+    expected: &[u8],
+) -> Result<bool, RuntimeError> {
+    let _lock = FileLock::acquire_own(&lock_path_for(path), lock_timeout)?;
+    if read_bytes(path)?.as_deref() != Some(expected) {
+        return Ok(false);
+    }
+    fs::remove_file(path).map_err(|e| io_error(path, "cannot remove the file", e))?;
+    sync_dir(path);
+    Ok(true)
+}
+
 /// The first steps of both updates: `Ok(None)` when there is nothing to do (the file is missing
 /// and not to be created, perhaps with no directory to put a lock file in); else the directory
 /// made when creating, and our lock, held until the returned guard drops.

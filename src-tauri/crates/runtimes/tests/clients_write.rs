@@ -665,3 +665,158 @@ fn a_cut_short_backup_is_replaced_and_a_whole_one_kept() {
         .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
 }
+
+#[test]
+fn a_preview_shows_the_entry_before_and_after_with_no_secret_and_writes_nothing() {
+    let (_dir, paths) = home();
+    let cursor = paths.cursor_user.clone();
+    let text = std::fs::read(&cursor).unwrap();
+    let preview =
+        write::preview_switch(Client::Cursor, &cursor, "team-demo", &gateway("team-demo")).unwrap();
+    assert_eq!(preview.change, Change::Replaced);
+    let before = preview.before.as_deref().unwrap();
+    assert!(before.starts_with("\"team-demo\": {"), "{before}");
+    assert!(
+        before.contains("mcp-remote") && before.contains("http://localhost:35557/mcp"),
+        "{before}"
+    );
+    // The header mcp-remote sends is a name only.
+    assert!(
+        before.contains("X-Team: ${TEAM_ID}") || before.contains("••••••"),
+        "{before}"
+    );
+    let after = &preview.after;
+    assert!(
+        after.contains("http://127.0.0.1:3119/mcp/team-demo"),
+        "{after}"
+    );
+    assert!(
+        after.contains("\"X-Patchbay-Client\": \"••••••\""),
+        "{after}"
+    );
+    assert!(!after.contains("pbc_fixture_secret_0123"), "{after}");
+    assert_eq!(
+        std::fs::read(&cursor).unwrap(),
+        text,
+        "a preview writes nothing"
+    );
+
+    // A literal token in an entry being replaced is not shown either.
+    let preview = write::preview_add(
+        Client::Cursor,
+        &cursor,
+        "github",
+        &connect("github"),
+        Conflict::Replace,
+    )
+    .unwrap();
+    let before = preview.before.unwrap();
+    assert!(!before.contains("ghp_fixture"), "{before}");
+    assert!(before.contains("\"Authorization\": \"••••••\""), "{before}");
+    // And it refuses what Add refuses.
+    let err = write::preview_add(
+        Client::Cursor,
+        &cursor,
+        "github",
+        &connect("github"),
+        Conflict::Refuse,
+    )
+    .unwrap_err();
+    assert!(matches!(err, WriteError::Conflict { .. }), "{err}");
+    let preview = write::preview_add(
+        Client::Cursor,
+        &cursor,
+        "linear",
+        &connect("linear"),
+        Conflict::Refuse,
+    )
+    .unwrap();
+    assert_eq!((preview.change, preview.before), (Change::Added, None));
+
+    // Codex: its own syntax.
+    let codex = paths.codex_config.clone();
+    let preview = write::preview_add(
+        Client::Codex,
+        &codex,
+        "acme",
+        &gateway("acme"),
+        Conflict::Refuse,
+    )
+    .unwrap();
+    assert!(
+        preview.after.starts_with("[mcp_servers.acme]"),
+        "{}",
+        preview.after
+    );
+    assert!(preview.after.contains("••••••"), "{}", preview.after);
+    assert!(!preview.after.contains("pbc_fixture"), "{}", preview.after);
+}
+
+#[test]
+fn undo_puts_the_file_back_byte_for_byte_unless_it_changed_since() {
+    let (_dir, paths) = home();
+    let cursor = paths.cursor_user.clone();
+    let original = std::fs::read(&cursor).unwrap();
+    let written =
+        write::switch_mcp_remote(Client::Cursor, &cursor, "team-demo", &gateway("team-demo"))
+            .unwrap();
+    let undo = written
+        .undo
+        .expect("a write that changed the file can be undone");
+    assert!(!format!("{undo:?}").contains("pbc_fixture"), "{undo:?}");
+    assert_ne!(std::fs::read(&cursor).unwrap(), original);
+    write::undo(&undo).unwrap();
+    assert_eq!(std::fs::read(&cursor).unwrap(), original);
+    // Twice: the file holds the original now, not what the write left.
+    assert!(matches!(
+        write::undo(&undo).unwrap_err(),
+        WriteError::ChangedSince { .. }
+    ));
+
+    // Changed by the client after the write: refused, the client's change kept.
+    let written = write::add(
+        Client::Cursor,
+        &cursor,
+        "linear",
+        &connect("linear"),
+        Conflict::Refuse,
+    )
+    .unwrap();
+    let mut edited = std::fs::read_to_string(&cursor).unwrap();
+    edited.push('\n');
+    std::fs::write(&cursor, &edited).unwrap();
+    let err = write::undo(written.undo.as_ref().unwrap()).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("has changed since Patchbay wrote it"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_to_string(&cursor).unwrap(), edited);
+
+    // A file the write created is removed again.
+    let vscode = paths.vscode_user.clone();
+    let _ = std::fs::remove_file(&vscode);
+    let written = write::add(
+        Client::VsCode,
+        &vscode,
+        "linear",
+        &connect("linear"),
+        Conflict::Refuse,
+    )
+    .unwrap();
+    assert!(vscode.exists());
+    write::undo(written.undo.as_ref().unwrap()).unwrap();
+    assert!(!vscode.exists());
+
+    // Nothing written, nothing to undo.
+    let again = write::add(
+        Client::Cursor,
+        &cursor,
+        "linear",
+        &connect("linear"),
+        Conflict::Refuse,
+    )
+    .unwrap();
+    assert_eq!(again.change, Change::Unchanged);
+    assert!(again.undo.is_none());
+}

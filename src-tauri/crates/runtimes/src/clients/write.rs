@@ -93,6 +93,35 @@ pub struct Written {
     pub change: Change,
     /// The backup made by this write (`None`: one existed already, or the file is new).
     pub backup: Option<PathBuf>,
+    /// What puts the file back as it was just before this write ([`undo`]); `None` when
+    /// nothing was written.
+    pub undo: Option<Undo>,
+}
+
+/// The file as it was before one write and as that write left it: what [`undo`] needs. Both
+/// texts are [`Secret`]s (client configs hold literal API keys), so Debug shows neither.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Undo {
+    pub client: Client,
+    pub file: PathBuf,
+    /// `None`: the write created the file.
+    before: Option<Secret>,
+    after: Secret,
+}
+
+/// What a write would do, for a confirmation before it: the entry as the file holds it now and
+/// as it would be, each in the file's own syntax, with every header and environment value,
+/// credential argument and URL query hidden.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EntryPreview {
+    pub client: Client,
+    pub file: PathBuf,
+    pub name: String,
+    /// `None`: the file has no entry of that name (or no file yet).
+    pub before: Option<String>,
+    pub after: String,
+    /// What the write would do to the entry.
+    pub change: Change,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -132,6 +161,9 @@ pub enum WriteError {
         name: String,
         existing: String,
     },
+    /// Undo found the file changed since Patchbay wrote it: restoring it would throw that away.
+    #[error("{file} has changed since Patchbay wrote it ({client} or another program wrote it again); nothing was undone", client = .client.display_name(), file = .file.display())]
+    ChangedSince { client: Client, file: PathBuf },
 }
 
 /// The client's user config file (the one Add writes), with its path from `paths`.
@@ -345,7 +377,42 @@ pub fn add(
     conflict: Conflict,
 ) -> Result<Written, WriteError> {
     let value = entry_json(client, target)?;
-    write_entry(client, file, name, &value, &mut |existing| match existing {
+    write_entry(
+        client,
+        file,
+        name,
+        &value,
+        &mut add_check(client, file, name, conflict),
+    )
+}
+
+/// What [`add`] would do, written nowhere.
+pub fn preview_add(
+    client: Client,
+    file: &Path,
+    name: &str,
+    target: &Target,
+    conflict: Conflict,
+) -> Result<EntryPreview, WriteError> {
+    let value = entry_json(client, target)?;
+    preview_entry(
+        client,
+        file,
+        name,
+        &value,
+        &mut add_check(client, file, name, conflict),
+    )
+}
+
+/// Add's rule for an entry of the same name: Patchbay's own is updated, another refused unless
+/// `conflict` says replace.
+fn add_check<'a>(
+    client: Client,
+    file: &'a Path,
+    name: &'a str,
+    conflict: Conflict,
+) -> impl FnMut(Option<&Existing<'_>>) -> Result<(), WriteError> + 'a {
+    move |existing| match existing {
         None => Ok(()),
         Some(Existing::Parsed(server)) if patchbay_target(server).is_some() => Ok(()),
         Some(_) if conflict == Conflict::Replace => Ok(()),
@@ -355,7 +422,7 @@ pub fn add(
             name: name.to_string(),
             existing: existing.describe(),
         }),
-    })
+    }
 }
 
 /// The URL an entry of `file` bridges through mcp-remote (`npx [-y] mcp-remote URL ...`), for the
@@ -391,7 +458,39 @@ pub fn switch_mcp_remote(
     target: &Target,
 ) -> Result<Written, WriteError> {
     let value = entry_json(client, target)?;
-    write_entry(client, file, name, &value, &mut |existing| match existing {
+    write_entry(
+        client,
+        file,
+        name,
+        &value,
+        &mut switch_check(client, file, name),
+    )
+}
+
+/// What [`switch_mcp_remote`] would do, written nowhere.
+pub fn preview_switch(
+    client: Client,
+    file: &Path,
+    name: &str,
+    target: &Target,
+) -> Result<EntryPreview, WriteError> {
+    let value = entry_json(client, target)?;
+    preview_entry(
+        client,
+        file,
+        name,
+        &value,
+        &mut switch_check(client, file, name),
+    )
+}
+
+/// Switch's rule: the entry must run mcp-remote (or be Patchbay's already: a second click).
+fn switch_check<'a>(
+    client: Client,
+    file: &'a Path,
+    name: &'a str,
+) -> impl FnMut(Option<&Existing<'_>>) -> Result<(), WriteError> + 'a {
+    move |existing| match existing {
         Some(Existing::Parsed(server)) if server.mcp_remote_options().is_some() => Ok(()),
         // Switched already (a second click): rewriting Patchbay's own entry is harmless.
         Some(Existing::Parsed(server)) if patchbay_target(server).is_some() => Ok(()),
@@ -405,7 +504,159 @@ pub fn switch_mcp_remote(
             file: file.to_path_buf(),
             name: name.to_string(),
         }),
+    }
+}
+
+/// Puts the file back byte for byte as it was just before the write `undo` came from (removes
+/// it when that write created it), provided it still holds exactly what the write left. When
+/// it does not (the client, or a later write, changed it since), nothing is touched: restoring
+/// would throw that change away.
+pub fn undo(undo: &Undo) -> Result<(), WriteError> {
+    let changed = || WriteError::ChangedSince {
+        client: undo.client,
+        file: undo.file.clone(),
+    };
+    let restored = match &undo.before {
+        None => crate::atomic::remove_file_holding(
+            &undo.file,
+            LOCK_TIMEOUT,
+            undo.after.expose().as_bytes(),
+        )?,
+        Some(before) => {
+            let options = UpdateOptions {
+                create_if_missing: false,
+                ..update_options(undo.client, &undo.file)
+            };
+            update_text_file(&undo.file, &options, &mut |text| {
+                Ok((text == Some(undo.after.expose())).then(|| before.expose().to_owned()))
+            })?
+        }
+    };
+    if restored {
+        Ok(())
+    } else {
+        Err(changed())
+    }
+}
+
+/// The secret-free rendering of what writing `value` as `name` would change ([`EntryPreview`]),
+/// with `check` refusing as the write would.
+fn preview_entry(
+    client: Client,
+    file: &Path,
+    name: &str,
+    value: &Value,
+    check: &mut Check<'_>,
+) -> Result<EntryPreview, WriteError> {
+    let text = crate::atomic::read_text_bounded(file)?;
+    let (raw, servers) = match &text {
+        None => (None, Vec::new()),
+        Some(text) => {
+            let servers = formats::parse(&config_file(client, file), text)?;
+            let raw = if client == Client::Codex {
+                let table: toml::Table = text
+                    .parse()
+                    .map_err(|e| malformed(file, format!("not valid TOML: {e}")))?;
+                table
+                    .get("mcp_servers")
+                    .and_then(|s| s.get(name))
+                    .and_then(|entry| serde_json::to_value(entry).ok())
+            } else {
+                parse_lenient(file, text)?
+                    .get(section(client))
+                    .and_then(Value::as_object)
+                    .and_then(|s| s.get(name))
+                    .cloned()
+            };
+            (raw, servers)
+        }
+    };
+    check(Existing::of(raw.is_some(), &servers, name).as_ref())?;
+    let change = match &raw {
+        None => Change::Added,
+        Some(raw) if raw == value => Change::Unchanged,
+        Some(_) => Change::Replaced,
+    };
+    Ok(EntryPreview {
+        client,
+        file: file.to_path_buf(),
+        name: name.to_owned(),
+        before: raw.map(|raw| render_entry(client, name, &hide_secrets(&raw))),
+        after: render_entry(client, name, &hide_secrets(value)),
+        change,
     })
+}
+
+/// What a hidden value reads as in a preview.
+const HIDDEN: &str = "••••••";
+
+/// `entry` with every value of its `env`, `headers` and `http_headers` maps, every credential
+/// argument ([`super::redacted_args`]), every string under a credential-like key and every URL
+/// query replaced by [`HIDDEN`]: a preview shows names, never values.
+fn hide_secrets(entry: &Value) -> Value {
+    let Value::Object(map) = entry else {
+        return entry.clone();
+    };
+    let hidden = || Value::String(HIDDEN.to_owned());
+    let shown = map.iter().map(|(key, value)| {
+        let value = match (key.as_str(), value) {
+            ("env" | "headers" | "http_headers", Value::Object(values)) => Value::Object(
+                values
+                    .iter()
+                    .map(|(k, v)| (k.clone(), if v.is_string() { hidden() } else { v.clone() }))
+                    .collect(),
+            ),
+            ("args", Value::Array(items)) if items.iter().all(Value::is_string) => {
+                let args: Vec<String> = items
+                    .iter()
+                    .filter_map(|a| a.as_str().map(str::to_owned))
+                    .collect();
+                super::redacted_args(&args)
+                    .into_iter()
+                    .map(|a| {
+                        Value::String(if a == "[redacted]" {
+                            HIDDEN.to_owned()
+                        } else {
+                            a
+                        })
+                    })
+                    .collect()
+            }
+            (_, Value::String(_)) if super::is_credential_name(key) => hidden(),
+            ("url" | "serverUrl" | "httpUrl", Value::String(url)) => {
+                Value::String(match url.split_once('?') {
+                    Some((base, _)) => format!("{base}?{HIDDEN}"),
+                    None => url.clone(),
+                })
+            }
+            (_, other) => other.clone(),
+        };
+        (key.clone(), value)
+    });
+    Value::Object(shown.collect())
+}
+
+/// `"name": {…}` for a JSON client, `[mcp_servers.name]` and its keys for Codex.
+fn render_entry(client: Client, name: &str, entry: &Value) -> String {
+    if client == Client::Codex {
+        let doc = json!({ "mcp_servers": { name: entry } });
+        if let Ok(text) = toml::to_string(&doc) {
+            return text.trim_end().to_owned();
+        }
+    }
+    let mut one = Map::new();
+    one.insert(name.to_owned(), entry.clone());
+    let pretty = serde_json::to_string_pretty(&Value::Object(one)).unwrap_or_default();
+    // The member without the braces around it, as it sits in the servers map.
+    let lines: Vec<&str> = pretty.lines().collect();
+    let inner = lines
+        .get(1..lines.len().saturating_sub(1))
+        .unwrap_or_default();
+    inner
+        .iter()
+        .map(|line| line.strip_prefix("  ").unwrap_or(line))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// The entry already in the file under the name being written.
@@ -469,15 +720,17 @@ fn write_entry(
     let mut outcome = EditOutcome::new();
     let replaced = update_text_file(file, &options, &mut |text| {
         outcome.refused = None;
+        outcome.texts = None;
         let Some(text) = text else {
             outcome.change = Change::Added;
             if let Err(e) = check(None) {
                 outcome.refused = Some(e);
                 return Ok(None);
             }
-            return edit::set_member("", section, name, value)
-                .map(Some)
-                .map_err(|m| malformed(file, m));
+            let new_text =
+                edit::set_member("", section, name, value).map_err(|m| malformed(file, m))?;
+            outcome.texts = Some((None, new_text.clone()));
+            return Ok(Some(new_text));
         };
         // Read it the way the client reads it (strict JSON for Claude Desktop, JSONC for the
         // others): a file the reader refuses is not edited.
@@ -507,6 +760,7 @@ fn write_entry(
         if make_backup(client, file, text)? {
             outcome.backup = Some(backup_path(file));
         }
+        outcome.texts = Some((Some(text.to_owned()), new_text.clone()));
         Ok(Some(new_text))
     })?;
     outcome.written(client, file, name, replaced)
@@ -518,6 +772,9 @@ struct EditOutcome {
     refused: Option<WriteError>,
     change: Change,
     backup: Option<PathBuf>,
+    /// The file's text before and after the last edit handed to the writer (`None` before:
+    /// no file).
+    texts: Option<(Option<String>, String)>,
 }
 
 impl EditOutcome {
@@ -526,6 +783,7 @@ impl EditOutcome {
             refused: None,
             change: Change::Unchanged,
             backup: None,
+            texts: None,
         }
     }
 
@@ -550,6 +808,12 @@ impl EditOutcome {
                 Change::Unchanged
             },
             backup: self.backup,
+            undo: self.texts.filter(|_| replaced).map(|(before, after)| Undo {
+                client,
+                file: file.to_path_buf(),
+                before: before.map(Secret::new),
+                after: Secret::new(after),
+            }),
         })
     }
 }
@@ -581,6 +845,7 @@ fn write_codex_entry(
     let mut outcome = EditOutcome::new();
     let replaced = update_text_file(file, &update_options(client, file), &mut |text| {
         outcome.refused = None;
+        outcome.texts = None;
         let original = text.unwrap_or("");
         let before = formats::parse(&config_file(client, file), original)?;
         let mut doc = crate::toml_text::parse_document(original).map_err(|e| malformed(file, e))?;
@@ -631,6 +896,7 @@ fn write_codex_entry(
         if text.is_some() && make_backup(client, file, original)? {
             outcome.backup = Some(backup_path(file));
         }
+        outcome.texts = Some((text.map(str::to_owned), new_text.clone()));
         Ok(Some(new_text))
     })?;
     outcome.written(client, file, name, replaced)
