@@ -465,6 +465,7 @@ fn environment(dir: &Path, address: &str, extra: &[(String, String)], cmd: &mut 
         .env("XDG_CACHE_HOME", p("cache"))
         .env("PATCHBAY_DATA_DIR", p("patchbay"))
         .env("PATCHBAY_DEFAULT_CATALOG", p("default-catalog.json"))
+        .env(crate::CONNECT_COMMAND_ENV, crate::connect_command())
         .env("CLAUDE_CONFIG_DIR", p("home/.claude"))
         .env("CODEX_HOME", p("home/.codex"))
         // The session's own browser.sh ([`DesktopSession::record_browser`] writes one; a test

@@ -11,6 +11,17 @@ pub mod sdk_servers;
 pub mod secret_scan;
 pub mod webdriver;
 
+/// Names the command `add-to` writes into clients' entries (patchbay_core::client_config::
+/// CONNECT_COMMAND_ENV). Every `patchbay` the tests run gets this build's binary: it sits in the
+/// build tree, which Patchbay never writes on its own (a test that checks that rule removes it).
+pub const CONNECT_COMMAND_ENV: &str = "PATCHBAY_CONNECT_COMMAND";
+
+/// The value of [`CONNECT_COMMAND_ENV`] the tests give: this build's `patchbay`, resolved.
+pub fn connect_command() -> PathBuf {
+    let bin = patchbay_bin();
+    bin.canonicalize().unwrap_or(bin)
+}
+
 /// The `patchbay` binary beside this test executable (target/<profile>/patchbay).
 pub fn patchbay_bin() -> PathBuf {
     let exe = std::env::current_exe().expect("current exe");
@@ -100,10 +111,16 @@ impl Sandbox {
     }
 
     pub fn command(&self) -> Command {
-        let mut cmd = Command::new(patchbay_bin());
+        self.command_for(&patchbay_bin())
+    }
+
+    /// [`command`](Sandbox::command) running the `patchbay` at `bin` (an installed copy, say).
+    pub fn command_for(&self, bin: &Path) -> Command {
+        let mut cmd = Command::new(bin);
         // The runtimes' homes are the sandbox's too, so no test reads or writes a developer's
         // own Claude Code or Codex files.
         cmd.env("PATCHBAY_DATA_DIR", self.path())
+            .env(CONNECT_COMMAND_ENV, connect_command())
             .env("CLAUDE_CONFIG_DIR", self.path().join("claude"))
             .env("CODEX_HOME", self.path().join("codex"))
             .env_remove("CLAUDE_SECURESTORAGE_CONFIG_DIR")

@@ -244,16 +244,49 @@ fn add_to_each_client_keeps_the_rest_and_is_counted_for_its_connector() {
     }
     assert!(found_in(&report, "github").contains(&("windsurf".into(), "github".into())));
 
-    // Again: nothing to do. With patchbay on PATH, the entry names it by its PATH entry.
+    // Again: nothing to do.
     let text = ok(&h.run(&["add-to", "cursor", "linear"]));
     assert!(text.contains("already has linear"), "{text}");
-    let bin_dir = patchbay_bin().parent().unwrap().to_path_buf();
-    ok(&run_in(
-        &h.sandbox,
-        &h.home,
-        &bin_dir,
-        &["add-to", "cursor", "linear"],
-    ));
+    // Without the tests' PATCHBAY_CONNECT_COMMAND, the rule itself: this build's binary sits in
+    // the build tree (target/), so it is never written, even with its directory on PATH: bare
+    // `patchbay`, and the write says what to install (issue 21).
+    let build_dir = patchbay_bin().parent().unwrap().to_path_buf();
+    let run_bin = |bin: &Path, path_var: &Path| -> Output {
+        h.sandbox
+            .command_for(bin)
+            .env_remove(patchbay_e2e::CONNECT_COMMAND_ENV)
+            .env("HOME", &h.home)
+            .env("XDG_CONFIG_HOME", h.home.join(".config"))
+            .env("PATH", path_var)
+            .current_dir(&h.home)
+            .args(["add-to", "cursor", "linear"])
+            .output()
+            .expect("run patchbay")
+    };
+    let text = ok(&run_bin(&patchbay_bin(), &build_dir));
+    assert!(
+        text.contains("Warning: Patchbay's command-line tool is not installed"),
+        "{text}"
+    );
+    assert_eq!(
+        lenient(&cursor)["mcpServers"]["linear"]["command"],
+        "patchbay"
+    );
+    // An installed copy (outside any build tree) is written by its absolute path, and by its
+    // PATH entry when that links to it.
+    let installed = h.sandbox.path().join("opt/patchbay/bin/patchbay");
+    std::fs::create_dir_all(installed.parent().unwrap()).unwrap();
+    std::fs::copy(patchbay_bin(), &installed).unwrap();
+    let text = ok(&run_bin(&installed, &h.empty_path));
+    assert!(!text.contains("Warning"), "{text}");
+    assert_eq!(
+        lenient(&cursor)["mcpServers"]["linear"],
+        json!({"command": installed, "args": h.connect_args("linear")})
+    );
+    let bin_dir = h.sandbox.path().join("local-bin");
+    std::fs::create_dir_all(&bin_dir).unwrap();
+    std::os::unix::fs::symlink(&installed, bin_dir.join("patchbay")).unwrap();
+    ok(&run_bin(&installed, &bin_dir));
     assert_eq!(
         lenient(&cursor)["mcpServers"]["linear"],
         json!({"command": bin_dir.join("patchbay"), "args": h.connect_args("linear")})
@@ -1051,6 +1084,10 @@ fn every_unreadable_config_of_every_client_is_named_within_two_seconds() {
                 .env("HOME", &h.home)
                 .env("XDG_CONFIG_HOME", h.home.join(".config"))
                 .env("PATCHBAY_DATA_DIR", &data)
+                .env(
+                    patchbay_e2e::CONNECT_COMMAND_ENV,
+                    patchbay_e2e::connect_command(),
+                )
                 .env(
                     "DBUS_SESSION_BUS_ADDRESS",
                     format!("unix:path={}/no-such-bus", h.home.display()),

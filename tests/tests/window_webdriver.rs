@@ -572,11 +572,14 @@ fn cancel_ends_the_authorization_and_frees_the_receiver() {
 
 /// "Switch Cursor to Patchbay" asks first, showing the entry before and after; Cancel writes
 /// nothing; confirmed, Cursor's file runs `patchbay connect demo`; the notice's Undo puts the file
-/// back byte for byte (issue 21).
+/// back byte for byte (issue 21). The app runs from the build tree with the tests'
+/// PATCHBAY_CONNECT_COMMAND emptied: the rule itself, so the entry names bare `patchbay` (never
+/// `target/debug/patchbay`) and the confirmation says Patchbay's CLI is not installed.
 fn a_switch_is_confirmed_and_undone_byte_for_byte() {
     let cursor_file = |session: &DesktopSession| session.path("home/.cursor/mcp.json");
     let original = std::cell::RefCell::new(String::new());
-    let desktop = Desktop::start_prepared(&[], true, &|session, server| {
+    let no_override = [(patchbay_e2e::CONNECT_COMMAND_ENV, "")];
+    let desktop = Desktop::start_prepared(&no_override, true, &|session, server| {
         // As a user pasted it from the server's docs, with their own spacing and a second entry.
         let text = format!(
             "{{\n    \"mcpServers\": {{\n        \"demo\": {{ \"command\": \"npx\", \"args\": [\"-y\", \"mcp-remote\", \"{}\"] }},\n        \"notes\": {{ \"command\": \"notes-mcp\" }}\n    }}\n}}\n",
@@ -612,6 +615,12 @@ fn a_switch_is_confirmed_and_undone_byte_for_byte() {
         dialog.contains("mcp-remote") && dialog.contains("\"connect\""),
         "{dialog}"
     );
+    assert!(dialog.contains("\"command\": \"patchbay\""), "{dialog}");
+    assert!(!dialog.contains("target/debug"), "{dialog}");
+    assert!(
+        dialog.contains("command-line tool is not installed"),
+        "{dialog}"
+    );
     desktop
         .driver
         .click("#write-confirm [data-control=write-cancel]");
@@ -645,9 +654,18 @@ fn a_switch_is_confirmed_and_undone_byte_for_byte() {
         switched.contains("\"notes\""),
         "the other entry is kept: {switched}"
     );
-    desktop
-        .driver
-        .click("li[data-connector=demo] [data-control=undo-write]");
+    assert!(
+        switched.contains("\"command\": \"patchbay\"") && !switched.contains("target/"),
+        "never a path in the build tree: {switched}"
+    );
+    let undo = "li[data-connector=demo] [data-control=undo-write]";
+    desktop.driver.wait_for(
+        REACT,
+        "the notice's Undo",
+        "return document.querySelector(arguments[0]) ? true : null;",
+        json!([undo]),
+    );
+    desktop.driver.click(undo);
     poll(
         REACT,
         "Cursor's file to be as it was, byte for byte",

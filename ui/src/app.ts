@@ -1604,9 +1604,10 @@ export class ConnectorsWindow {
     if (preview.change === "unchanged") return true;
     const c = this.report?.connectors.find((x) => x.name === preview.connector);
     const ready = c && (c.state === "ready" || c.state === "no_credential_required");
-    const warning = c && !ready
+    const notReady = c && !ready
       ? `${c.title || c.name} is not ready in Patchbay yet (${(c.label || STATE_LABELS[c.state]).toLowerCase()}): ${preview.client_name} will see it fail until it is.`
       : null;
+    const warning = [notReady, preview.warning].filter(Boolean).join(" ") || null;
     const row = this.rows.get(name)?.el ?? null;
     const from = document.activeElement instanceof HTMLElement && row?.contains(document.activeElement) ? document.activeElement : row;
     return confirmWrite(preview, kind, warning, from);

@@ -424,6 +424,7 @@ export async function createMockBackend(params: URLSearchParams): Promise<Backen
       gateway_client: minted,
       managed: false,
       undo_id: null,
+      warning: null,
     };
     return result;
   }
@@ -457,6 +458,7 @@ export async function createMockBackend(params: URLSearchParams): Promise<Backen
       gateway_client: null,
       managed: false,
       undo_id: null,
+      warning: null,
     };
     return result;
   }
@@ -497,7 +499,7 @@ export async function createMockBackend(params: URLSearchParams): Promise<Backen
           : ourVia
             ? entry(w.name, patchbay(ourVia, w.connector))
             : null;
-      return { client: w.client, client_name: w.client_name, name: w.name, connector: w.connector, file: w.file, before, after: entry(w.name, patchbay(w.via, w.connector)), change: w.change, via: w.via };
+      return { client: w.client, client_name: w.client_name, name: w.name, connector: w.connector, file: w.file, before, after: entry(w.name, patchbay(w.via, w.connector)), change: w.change, via: w.via, warning: w.warning };
     } finally {
       restore();
     }

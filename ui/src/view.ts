@@ -175,6 +175,7 @@ export function writtenText(w: ClientWrite): { text: string; detail: string } {
         ? `${w.client_name}’s “${w.name}” now goes through Patchbay (\`${w.file}\`).`
         : `${w.client_name} already has ${w.name} through Patchbay (\`${w.file}\`).`;
   const more: string[] = [];
+  if (w.warning) more.push(w.warning);
   if (w.name !== w.connector) more.push(`“${w.name}” reaches the connector ${w.connector}.`);
   if (w.managed) more.push(`${w.connector} is now managed by Patchbay.`);
   more.push(w.via === "gateway" ? "It connects through the gateway with its own secret." : "It runs patchbay connect.");

@@ -120,7 +120,12 @@ managed: boolean,
 /**
  * What the window's Undo names to put the file back ([`UndoLog::keep`] sets it).
  */
-undo_id: number | null, };
+undo_id: number | null, 
+/**
+ * What is wrong with the entry's command: no installed `patchbay` was found
+ * ([`client_config::NOT_INSTALLED`]).
+ */
+warning: string | null, };
 
 export type ConnectorCheck = { connector: string, checked_at: string, ok: boolean, 
 /**
@@ -533,7 +538,11 @@ after: string,
 /**
  * `added`, `replaced` or `unchanged`.
  */
-change: string, via: Via, };
+change: string, via: Via, 
+/**
+ * As [`ClientWrite::warning`].
+ */
+warning: string | null, };
 
 export type WriteUndone = { client: string, client_name: string, file: string, 
 /**

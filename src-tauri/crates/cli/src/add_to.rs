@@ -184,6 +184,9 @@ fn report(written: &ClientWrite, out: &mut impl Write) -> Result<()> {
             "{client} already has {name} through Patchbay ({file})."
         )?,
     }
+    if let Some(warning) = &written.warning {
+        writeln!(out, "  Warning: {warning}")?;
+    }
     if let Some(label) = &written.gateway_client {
         writeln!(
             out,
@@ -228,5 +231,8 @@ fn print_preview(p: &WritePreview, out: &mut impl Write) -> Result<()> {
         None => writeln!(out, "  (no entry named \"{}\")", one_line(&p.name))?,
     }
     writeln!(out, "\nAfter:\n{}", p.after)?;
+    if let Some(warning) = &p.warning {
+        writeln!(out, "\nWarning: {warning}")?;
+    }
     Ok(())
 }

@@ -83,12 +83,15 @@ impl Route {
         }
     }
 
-    /// `patchbay connect` from this process, for `patchbay` running on `patchbay`'s files.
-    pub fn connect(patchbay: &Patchbay) -> Route {
-        Route::Connect {
-            command: current_connect_command(),
+    /// `patchbay connect` from this process, for `patchbay` running on `patchbay`'s files, and
+    /// the warning of [`current_connect_command`] when there is one.
+    pub fn connect(patchbay: &Patchbay) -> (Route, Option<String>) {
+        let ConnectCommand { command, warning } = current_connect_command();
+        let route = Route::Connect {
+            command,
             global_args: patchbay.paths.launch_args(),
-        }
+        };
+        (route, warning)
     }
 
     fn target(self, connector: &str) -> Target {
@@ -106,38 +109,87 @@ impl Route {
     }
 }
 
-/// The command a client should launch for `patchbay connect`: always an absolute path, because
-/// a client started from the desktop does not get the shell's PATH (Claude Desktop on macOS
-/// fails with `spawn uv ENOENT` for a bare command that works in a terminal:
-/// modelcontextprotocol/python-sdk#478). When the `patchbay` found on `path_var` is the running
-/// binary `exe`, that PATH entry (e.g. `/opt/homebrew/bin/patchbay`, `~/.cargo/bin/patchbay`: a
-/// link that survives upgrades), else `exe` itself. From another binary (the app): the
-/// `patchbay` beside it, else bare `patchbay` as the last resort.
-pub fn connect_command(exe: &Path, path_var: Option<&std::ffi::OsStr>) -> String {
+/// The command a client should launch for `patchbay connect`, and what is wrong with it when
+/// it is not an installed binary's absolute path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConnectCommand {
+    pub command: String,
+    /// Set when no installed `patchbay` was found: the entry names bare `patchbay`, which the
+    /// client finds only if it is on the PATH the client gets. Says what to install.
+    pub warning: Option<String>,
+}
+
+/// What a write with a bare `patchbay` says.
+pub const NOT_INSTALLED: &str = "Patchbay's command-line tool is not installed where clients can \
+launch it, so the entry runs `patchbay` from the client's PATH. Install it (the package, or \
+`cargo install --path src-tauri/crates/cli`) and add the connector to the client again.";
+
+/// The environment variable that names the command outright (a development checkout, a test):
+/// written as given, with no warning.
+pub const CONNECT_COMMAND_ENV: &str = "PATCHBAY_CONNECT_COMMAND";
+
+/// The command a client should launch for `patchbay connect`: an absolute path, because a
+/// client started from the desktop does not get the shell's PATH (Claude Desktop on macOS fails
+/// with `spawn uv ENOENT` for a bare command that works in a terminal:
+/// modelcontextprotocol/python-sdk#478), and never one inside a cargo build tree (`cargo
+/// clean` or the next build breaks the client: issue 21).
+/// - The running binary `exe` when it is `patchbay`, else the `patchbay` beside it (the app).
+///   When the `patchbay` found on `path_var` is that binary, its PATH entry instead (e.g.
+///   `/opt/homebrew/bin/patchbay`, `~/.cargo/bin/patchbay`: a link that survives upgrades).
+/// - That binary inside a build tree, or none: the first `patchbay` on `path_var` outside one.
+/// - None of these: bare `patchbay`, with [`NOT_INSTALLED`].
+pub fn connect_command(exe: &Path, path_var: Option<&std::ffi::OsStr>) -> ConnectCommand {
     let is_patchbay = exe.file_name().is_some_and(|n| n == binary_name());
-    let binary: PathBuf = if is_patchbay {
-        exe.to_path_buf()
+    let binary = if is_patchbay {
+        Some(exe.to_path_buf())
     } else {
-        match exe.parent().map(|dir| dir.join(binary_name())) {
-            Some(sibling) if sibling.is_file() => sibling,
-            _ => return "patchbay".into(),
-        }
+        exe.parent()
+            .map(|dir| dir.join(binary_name()))
+            .filter(|sibling| sibling.is_file())
     };
     let same = |a: &Path, b: &Path| match (a.canonicalize(), b.canonicalize()) {
         (Ok(a), Ok(b)) => a == b,
         _ => false,
     };
-    let on_path = path_var.and_then(|p| {
-        std::env::split_paths(p)
-            .filter(|dir| dir.is_absolute())
-            .map(|dir| dir.join(binary_name()))
-            .find(|candidate| candidate.is_file())
-    });
-    let chosen = match on_path {
-        Some(found) if same(&found, &binary) => found,
-        _ => binary,
+    let on_path: Vec<PathBuf> = path_var
+        .map(|p| {
+            std::env::split_paths(p)
+                .filter(|dir| dir.is_absolute())
+                .map(|dir| dir.join(binary_name()))
+                .filter(|candidate| candidate.is_file())
+                .collect()
+        })
+        .unwrap_or_default();
+    let chosen = match binary.filter(|b| !in_build_tree(b)) {
+        Some(binary) => match on_path.first() {
+            Some(found) if same(found, &binary) => Some(found.clone()),
+            _ => Some(binary),
+        },
+        None => on_path.into_iter().find(|found| !in_build_tree(found)),
     };
-    chosen.to_string_lossy().into_owned()
+    match chosen {
+        Some(path) => ConnectCommand {
+            command: path.to_string_lossy().into_owned(),
+            warning: None,
+        },
+        None => ConnectCommand {
+            command: "patchbay".into(),
+            warning: Some(NOT_INSTALLED.into()),
+        },
+    }
+}
+
+/// Whether `binary` sits in a cargo build tree: a directory above it holds cargo's
+/// `CACHEDIR.TAG` (every target directory has one), through links too.
+pub fn in_build_tree(binary: &Path) -> bool {
+    let real = binary
+        .canonicalize()
+        .unwrap_or_else(|_| binary.to_path_buf());
+    [binary, real.as_path()].iter().any(|path| {
+        path.ancestors().skip(1).any(|dir| {
+            std::fs::read_to_string(dir.join("CACHEDIR.TAG")).is_ok_and(|tag| tag.contains("cargo"))
+        })
+    })
 }
 
 fn binary_name() -> &'static str {
@@ -148,11 +200,20 @@ fn binary_name() -> &'static str {
     }
 }
 
-/// [`connect_command`] for the running process.
-pub fn current_connect_command() -> String {
+/// [`connect_command`] for the running process; [`CONNECT_COMMAND_ENV`] names it outright.
+pub fn current_connect_command() -> ConnectCommand {
+    if let Some(command) = std::env::var_os(CONNECT_COMMAND_ENV).filter(|c| !c.is_empty()) {
+        return ConnectCommand {
+            command: command.to_string_lossy().into_owned(),
+            warning: None,
+        };
+    }
     match std::env::current_exe() {
         Ok(exe) => connect_command(&exe, std::env::var_os("PATH").as_deref()),
-        Err(_) => "patchbay".into(),
+        Err(_) => ConnectCommand {
+            command: "patchbay".into(),
+            warning: Some(NOT_INSTALLED.into()),
+        },
     }
 }
 
@@ -536,22 +597,87 @@ mod tests {
         let link = bin.join("patchbay").to_string_lossy().into_owned();
         let direct = exe.to_string_lossy().into_owned();
 
-        assert_eq!(connect_command(&exe, Some(bin.as_os_str())), link);
-        assert_eq!(connect_command(&exe, Some(other.as_os_str())), direct);
-        assert_eq!(connect_command(&exe, None), direct);
+        assert_eq!(connect_command(&exe, Some(bin.as_os_str())).command, link);
+        assert_eq!(
+            connect_command(&exe, Some(other.as_os_str())).command,
+            direct
+        );
+        assert_eq!(connect_command(&exe, None).command, direct);
         // Another `patchbay` first on PATH: not the one running, so the running one.
         std::fs::write(other.join("patchbay"), "").unwrap();
         let path = std::env::join_paths([&other, &bin]).unwrap();
-        assert_eq!(connect_command(&exe, Some(&path)), direct);
+        assert_eq!(connect_command(&exe, Some(&path)).command, direct);
         // A relative PATH entry is never written into a client's config.
         assert_eq!(
-            connect_command(&exe, Some(std::ffi::OsStr::new("bin"))),
+            connect_command(&exe, Some(std::ffi::OsStr::new("bin"))).command,
             direct
         );
         // The app: the patchbay beside it, else the bare name.
-        assert_eq!(connect_command(&real.join("patchbay-app"), None), direct);
+        assert_eq!(
+            connect_command(&real.join("patchbay-app"), None).command,
+            direct
+        );
         assert_eq!(
             connect_command(&dir.path().join("lonely/app"), None),
+            ConnectCommand {
+                command: "patchbay".into(),
+                warning: Some(NOT_INSTALLED.into())
+            }
+        );
+        assert_eq!(
+            connect_command(&dir.path().join("lonely/app"), Some(bin.as_os_str())).command,
+            link,
+            "the app with no patchbay beside it: the one on PATH"
+        );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_binary_in_a_build_tree_is_never_written() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("checkout/target");
+        let debug = target.join("debug");
+        let installed = dir.path().join("usr/bin");
+        for d in [&debug, &installed] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        std::fs::write(
+            target.join("CACHEDIR.TAG"),
+            "Signature: 8a477f597d28d172789f06886806bc55\n# This file is a cache directory tag created by cargo.\n",
+        )
+        .unwrap();
+        for bin in [
+            debug.join("patchbay"),
+            debug.join("patchbay-app"),
+            installed.join("patchbay"),
+        ] {
+            std::fs::write(&bin, "").unwrap();
+            std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        assert!(in_build_tree(&debug.join("patchbay")));
+        assert!(!in_build_tree(&installed.join("patchbay")));
+        // The dev build, nothing installed: bare `patchbay`, and the window says so.
+        let dev = connect_command(&debug.join("patchbay-app"), None);
+        assert_eq!(dev.command, "patchbay");
+        assert_eq!(dev.warning.as_deref(), Some(NOT_INSTALLED));
+        // The build tree on PATH (a developer's shell) is skipped for the installed one.
+        let path = std::env::join_paths([&debug, &installed]).unwrap();
+        let found = connect_command(&debug.join("patchbay"), Some(&path));
+        assert_eq!(
+            found,
+            ConnectCommand {
+                command: installed.join("patchbay").to_string_lossy().into_owned(),
+                warning: None
+            }
+        );
+        // A link into the build tree is in it too.
+        let link_dir = dir.path().join("home/.local/bin");
+        std::fs::create_dir_all(&link_dir).unwrap();
+        std::os::unix::fs::symlink(debug.join("patchbay"), link_dir.join("patchbay")).unwrap();
+        assert!(in_build_tree(&link_dir.join("patchbay")));
+        assert_eq!(
+            connect_command(&debug.join("patchbay"), Some(link_dir.as_os_str())).command,
             "patchbay"
         );
     }

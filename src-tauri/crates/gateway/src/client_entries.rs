@@ -98,6 +98,9 @@ pub struct ClientWrite {
     pub managed: bool,
     /// What the window's Undo names to put the file back ([`UndoLog::keep`] sets it).
     pub undo_id: Option<u64>,
+    /// What is wrong with the entry's command: no installed `patchbay` was found
+    /// ([`client_config::NOT_INSTALLED`]).
+    pub warning: Option<String>,
     /// The file's texts before and after, for [`UndoLog::keep`]: never sent.
     #[serde(skip)]
     #[cfg_attr(feature = "ts", ts(skip))]
@@ -123,10 +126,17 @@ pub struct WritePreview {
     /// `added`, `replaced` or `unchanged`.
     pub change: &'static str,
     pub via: Via,
+    /// As [`ClientWrite::warning`].
+    pub warning: Option<String>,
 }
 
 impl WritePreview {
-    fn new(preview: EntryPreview, connector: String, via: Via) -> WritePreview {
+    fn new(
+        preview: EntryPreview,
+        connector: String,
+        via: Via,
+        warning: Option<String>,
+    ) -> WritePreview {
         WritePreview {
             client: client_id(preview.client),
             client_name: preview.client.display_name(),
@@ -137,6 +147,7 @@ impl WritePreview {
             after: preview.after,
             change: change_id(preview.change),
             via,
+            warning,
         }
     }
 }
@@ -267,6 +278,8 @@ struct Routing<'a> {
     via: Via,
     port: u16,
     minted: Option<String>,
+    /// [`client_config::ConnectCommand::warning`] of the route given.
+    warning: Option<String>,
 }
 
 impl<'a> Routing<'a> {
@@ -278,24 +291,30 @@ impl<'a> Routing<'a> {
             via,
             port,
             minted: None,
+            warning: None,
         }
     }
 
     /// The route [`Routing::route`] would give, minting nothing: for a preview, which shows no
     /// header value anyway.
-    fn preview_route(&self, connector: &str) -> Route {
+    fn preview_route(&self, connector: &str) -> (Route, Option<String>) {
         match self.via {
             Via::Stdio => Route::connect(self.patchbay),
-            Via::Gateway => Route::gateway(
-                format!("http://127.0.0.1:{}/mcp/{connector}", self.port),
-                &patchbay_vault::Secret::new("its own secret"),
+            Via::Gateway => (
+                Route::gateway(
+                    format!("http://127.0.0.1:{}/mcp/{connector}", self.port),
+                    &patchbay_vault::Secret::new("its own secret"),
+                ),
+                None,
             ),
         }
     }
 
     fn route(&mut self, connector: &str) -> Result<Route, EntryError> {
         if self.via == Via::Stdio {
-            return Ok(Route::connect(self.patchbay));
+            let (route, warning) = Route::connect(self.patchbay);
+            self.warning = warning;
+            return Ok(route);
         }
         let url = format!("http://127.0.0.1:{}/mcp/{connector}", self.port);
         let file = client_config::client_file(self.patchbay, self.client)?;
@@ -339,6 +358,7 @@ impl<'a> Routing<'a> {
             gateway_client: self.minted.take(),
             managed,
             undo_id: None,
+            warning: self.warning.take(),
             undo: written.undo,
         }
     }
@@ -424,14 +444,14 @@ pub fn preview_add_to_client(
     port: u16,
     replace: bool,
 ) -> Result<WritePreview, EntryError> {
-    let route = Routing::new(patchbay, client, via, port).preview_route(name);
+    let (route, warning) = Routing::new(patchbay, client, via, port).preview_route(name);
     let conflict = if replace {
         Conflict::Replace
     } else {
         Conflict::Refuse
     };
     let preview = client_config::preview_add_to_client(patchbay, client, name, route, conflict)?;
-    Ok(WritePreview::new(preview, name.to_owned(), via))
+    Ok(WritePreview::new(preview, name.to_owned(), via, warning))
 }
 
 /// What [`switch_client_entry`] would write, for the window's confirmation; writes, manages and
@@ -444,10 +464,13 @@ pub fn preview_switch_client_entry(
     port: u16,
 ) -> Result<WritePreview, EntryError> {
     let routing = Routing::new(patchbay, client, via, port);
+    let mut warning = None;
     let (connector, preview) = client_config::preview_switch(patchbay, client, server, |name| {
-        Ok(routing.preview_route(name))
+        let (route, why) = routing.preview_route(name);
+        warning = why;
+        Ok(route)
     })?;
-    Ok(WritePreview::new(preview, connector, via))
+    Ok(WritePreview::new(preview, connector, via, warning))
 }
 
 /// The gateway's clients, oldest first.
