@@ -31,14 +31,20 @@ fn open(dir: &Path, home: &Path) -> Patchbay {
         })
 }
 
-#[test]
-fn a_switch_is_previewed_then_undone_byte_for_byte() {
+/// A temp home whose Cursor config holds [`CURSOR`], and Patchbay on a data dir beside it.
+fn cursor_home() -> (tempfile::TempDir, std::path::PathBuf, Patchbay) {
     let dir = tempfile::tempdir().unwrap();
     let home = dir.path().join("home");
     let file = home.join(".cursor/mcp.json");
     std::fs::create_dir_all(file.parent().unwrap()).unwrap();
     std::fs::write(&file, CURSOR).unwrap();
     let patchbay = open(&dir.path().join("data"), &home);
+    (dir, file, patchbay)
+}
+
+#[test]
+fn a_switch_is_previewed_then_undone_byte_for_byte() {
+    let (_dir, file, patchbay) = cursor_home();
     let clients = Clients::new(&patchbay.paths.data_dir);
 
     let preview = client_entries::preview_switch_client_entry(
@@ -104,12 +110,7 @@ fn a_switch_is_previewed_then_undone_byte_for_byte() {
 
 #[test]
 fn an_undo_after_the_client_rewrote_its_file_is_refused_and_keeps_the_file() {
-    let dir = tempfile::tempdir().unwrap();
-    let home = dir.path().join("home");
-    let file = home.join(".cursor/mcp.json");
-    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
-    std::fs::write(&file, CURSOR).unwrap();
-    let patchbay = open(&dir.path().join("data"), &home);
+    let (_dir, file, patchbay) = cursor_home();
     let log = UndoLog::default();
     let written = log.keep(
         client_entries::switch_client_entry(
