@@ -221,6 +221,18 @@ impl TauriDriver {
     /// A row re-rendered between the find and the click (a status change replaces its buttons)
     /// answers "stale element reference": the button is found again, as a user's pointer would
     /// land on the new one; a few times at most.
+    /// Waits (up to `limit`) for an element matching `css`, `what` it is, then clicks it: for a
+    /// control the page adds after an answer (a dialog's button, a notice's Undo).
+    pub fn click_when_shown(&self, limit: Duration, what: &str, css: &str) {
+        self.wait_for(
+            limit,
+            what,
+            "return document.querySelector(arguments[0]) ? true : null;",
+            serde_json::json!([css]),
+        );
+        self.click(css);
+    }
+
     pub fn click(&self, css: &str) {
         for _ in 0..5 {
             let element = self.find(css);

@@ -593,13 +593,11 @@ fn a_switch_is_confirmed_and_undone_byte_for_byte() {
     let original = original.into_inner();
     let file = cursor_file(&desktop.session);
     let switch = "li[data-connector=demo] [data-control=switch-entry][data-client=cursor]";
-    desktop.driver.wait_for(
+    desktop.driver.click_when_shown(
         REACT,
         "the Demo row to offer Switch Cursor to Patchbay",
-        "return document.querySelector(arguments[0]) ? true : null;",
-        json!([switch]),
+        switch,
     );
-    desktop.driver.click(switch);
     let dialog = desktop.driver.wait_for(
         REACT,
         "the confirmation with the entry before and after",
@@ -637,15 +635,11 @@ fn a_switch_is_confirmed_and_undone_byte_for_byte() {
     );
 
     desktop.driver.click(switch);
-    desktop.driver.wait_for(
+    desktop.driver.click_when_shown(
         REACT,
         "the confirmation again",
-        "return document.querySelector('#write-confirm[open]') ? true : null;",
-        json!([]),
+        "#write-confirm[open] [data-control=write-confirm]",
     );
-    desktop
-        .driver
-        .click("#write-confirm[open] [data-control=write-confirm]");
     let switched = poll(REACT, "Cursor's file to run patchbay connect", || {
         let text = std::fs::read_to_string(&file).ok()?;
         text.contains("\"connect\"").then_some(text)
@@ -658,14 +652,11 @@ fn a_switch_is_confirmed_and_undone_byte_for_byte() {
         switched.contains("\"command\": \"patchbay\"") && !switched.contains("target/"),
         "never a path in the build tree: {switched}"
     );
-    let undo = "li[data-connector=demo] [data-control=undo-write]";
-    desktop.driver.wait_for(
+    desktop.driver.click_when_shown(
         REACT,
         "the notice's Undo",
-        "return document.querySelector(arguments[0]) ? true : null;",
-        json!([undo]),
+        "li[data-connector=demo] [data-control=undo-write]",
     );
-    desktop.driver.click(undo);
     poll(
         REACT,
         "Cursor's file to be as it was, byte for byte",

@@ -26,7 +26,6 @@ import type {
 } from "./types";
 import type { WritePreview } from "./generated/ipc";
 import {
-  STATE_LABELS,
   buildBanners,
   buildGalleryEntry,
   buildGatewayRow,
@@ -1602,15 +1601,9 @@ export class ConnectorsWindow {
   /** Asks before a write to another app's config; one that changes nothing needs no asking. */
   private async confirmed(name: string, preview: WritePreview, kind: WriteKind): Promise<boolean> {
     if (preview.change === "unchanged") return true;
-    const c = this.report?.connectors.find((x) => x.name === preview.connector);
-    const ready = c && (c.state === "ready" || c.state === "no_credential_required");
-    const notReady = c && !ready
-      ? `${c.title || c.name} is not ready in Patchbay yet (${(c.label || STATE_LABELS[c.state]).toLowerCase()}): ${preview.client_name} will see it fail until it is.`
-      : null;
-    const warning = [notReady, preview.warning].filter(Boolean).join(" ") || null;
     const row = this.rows.get(name)?.el ?? null;
     const from = document.activeElement instanceof HTMLElement && row?.contains(document.activeElement) ? document.activeElement : row;
-    return confirmWrite(preview, kind, warning, from);
+    return confirmWrite(preview, kind, from);
   }
 
   /** The Undo in a write's notice: the client's file as it was before that write. */

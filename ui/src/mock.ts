@@ -490,7 +490,7 @@ export async function createMockBackend(params: URLSearchParams): Promise<Backen
       const ourVia = ours.get(w.client)?.get(w.name);
       const patchbay = (via: string | undefined, connector: string) =>
         via === "gateway"
-          ? { url: `${clients.gateway.url}/${connector}`, headers: { Authorization: "••••••" } }
+          ? { url: `${clients.gateway.url}/${connector}`, headers: { Authorization: "[redacted]" } }
           : { command: "/usr/local/bin/patchbay", args: ["connect", connector] };
       const before = remote
         ? entry(w.name, { command: "npx", args: ["-y", "mcp-remote", remote.url] })

@@ -1,8 +1,8 @@
 // The confirmation before Patchbay changes another app's config ("Add to Cursor", "Switch
 // Cursor's entry to Patchbay"): a modal dialog with the one entry as the file holds it now and
 // as it will be (the backend's preview: preview_add_to_client / preview_switch_client_entry,
-// every header and variable value already hidden), the file's path, and a warning when the
-// connector is not ready in Patchbay yet. Nothing is written until the user confirms; the
+// every header and variable value already hidden), the file's path, and the preview's warning
+// (the connector not ready in Patchbay yet, no installed CLI). Nothing is written until the user confirms; the
 // write's notice then offers Undo (ClientWrite.undo_id).
 
 import "./write-confirm.css";
@@ -28,13 +28,11 @@ function confirmLabel(p: WritePreview, kind: WriteKind): string {
 
 /**
  * Shows the confirmation for `preview` and resolves `true` when the user confirms, `false` on
- * Cancel or Escape. `warning`: a line about the connector (not authorized yet, ...), or null.
- * Focus goes to Cancel (the safe choice) and back to `returnFocus` when the dialog closes.
+ * Cancel or Escape. Focus goes to Cancel (the safe choice) and back to `returnFocus` when the dialog closes.
  */
 export function confirmWrite(
   preview: WritePreview,
   kind: WriteKind,
-  warning: string | null,
   returnFocus: HTMLElement | null,
 ): Promise<boolean> {
   document.getElementById("write-confirm")?.remove();
@@ -52,8 +50,8 @@ export function confirmWrite(
     `; everything else in the file stays as it is. Undo puts the file back.`,
   );
   dialog.append(title, text);
-  if (warning) {
-    const warn = el("p", "write-confirm__warning", warning);
+  if (preview.warning) {
+    const warn = el("p", "write-confirm__warning", preview.warning);
     warn.dataset.part = "warning";
     dialog.append(warn);
   }

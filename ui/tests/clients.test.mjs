@@ -205,21 +205,33 @@ describe("Switch CLIENT to Patchbay", () => {
     assert.deepEqual(page.errors, []);
   });
 
-  test("a connector not ready in Patchbay is said in the confirmation", async () => {
+  test("the preview's warning is said in the confirmation, and only then", async () => {
+    // The warning is the backend's (client_config::not_ready_warning, connect_warning; tested in
+    // src-tauri/crates/gateway/tests/client_writes.rs): the window shows what it is given.
     const page = await open();
-    const state = MIXED.connectors.find((c) => c.name === "sentry").state;
-    await row(page, "sentry").locator("[data-control=switch-entry]").click();
     const warning = page.locator("#write-confirm [data-part=warning]");
-    if (state === "ready" || state === "no_credential_required") {
-      assert.equal(await warning.count(), 0);
-    } else {
-      assert.match(await warning.textContent(), /is not ready in Patchbay yet .*Claude Desktop will see it fail until it is\./);
-    }
-    await page.keyboard.press("Escape");
-    const ready = MIXED.connectors.find((c) => c.name === "linear").state;
     await row(page, "linear").locator("[data-control=switch-entry]").click();
     await page.locator("#write-confirm[open]").waitFor();
-    assert.equal(await warning.count(), ready === "ready" ? 0 : 1);
+    assert.equal(await warning.count(), 0);
+    await page.keyboard.press("Escape");
+    await page.locator("#write-confirm").waitFor({ state: "detached" });
+    const said = "Sentry is not ready in Patchbay yet (needs authorization): Claude Desktop will see it fail until it is.";
+    const preview = {
+      client: "claude-desktop",
+      client_name: "Claude Desktop",
+      name: "Sentry",
+      connector: "sentry",
+      file: "/home/me/.config/Claude/claude_desktop_config.json",
+      before: '"Sentry": {\n  "command": "npx"\n}',
+      after: '"Sentry": {\n  "command": "/usr/bin/patchbay"\n}',
+      change: "replaced",
+      via: "stdio",
+      warning: said,
+    };
+    await page.evaluate((p) => window.__patchbayMock.nextResult("preview_switch_client_entry", p), preview);
+    await row(page, "sentry").locator("[data-control=switch-entry]").click();
+    await page.locator("#write-confirm[open]").waitFor();
+    assert.equal(await warning.textContent(), said);
   });
 
   test("Undo in the notice puts the entry back: the switch is offered again", async () => {

@@ -123,7 +123,7 @@ managed: boolean,
 undo_id: number | null, 
 /**
  * What is wrong with the entry's command: no installed `patchbay` was found
- * ([`client_config::NOT_INSTALLED`]).
+ * ([`client_config::connect_warning`]).
  */
 warning: string | null, };
 
@@ -540,7 +540,8 @@ after: string,
  */
 change: string, via: Via, 
 /**
- * As [`ClientWrite::warning`].
+ * What to know before confirming ([`WritePlan::warnings`], in one paragraph): the
+ * connector is not ready in Patchbay, no installed `patchbay` for the entry to run.
  */
 warning: string | null, };
 

@@ -19,7 +19,7 @@ pub use patchbay_runtimes::clients::write::{
     gateway_secrets, Change, Conflict, EntryPreview, Undo, Written,
 };
 pub use patchbay_runtimes::clients::Client;
-use patchbay_status::Origin;
+use patchbay_status::{ConnectorStatus, Origin};
 use patchbay_vault::Secret;
 
 use crate::{CoreError, Patchbay};
@@ -83,15 +83,20 @@ impl Route {
         }
     }
 
-    /// `patchbay connect` from this process, for `patchbay` running on `patchbay`'s files, and
-    /// the warning of [`current_connect_command`] when there is one.
-    pub fn connect(patchbay: &Patchbay) -> (Route, Option<String>) {
-        let ConnectCommand { command, warning } = current_connect_command();
-        let route = Route::Connect {
-            command,
+    /// `patchbay connect` from this process, for `patchbay` running on `patchbay`'s files.
+    pub fn connect(patchbay: &Patchbay) -> Route {
+        Route::Connect {
+            command: current_connect_command(),
             global_args: patchbay.paths.launch_args(),
-        };
-        (route, warning)
+        }
+    }
+
+    /// What is wrong with the entry this route writes ([`connect_warning`]), if anything.
+    pub fn warning(&self) -> Option<&'static str> {
+        match self {
+            Route::Connect { command, .. } => connect_warning(command),
+            Route::Gateway { .. } => None,
+        }
     }
 
     fn target(self, connector: &str) -> Target {
@@ -109,17 +114,7 @@ impl Route {
     }
 }
 
-/// The command a client should launch for `patchbay connect`, and what is wrong with it when
-/// it is not an installed binary's absolute path.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ConnectCommand {
-    pub command: String,
-    /// Set when no installed `patchbay` was found: the entry names bare `patchbay`, which the
-    /// client finds only if it is on the PATH the client gets. Says what to install.
-    pub warning: Option<String>,
-}
-
-/// What a write with a bare `patchbay` says.
+/// What a write with a bare `patchbay` says ([`connect_warning`]).
 pub const NOT_INSTALLED: &str = "Patchbay's command-line tool is not installed where clients can \
 launch it, so the entry runs `patchbay` from the client's PATH. Install it (the package, or \
 `cargo install --path src-tauri/crates/cli`) and add the connector to the client again.";
@@ -137,8 +132,8 @@ pub const CONNECT_COMMAND_ENV: &str = "PATCHBAY_CONNECT_COMMAND";
 ///   When the `patchbay` found on `path_var` is that binary, its PATH entry instead (e.g.
 ///   `/opt/homebrew/bin/patchbay`, `~/.cargo/bin/patchbay`: a link that survives upgrades).
 /// - That binary inside a build tree, or none: the first `patchbay` on `path_var` outside one.
-/// - None of these: bare `patchbay`, with [`NOT_INSTALLED`].
-pub fn connect_command(exe: &Path, path_var: Option<&std::ffi::OsStr>) -> ConnectCommand {
+/// - None of these: bare `patchbay` ([`connect_warning`] says what to install).
+pub fn connect_command(exe: &Path, path_var: Option<&std::ffi::OsStr>) -> String {
     let is_patchbay = exe.file_name().is_some_and(|n| n == binary_name());
     let binary = if is_patchbay {
         Some(exe.to_path_buf())
@@ -168,15 +163,19 @@ pub fn connect_command(exe: &Path, path_var: Option<&std::ffi::OsStr>) -> Connec
         None => on_path.into_iter().find(|found| !in_build_tree(found)),
     };
     match chosen {
-        Some(path) => ConnectCommand {
-            command: path.to_string_lossy().into_owned(),
-            warning: None,
-        },
-        None => ConnectCommand {
-            command: "patchbay".into(),
-            warning: Some(NOT_INSTALLED.into()),
-        },
+        Some(path) => path.to_string_lossy().into_owned(),
+        None => BARE_COMMAND.into(),
     }
+}
+
+/// The command an entry names when no installed `patchbay` was found: the client finds it only
+/// if it is on the PATH the client gets.
+const BARE_COMMAND: &str = "patchbay";
+
+/// [`NOT_INSTALLED`] for the bare command [`connect_command`] falls back to; `None` for an
+/// absolute path.
+pub fn connect_warning(command: &str) -> Option<&'static str> {
+    (command == BARE_COMMAND).then_some(NOT_INSTALLED)
 }
 
 /// Whether `binary` sits in a cargo build tree: a directory above it holds cargo's
@@ -201,19 +200,13 @@ fn binary_name() -> &'static str {
 }
 
 /// [`connect_command`] for the running process; [`CONNECT_COMMAND_ENV`] names it outright.
-pub fn current_connect_command() -> ConnectCommand {
+pub fn current_connect_command() -> String {
     if let Some(command) = std::env::var_os(CONNECT_COMMAND_ENV).filter(|c| !c.is_empty()) {
-        return ConnectCommand {
-            command: command.to_string_lossy().into_owned(),
-            warning: None,
-        };
+        return command.to_string_lossy().into_owned();
     }
     match std::env::current_exe() {
         Ok(exe) => connect_command(&exe, std::env::var_os("PATH").as_deref()),
-        Err(_) => ConnectCommand {
-            command: "patchbay".into(),
-            warning: Some(NOT_INSTALLED.into()),
-        },
+        Err(_) => BARE_COMMAND.into(),
     }
 }
 
@@ -242,8 +235,57 @@ pub fn add_to_client(
     route: Route,
     conflict: Conflict,
 ) -> Result<Written, CoreError> {
-    let file = addable_file(patchbay, client, name)?;
+    let (file, _) = addable_file(patchbay, client, name)?;
     write::add(client, &file, name, &route.target(name), conflict).map_err(write_error)
+}
+
+/// What a write would do, for the confirmation before it: the entry before and after, and what
+/// the user should know first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WritePlan {
+    /// The connector the entry would reach.
+    pub connector: String,
+    pub entry: EntryPreview,
+    /// The connector is not ready in Patchbay ([`not_ready_warning`]); no installed `patchbay`
+    /// for the entry to run ([`connect_warning`]).
+    pub warnings: Vec<String>,
+}
+
+impl WritePlan {
+    fn new(
+        connector: String,
+        entry: EntryPreview,
+        not_ready: Option<String>,
+        route: &Route,
+    ) -> WritePlan {
+        let warnings = not_ready
+            .into_iter()
+            .chain(route.warning().map(str::to_owned))
+            .collect();
+        WritePlan {
+            connector,
+            entry,
+            warnings,
+        }
+    }
+}
+
+/// What `client` will meet when its entry reaches the connector `row` before Patchbay can
+/// serve it (a state that blocks a start: [`ConnectorStatus::blocks_start`]); `None` when it
+/// can start.
+pub fn not_ready_warning(row: &ConnectorStatus, client: Client) -> Option<String> {
+    let title = if row.title.is_empty() {
+        &row.name
+    } else {
+        &row.title
+    };
+    row.blocks_start.then(|| {
+        format!(
+            "{title} is not ready in Patchbay yet ({}): {} will see it fail until it is.",
+            row.label.to_lowercase(),
+            client.display_name()
+        )
+    })
 }
 
 /// What [`add_to_client`] would change in the client's file, for a confirmation; nothing is
@@ -254,9 +296,11 @@ pub fn preview_add_to_client(
     name: &str,
     route: Route,
     conflict: Conflict,
-) -> Result<EntryPreview, CoreError> {
-    let file = addable_file(patchbay, client, name)?;
-    write::preview_add(client, &file, name, &route.target(name), conflict).map_err(write_error)
+) -> Result<WritePlan, CoreError> {
+    let (file, not_ready) = addable_file(patchbay, client, name)?;
+    let entry = write::preview_add(client, &file, name, &route.clone().target(name), conflict)
+        .map_err(write_error)?;
+    Ok(WritePlan::new(name.to_owned(), entry, not_ready, &route))
 }
 
 /// Puts a client's file back as it was before the write `undo` came from
@@ -265,8 +309,13 @@ pub fn undo_write(undo: &Undo) -> Result<(), CoreError> {
     write::undo(undo).map_err(write_error)
 }
 
-/// The client's file, when `name` is a remote connector in use that Add can write.
-fn addable_file(patchbay: &Patchbay, client: Client, name: &str) -> Result<PathBuf, CoreError> {
+/// The client's file, when `name` is a remote connector in use that Add can write, and
+/// [`not_ready_warning`] for it.
+fn addable_file(
+    patchbay: &Patchbay,
+    client: Client,
+    name: &str,
+) -> Result<(PathBuf, Option<String>), CoreError> {
     let file = client_file(patchbay, client)?;
     let report = patchbay.status();
     let Some(row) = report.connector(name) else {
@@ -285,7 +334,7 @@ fn addable_file(patchbay: &Patchbay, client: Client, name: &str) -> Result<PathB
             why: format!("{name} is a local (stdio) server; Patchbay fronts remote servers only"),
         });
     }
-    Ok(file)
+    Ok((file, not_ready_warning(row, client)))
 }
 
 /// A client "Add to" writes, as the window offers it.
@@ -390,11 +439,16 @@ pub fn preview_switch(
     client: Client,
     entry: &str,
     route_for: impl FnOnce(&str) -> Result<Route, CoreError>,
-) -> Result<(String, EntryPreview), CoreError> {
+) -> Result<WritePlan, CoreError> {
     let (file, connector) = switch_source(patchbay, client, entry)?;
-    let target = route_for(&connector)?.target(&connector);
-    let preview = write::preview_switch(client, &file, entry, &target).map_err(write_error)?;
-    Ok((connector, preview))
+    let route = route_for(&connector)?;
+    let preview = write::preview_switch(client, &file, entry, &route.clone().target(&connector))
+        .map_err(write_error)?;
+    let not_ready = patchbay
+        .status()
+        .connector(&connector)
+        .and_then(|row| not_ready_warning(row, client));
+    Ok(WritePlan::new(connector, preview, not_ready, &route))
 }
 
 /// The client's file and the connector in use with the URL its mcp-remote entry `entry` bridges.
@@ -597,35 +651,26 @@ mod tests {
         let link = bin.join("patchbay").to_string_lossy().into_owned();
         let direct = exe.to_string_lossy().into_owned();
 
-        assert_eq!(connect_command(&exe, Some(bin.as_os_str())).command, link);
-        assert_eq!(
-            connect_command(&exe, Some(other.as_os_str())).command,
-            direct
-        );
-        assert_eq!(connect_command(&exe, None).command, direct);
+        assert_eq!(connect_command(&exe, Some(bin.as_os_str())), link);
+        assert_eq!(connect_command(&exe, Some(other.as_os_str())), direct);
+        assert_eq!(connect_command(&exe, None), direct);
         // Another `patchbay` first on PATH: not the one running, so the running one.
         std::fs::write(other.join("patchbay"), "").unwrap();
         let path = std::env::join_paths([&other, &bin]).unwrap();
-        assert_eq!(connect_command(&exe, Some(&path)).command, direct);
+        assert_eq!(connect_command(&exe, Some(&path)), direct);
         // A relative PATH entry is never written into a client's config.
         assert_eq!(
-            connect_command(&exe, Some(std::ffi::OsStr::new("bin"))).command,
+            connect_command(&exe, Some(std::ffi::OsStr::new("bin"))),
             direct
         );
         // The app: the patchbay beside it, else the bare name.
+        assert_eq!(connect_command(&real.join("patchbay-app"), None), direct);
+        let lonely = connect_command(&dir.path().join("lonely/app"), None);
+        assert_eq!(lonely, "patchbay");
+        assert_eq!(connect_warning(&lonely), Some(NOT_INSTALLED));
+        assert_eq!(connect_warning(&direct), None);
         assert_eq!(
-            connect_command(&real.join("patchbay-app"), None).command,
-            direct
-        );
-        assert_eq!(
-            connect_command(&dir.path().join("lonely/app"), None),
-            ConnectCommand {
-                command: "patchbay".into(),
-                warning: Some(NOT_INSTALLED.into())
-            }
-        );
-        assert_eq!(
-            connect_command(&dir.path().join("lonely/app"), Some(bin.as_os_str())).command,
+            connect_command(&dir.path().join("lonely/app"), Some(bin.as_os_str())),
             link,
             "the app with no patchbay beside it: the one on PATH"
         );
@@ -659,25 +704,20 @@ mod tests {
         assert!(!in_build_tree(&installed.join("patchbay")));
         // The dev build, nothing installed: bare `patchbay`, and the window says so.
         let dev = connect_command(&debug.join("patchbay-app"), None);
-        assert_eq!(dev.command, "patchbay");
-        assert_eq!(dev.warning.as_deref(), Some(NOT_INSTALLED));
+        assert_eq!(dev, "patchbay");
+        assert_eq!(connect_warning(&dev), Some(NOT_INSTALLED));
         // The build tree on PATH (a developer's shell) is skipped for the installed one.
         let path = std::env::join_paths([&debug, &installed]).unwrap();
         let found = connect_command(&debug.join("patchbay"), Some(&path));
-        assert_eq!(
-            found,
-            ConnectCommand {
-                command: installed.join("patchbay").to_string_lossy().into_owned(),
-                warning: None
-            }
-        );
+        assert_eq!(found, installed.join("patchbay").to_string_lossy());
+        assert_eq!(connect_warning(&found), None);
         // A link into the build tree is in it too.
         let link_dir = dir.path().join("home/.local/bin");
         std::fs::create_dir_all(&link_dir).unwrap();
         std::os::unix::fs::symlink(debug.join("patchbay"), link_dir.join("patchbay")).unwrap();
         assert!(in_build_tree(&link_dir.join("patchbay")));
         assert_eq!(
-            connect_command(&debug.join("patchbay"), Some(link_dir.as_os_str())).command,
+            connect_command(&debug.join("patchbay"), Some(link_dir.as_os_str())),
             "patchbay"
         );
     }

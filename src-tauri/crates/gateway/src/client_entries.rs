@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use patchbay_core::client_config::{
-    self, Change, Client, Conflict, EntryPreview, Route, Undo, Written,
+    self, Change, Client, Conflict, Route, Undo, WritePlan, Written,
 };
 use patchbay_core::{CoreError, Patchbay};
 use serde::Serialize;
@@ -99,7 +99,7 @@ pub struct ClientWrite {
     /// What the window's Undo names to put the file back ([`UndoLog::keep`] sets it).
     pub undo_id: Option<u64>,
     /// What is wrong with the entry's command: no installed `patchbay` was found
-    /// ([`client_config::NOT_INSTALLED`]).
+    /// ([`client_config::connect_warning`]).
     pub warning: Option<String>,
     /// The file's texts before and after, for [`UndoLog::keep`]: never sent.
     #[serde(skip)]
@@ -126,28 +126,25 @@ pub struct WritePreview {
     /// `added`, `replaced` or `unchanged`.
     pub change: &'static str,
     pub via: Via,
-    /// As [`ClientWrite::warning`].
+    /// What to know before confirming ([`WritePlan::warnings`], in one paragraph): the
+    /// connector is not ready in Patchbay, no installed `patchbay` for the entry to run.
     pub warning: Option<String>,
 }
 
 impl WritePreview {
-    fn new(
-        preview: EntryPreview,
-        connector: String,
-        via: Via,
-        warning: Option<String>,
-    ) -> WritePreview {
+    fn new(plan: WritePlan, via: Via) -> WritePreview {
+        let preview = plan.entry;
         WritePreview {
             client: client_id(preview.client),
             client_name: preview.client.display_name(),
             name: preview.name,
-            connector,
+            connector: plan.connector,
             file: preview.file,
             before: preview.before,
             after: preview.after,
             change: change_id(preview.change),
             via,
-            warning,
+            warning: (!plan.warnings.is_empty()).then(|| plan.warnings.join(" ")),
         }
     }
 }
@@ -176,7 +173,14 @@ pub struct WriteUndone {
 /// Undo is offered in the notice of the write it undoes, not across restarts.
 #[derive(Debug, Default)]
 pub struct UndoLog {
-    kept: Mutex<Vec<KeptUndo>>,
+    kept: Mutex<KeptUndos>,
+}
+
+#[derive(Debug, Default)]
+struct KeptUndos {
+    /// The last id given: ids are never reused, so an old notice's Undo cannot undo a new write.
+    last_id: u64,
+    list: Vec<KeptUndo>,
 }
 
 #[derive(Debug)]
@@ -195,14 +199,15 @@ impl UndoLog {
             return write;
         };
         let mut kept = self.kept.lock().unwrap_or_else(|p| p.into_inner());
-        let id = kept.last().map_or(1, |k| k.id + 1);
-        kept.push(KeptUndo {
+        kept.last_id += 1;
+        let id = kept.last_id;
+        kept.list.push(KeptUndo {
             id,
             undo,
             minted: write.gateway_client.clone(),
         });
-        if kept.len() > Self::KEPT {
-            kept.remove(0);
+        if kept.list.len() > Self::KEPT {
+            kept.list.remove(0);
         }
         write.undo_id = Some(id);
         write
@@ -215,10 +220,11 @@ impl UndoLog {
         let kept = {
             let mut kept = self.kept.lock().unwrap_or_else(|p| p.into_inner());
             let at = kept
+                .list
                 .iter()
                 .position(|k| k.id == id)
                 .ok_or(EntryError::NoUndo(id))?;
-            kept.remove(at)
+            kept.list.remove(at)
         };
         client_config::undo_write(&kept.undo)?;
         let revoked = kept.minted.filter(|label| {
@@ -278,8 +284,8 @@ struct Routing<'a> {
     via: Via,
     port: u16,
     minted: Option<String>,
-    /// [`client_config::ConnectCommand::warning`] of the route given.
-    warning: Option<String>,
+    /// [`Route::warning`] of the last route given.
+    warning: Option<&'static str>,
 }
 
 impl<'a> Routing<'a> {
@@ -297,26 +303,33 @@ impl<'a> Routing<'a> {
 
     /// The route [`Routing::route`] would give, minting nothing: for a preview, which shows no
     /// header value anyway.
-    fn preview_route(&self, connector: &str) -> (Route, Option<String>) {
+    fn preview_route(&self, connector: &str) -> Route {
         match self.via {
             Via::Stdio => Route::connect(self.patchbay),
-            Via::Gateway => (
-                Route::gateway(
-                    format!("http://127.0.0.1:{}/mcp/{connector}", self.port),
-                    &patchbay_vault::Secret::new("its own secret"),
-                ),
-                None,
+            Via::Gateway => Route::gateway(
+                self.connector_url(connector),
+                &patchbay_vault::Secret::new("its own secret"),
             ),
         }
     }
 
+    /// The gateway's `/mcp/NAME` for `connector`.
+    fn connector_url(&self, connector: &str) -> String {
+        format!("http://127.0.0.1:{}/mcp/{connector}", self.port)
+    }
+
     fn route(&mut self, connector: &str) -> Result<Route, EntryError> {
+        let route = self.route_minting(connector)?;
+        self.warning = route.warning();
+        Ok(route)
+    }
+
+    /// [`Routing::route`]: for the gateway, the client's secret, minted when it has none.
+    fn route_minting(&mut self, connector: &str) -> Result<Route, EntryError> {
         if self.via == Via::Stdio {
-            let (route, warning) = Route::connect(self.patchbay);
-            self.warning = warning;
-            return Ok(route);
+            return Ok(Route::connect(self.patchbay));
         }
-        let url = format!("http://127.0.0.1:{}/mcp/{connector}", self.port);
+        let url = self.connector_url(connector);
         let file = client_config::client_file(self.patchbay, self.client)?;
         let held =
             client_config::gateway_secrets(self.client, &file).map_err(CoreError::ClientConfig)?;
@@ -358,7 +371,7 @@ impl<'a> Routing<'a> {
             gateway_client: self.minted.take(),
             managed,
             undo_id: None,
-            warning: self.warning.take(),
+            warning: self.warning.take().map(str::to_owned),
             undo: written.undo,
         }
     }
@@ -444,14 +457,14 @@ pub fn preview_add_to_client(
     port: u16,
     replace: bool,
 ) -> Result<WritePreview, EntryError> {
-    let (route, warning) = Routing::new(patchbay, client, via, port).preview_route(name);
+    let route = Routing::new(patchbay, client, via, port).preview_route(name);
     let conflict = if replace {
         Conflict::Replace
     } else {
         Conflict::Refuse
     };
-    let preview = client_config::preview_add_to_client(patchbay, client, name, route, conflict)?;
-    Ok(WritePreview::new(preview, name.to_owned(), via, warning))
+    let plan = client_config::preview_add_to_client(patchbay, client, name, route, conflict)?;
+    Ok(WritePreview::new(plan, via))
 }
 
 /// What [`switch_client_entry`] would write, for the window's confirmation; writes, manages and
@@ -464,13 +477,10 @@ pub fn preview_switch_client_entry(
     port: u16,
 ) -> Result<WritePreview, EntryError> {
     let routing = Routing::new(patchbay, client, via, port);
-    let mut warning = None;
-    let (connector, preview) = client_config::preview_switch(patchbay, client, server, |name| {
-        let (route, why) = routing.preview_route(name);
-        warning = why;
-        Ok(route)
+    let plan = client_config::preview_switch(patchbay, client, server, |name| {
+        Ok(routing.preview_route(name))
     })?;
-    Ok(WritePreview::new(preview, connector, via, warning))
+    Ok(WritePreview::new(plan, via))
 }
 
 /// The gateway's clients, oldest first.

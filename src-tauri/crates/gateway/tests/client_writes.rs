@@ -130,3 +130,43 @@ fn an_undo_after_the_client_rewrote_its_file_is_refused_and_keeps_the_file() {
     assert!(error.to_string().contains("has changed since"), "{error}");
     assert_eq!(std::fs::read_to_string(&file).unwrap(), rewritten);
 }
+
+#[test]
+fn the_preview_says_when_the_connector_is_not_ready_in_patchbay() {
+    let (_dir, file, patchbay) = cursor_home();
+    // A second mcp-remote entry, holding no credential of its own.
+    let text = CURSOR.replace(
+        "    \"team-docs\": {",
+        "    \"wiki\": { \"command\": \"npx\", \"args\": [\"-y\", \"mcp-remote\", \"https://wiki.example.com/mcp\"] },\n    \"team-docs\": {",
+    );
+    std::fs::write(&file, text).unwrap();
+    let report = patchbay.status();
+    let warning = |entry: &str| {
+        client_entries::preview_switch_client_entry(
+            &patchbay,
+            Client::Cursor,
+            entry,
+            Via::Gateway,
+            3119,
+        )
+        .unwrap()
+        .warning
+    };
+    let wiki = report.connector("wiki").unwrap();
+    assert!(wiki.blocks_start, "{wiki:?}");
+    assert_eq!(
+        warning("wiki").as_deref(),
+        Some(format!(
+            "{} is not ready in Patchbay yet ({}): Cursor will see it fail until it is.",
+            wiki.title,
+            wiki.label.to_lowercase()
+        ))
+        .as_deref()
+    );
+    let docs = report.connector("team-docs").unwrap();
+    assert_eq!(
+        warning("team-docs").is_some(),
+        docs.blocks_start,
+        "{docs:?}"
+    );
+}

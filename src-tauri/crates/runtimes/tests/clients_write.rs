@@ -682,7 +682,7 @@ fn a_preview_shows_the_entry_before_and_after_with_no_secret_and_writes_nothing(
     );
     // The header mcp-remote sends is a name only.
     assert!(
-        before.contains("X-Team: ${TEAM_ID}") || before.contains("••••••"),
+        before.contains("X-Team: ${TEAM_ID}") || before.contains("[redacted]"),
         "{before}"
     );
     let after = &preview.after;
@@ -691,7 +691,7 @@ fn a_preview_shows_the_entry_before_and_after_with_no_secret_and_writes_nothing(
         "{after}"
     );
     assert!(
-        after.contains("\"X-Patchbay-Client\": \"••••••\""),
+        after.contains("\"X-Patchbay-Client\": \"[redacted]\""),
         "{after}"
     );
     assert!(!after.contains("pbc_fixture_secret_0123"), "{after}");
@@ -712,7 +712,10 @@ fn a_preview_shows_the_entry_before_and_after_with_no_secret_and_writes_nothing(
     .unwrap();
     let before = preview.before.unwrap();
     assert!(!before.contains("ghp_fixture"), "{before}");
-    assert!(before.contains("\"Authorization\": \"••••••\""), "{before}");
+    assert!(
+        before.contains("\"Authorization\": \"[redacted]\""),
+        "{before}"
+    );
     // And it refuses what Add refuses.
     let err = write::preview_add(
         Client::Cursor,
@@ -748,7 +751,7 @@ fn a_preview_shows_the_entry_before_and_after_with_no_secret_and_writes_nothing(
         "{}",
         preview.after
     );
-    assert!(preview.after.contains("••••••"), "{}", preview.after);
+    assert!(preview.after.contains("[redacted]"), "{}", preview.after);
     assert!(!preview.after.contains("pbc_fixture"), "{}", preview.after);
 }
 

@@ -149,6 +149,9 @@ impl std::fmt::Debug for ClientTransport {
 
 /// Arguments as Debug shows them: a value that looks like a credential (after `--header` with a
 /// credential header name, `--api-key=...`, `Bearer ...`) is `[redacted]`.
+/// What a hidden value reads as, in an argument list and a preview alike (as `Secret`'s Debug).
+pub const REDACTED: &str = "[redacted]";
+
 pub fn redacted_args(args: &[String]) -> Vec<String> {
     let mut shown = Vec::with_capacity(args.len());
     for (i, arg) in args.iter().enumerate() {
@@ -162,7 +165,7 @@ pub fn redacted_args(args: &[String]) -> Vec<String> {
             arg.to_ascii_lowercase().contains("bearer ")
         };
         shown.push(if secret {
-            "[redacted]".to_string()
+            REDACTED.to_string()
         } else {
             arg.clone()
         });

@@ -554,9 +554,7 @@ fn preview_entry(
         Some(text) => {
             let servers = formats::parse(&config_file(client, file), text)?;
             let raw = if client == Client::Codex {
-                let table: toml::Table = text
-                    .parse()
-                    .map_err(|e| malformed(file, format!("not valid TOML: {e}")))?;
+                let table = crate::toml_text::parse_table(text).map_err(|e| malformed(file, e))?;
                 table
                     .get("mcp_servers")
                     .and_then(|s| s.get(name))
@@ -587,17 +585,14 @@ fn preview_entry(
     })
 }
 
-/// What a hidden value reads as in a preview.
-const HIDDEN: &str = "••••••";
-
 /// `entry` with every value of its `env`, `headers` and `http_headers` maps, every credential
 /// argument ([`super::redacted_args`]), every string under a credential-like key and every URL
-/// query replaced by [`HIDDEN`]: a preview shows names, never values.
+/// query replaced by [`super::REDACTED`]: a preview shows names, never values.
 fn hide_secrets(entry: &Value) -> Value {
     let Value::Object(map) = entry else {
         return entry.clone();
     };
-    let hidden = || Value::String(HIDDEN.to_owned());
+    let hidden = || Value::String(super::REDACTED.to_owned());
     let shown = map.iter().map(|(key, value)| {
         let value = match (key.as_str(), value) {
             ("env" | "headers" | "http_headers", Value::Object(values)) => Value::Object(
@@ -613,19 +608,13 @@ fn hide_secrets(entry: &Value) -> Value {
                     .collect();
                 super::redacted_args(&args)
                     .into_iter()
-                    .map(|a| {
-                        Value::String(if a == "[redacted]" {
-                            HIDDEN.to_owned()
-                        } else {
-                            a
-                        })
-                    })
+                    .map(Value::String)
                     .collect()
             }
             (_, Value::String(_)) if super::is_credential_name(key) => hidden(),
             ("url" | "serverUrl" | "httpUrl", Value::String(url)) => {
                 Value::String(match url.split_once('?') {
-                    Some((base, _)) => format!("{base}?{HIDDEN}"),
+                    Some((base, _)) => format!("{base}?{}", super::REDACTED),
                     None => url.clone(),
                 })
             }
